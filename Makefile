@@ -9,10 +9,11 @@ STAMP := $(VENV)/.attnkit-installed
 
 .PHONY: demo test test-slow lint format bench install clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile scripts/install-extras.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[data,dev]'
+	$(PIP) install -e '.[all,dev]'
+	bash scripts/install-extras.sh $(PY)
 	touch $(STAMP)
 
 install: $(STAMP)
