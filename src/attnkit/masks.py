@@ -185,9 +185,7 @@ def attention_mask(
         parts.append(key_mask.view(batch, *middle, 1, tk))
     if query_mask is not None:
         if as_bool_mask(query_mask, "query_mask").shape != (batch, tq):
-            raise ValueError(
-                f"query_mask must have shape [B, Tq] = {(batch, tq)}, got {tuple(query_mask.shape)}"
-            )
+            raise ValueError(f"query_mask must have shape [B, Tq] = {(batch, tq)}, got {tuple(query_mask.shape)}")
         parts.append(query_mask.view(batch, *middle, tq, 1))
     if attn_mask is not None:
         parts.append(check_mask(attn_mask, "attn_mask", scores_shape))

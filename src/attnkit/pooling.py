@@ -1,0 +1,117 @@
+"""Pooling a sequence into one vector (layer 3): query-free attention pooling and its masked baselines.
+
+Attention pooling is attention whose query is learned rather than given (Yang et al. 2016's "context vector";
+Lin et al. 2017 with several heads): ``weights = distribution(score(q_h, x), mask)``, ``pooled = weights @ x``.
+Every pooling here returns ``AttentionOutput(pooled, weights [B, heads, T])`` so explanation code treats
+them alike; the baselines report the weights they implicitly use.
+
+Shape glossary:
+    B  batch   T  positions   D  features (``dim``)   Dh  hidden size of the score   heads  pooling heads
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnkit import masks
+from attnkit.distributions import Distribution, Softmax
+from attnkit.outputs import AttentionOutput
+from attnkit.scores import DotScore, Score
+
+__all__ = ["AttentionPooling", "MaxPooling", "MeanPooling"]
+
+
+def _check_input(x: torch.Tensor, mask: torch.Tensor | None, name: str) -> None:
+    if x.dim() != 3:
+        raise ValueError(f"{name} expects x of shape [B, T, D], got {tuple(x.shape)}")
+    if mask is not None and masks.as_bool_mask(mask, "mask").shape != x.shape[:2]:
+        raise ValueError(f"{name}: mask must have shape [B, T] = {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
+
+
+class AttentionPooling(nn.Module):
+    """Query-free attention pooling (HAN's word/sentence attention; "AttentionPooling1D").
+
+    By default the score is the additive form of Yang et al. 2016 and Lin et al. 2017,
+    ``score_h(x_t) = q_hᵀ tanh(W x_t + b)``, one learned vector ``q_h`` per head. Pass ``score=`` to use any
+    :class:`~attnkit.scores.Score` instead: it is called as ``score(queries [1, heads, hidden], x [B, T, D])``.
+
+    Args:
+        dim: ``D``, the feature size of ``x``.
+        hidden: ``Dh``, size of the learned queries and of ``tanh(W x + b)`` (default ``D``).
+        heads: number of learned queries; ``pooled`` is ``[B, D]`` for one head, ``[B, heads·D]`` for more.
+        score: a built score module (optional; see above).
+        distribution: a built distribution (default :class:`Softmax`).
+        positions: a position module applied to ``x`` first (``x -> positions(x)``), e.g.
+            :class:`~attnkit.positions.SinusoidalPositions`; without it the pooling ignores word order.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        hidden: int | None = None,
+        heads: int = 1,
+        score: Score | None = None,
+        distribution: Distribution | None = None,
+        positions: nn.Module | None = None,
+    ) -> None:
+        super().__init__()
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1, got {heads}")
+        hidden = hidden or dim
+        self.heads = heads
+        self.key_proj = nn.Linear(dim, hidden) if score is None else None
+        self.score = DotScore() if score is None else score
+        self.distribution = distribution if distribution is not None else Softmax()
+        self.positions = positions
+        self.queries = nn.Parameter(torch.empty(heads, hidden).normal_(std=hidden**-0.5))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
+        """Pool ``x [B, T, D]`` under ``mask [B, T]`` (True = real token).
+
+        Returns:
+            ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence
+            pools to zeros with all-zero weights.
+        """
+        _check_input(x, mask, "AttentionPooling")
+        if self.positions is not None:
+            x = self.positions(x)
+        keys = x if self.key_proj is None else torch.tanh(self.key_proj(x))  # [B, T, Dh or D]
+        scores = self.score(self.queries.unsqueeze(0).to(keys.dtype), keys)  # [B, heads, T]
+        mask = masks.attention_mask(scores.shape, key_mask=mask)
+        weights = self.distribution(scores, mask)  # [B, heads, T]
+        pooled = weights @ x.to(weights.dtype)  # [B, heads, D]
+        return AttentionOutput(pooled.flatten(1) if self.heads > 1 else pooled.squeeze(1), weights)
+
+
+class MeanPooling(nn.Module):
+    """Masked mean: the unweighted baseline. Weights are ``1/length`` on real tokens."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
+        """x ``[B, T, D]``, mask ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+        _check_input(x, mask, "MeanPooling")
+        kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
+        counts = kept.sum(dim=1, keepdim=True).clamp(min=1)  # [B, 1]
+        weights = (kept.to(x.dtype) / counts.to(x.dtype)).unsqueeze(1)  # [B, 1, T]
+        return AttentionOutput((weights @ x).squeeze(1), weights)
+
+
+class MaxPooling(nn.Module):
+    """Masked max over time, per feature (GlobalMaxPooling). Padding never wins; an empty row gives 0.
+
+    Its weights are a saliency: ``weights[b, 0, t]`` is the fraction of features whose maximum is at ``t``.
+    """
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
+        """x ``[B, T, D]``, mask ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+        _check_input(x, mask, "MaxPooling")
+        kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
+        filled = x.masked_fill(~kept[..., None], float("-inf"))  # [B, T, D]
+        values, argmax = filled.max(dim=1)  # [B, D]
+        has_token = kept.any(dim=1, keepdim=True)  # [B, 1]
+        pooled = torch.where(has_token, values, torch.zeros_like(values))
+        hits = torch.zeros(x.shape[0], x.shape[1], dtype=x.dtype, device=x.device)
+        hits.scatter_add_(1, argmax, torch.ones_like(values))  # [B, T] features won by each step
+        weights = (hits / x.shape[2]) * has_token  # [B, T]
+        return AttentionOutput(pooled, weights.unsqueeze(1))
