@@ -1,0 +1,202 @@
+"""Sequence metrics: edit distance, G2P word and phoneme error rates, BLEU and chrF (layer 5).
+
+All rates and scores are percentages (0-100), as papers report them. BLEU and chrF are sacreBLEU's
+(``sacrebleu`` is imported only when they are computed), on detokenised text with sacreBLEU's default
+tokenisation (``13a``), so the numbers are comparable with published ones.
+
+G2P scoring with several acceptable pronunciations (Yao & Zweig 2015; Toshniwal & Livescu 2016): a word is
+correct when the prediction equals any of its references; its phoneme errors are the fewest edits to any
+reference, counted against that closest reference's length (the first such on a tie).
+
+    WER = 100 · (words with no exact match) / words
+    PER = 100 · Σ_words min_r edits(prediction, r) / Σ_words len(closest r)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_LENGTH_EDGES",
+    "BucketScore",
+    "G2PScores",
+    "bleu_by_length",
+    "corpus_bleu",
+    "corpus_chrf",
+    "edit_distance",
+    "g2p_scores",
+    "phoneme_error_rate",
+    "word_error_rate",
+]
+
+Tokens = Sequence[Hashable]
+DEFAULT_LENGTH_EDGES = (10, 20, 30, 40, 50, 60)
+
+
+def edit_distance(a: Tokens, b: Tokens) -> int:
+    """Levenshtein distance between two token sequences: the fewest insertions, deletions and substitutions.
+
+    Works on any sequences of hashable tokens — lists of phonemes, words, or the characters of a string.
+    """
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))  # distances from a[:0] to every prefix of b
+    for i, x in enumerate(a, start=1):
+        current = [i]
+        for j, y in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def _symbols(sequence: str | Tokens) -> list:
+    """A string is whitespace-separated symbols (``"HH AH L OW"``); any other sequence is taken as is."""
+    return sequence.split() if isinstance(sequence, str) else list(sequence)
+
+
+@dataclass(frozen=True)
+class G2PScores:
+    """Word and phoneme error rates over a corpus, with the counts behind them.
+
+    Attributes:
+        wer: word error rate, percent.
+        per: phoneme error rate, percent.
+        words: words scored.
+        word_errors: words whose prediction matched no reference.
+        phoneme_edits: summed minimum edit distances.
+        reference_phonemes: summed lengths of the closest references.
+    """
+
+    wer: float
+    per: float
+    words: int
+    word_errors: int
+    phoneme_edits: int
+    reference_phonemes: int
+
+
+def g2p_scores(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> G2PScores:
+    """WER and PER of ``predictions`` against every word's acceptable ``references``.
+
+    Args:
+        predictions: one predicted pronunciation per word: a phoneme list or a space-separated string.
+        references: for each word, its acceptable pronunciations (at least one), in the same forms.
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"predictions has {len(predictions)} items but references has {len(references)}")
+    word_errors = edits = phonemes = 0
+    for i, (prediction, refs) in enumerate(zip(predictions, references, strict=True)):
+        if not refs:
+            raise ValueError(f"references[{i}] is empty: every word needs at least one reference")
+        prediction = _symbols(prediction)
+        candidates = [_symbols(r) for r in refs]
+        distances = [edit_distance(prediction, r) for r in candidates]
+        best = min(range(len(candidates)), key=distances.__getitem__)
+        word_errors += distances[best] != 0
+        edits += distances[best]
+        phonemes += len(candidates[best])
+    words = len(predictions)
+    return G2PScores(
+        wer=100.0 * word_errors / words if words else 0.0,
+        per=100.0 * edits / phonemes if phonemes else 0.0,
+        words=words,
+        word_errors=word_errors,
+        phoneme_edits=edits,
+        reference_phonemes=phonemes,
+    )
+
+
+def word_error_rate(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> float:
+    """Percent of words whose prediction matches none of their references (see :func:`g2p_scores`)."""
+    return g2p_scores(predictions, references).wer
+
+
+def phoneme_error_rate(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> float:
+    """Percent phoneme edits against the closest references (see :func:`g2p_scores`)."""
+    return g2p_scores(predictions, references).per
+
+
+def _check_corpus(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
+    if not hypotheses:
+        raise ValueError("cannot score an empty corpus")
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """sacreBLEU corpus BLEU (percent) of detokenised ``hypotheses`` against one reference each."""
+    import sacrebleu
+
+    _check_corpus(hypotheses, references)
+    return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+
+
+def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """sacreBLEU corpus chrF (percent, character 6-grams, β = 2) against one reference each."""
+    import sacrebleu
+
+    _check_corpus(hypotheses, references)
+    return float(sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score)
+
+
+@dataclass(frozen=True)
+class BucketScore:
+    """BLEU over the sentences whose source length falls in ``[low, high)`` words.
+
+    Attributes:
+        low, high: the bucket's bounds in source words (``high`` is ``None`` for the open last bucket).
+        count: sentences in the bucket.
+        bleu: corpus BLEU of those sentences, percent.
+        label: ``"10-19"`` or ``"60+"``, for a plot's axis.
+    """
+
+    low: int
+    high: int | None
+    count: int
+    bleu: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.low}+" if self.high is None else f"{self.low}-{self.high - 1}"
+
+    def as_row(self) -> dict:
+        """``{"bucket", "low", "high", "count", "bleu"}``: one row of a JSON/CSV table."""
+        return {"bucket": self.label, "low": self.low, "high": self.high, "count": self.count, "bleu": self.bleu}
+
+
+def bleu_by_length(
+    sources: Sequence[str],
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    *,
+    edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
+) -> list[BucketScore]:
+    """BLEU per source-length bucket (the plot of Bahdanau et al. 2015, Fig. 2).
+
+    Source length is counted in whitespace-separated words. ``edges`` ``(10, 20, ...)`` give the buckets
+    ``[0, 10), [10, 20), ..., [last, ∞)``; empty buckets are left out. Returns the buckets in order.
+    """
+    if len(sources) != len(hypotheses):
+        raise ValueError(f"sources has {len(sources)} items but hypotheses has {len(hypotheses)}")
+    _check_corpus(hypotheses, references)
+    edges = list(edges)
+    if any(b <= a for a, b in itertools.pairwise(edges)) or (edges and edges[0] <= 0):
+        raise ValueError(f"edges must be positive and increasing, got {edges}")
+    bounds = list(zip([0, *edges], [*edges, None], strict=True))
+    members: list[list[int]] = [[] for _ in bounds]
+    for i, source in enumerate(sources):
+        n = len(source.split())
+        k = next(k for k, (low, high) in enumerate(bounds) if high is None or low <= n < high)
+        members[k].append(i)
+    return [
+        BucketScore(
+            low=low,
+            high=high,
+            count=len(ids),
+            bleu=corpus_bleu([hypotheses[i] for i in ids], [references[i] for i in ids]),
+        )
+        for (low, high), ids in zip(bounds, members, strict=True)
+        if ids
+    ]
