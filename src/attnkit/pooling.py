@@ -78,9 +78,10 @@ class AttentionPooling(nn.Module):
         if self.positions is not None:
             x = self.positions(x)
         keys = x if self.key_proj is None else torch.tanh(self.key_proj(x))  # [B, T, Dh or D]
-        scores = self.score(self.queries.unsqueeze(0).to(keys.dtype), keys)  # [B, heads, T]
+        queries = self.queries.unsqueeze(0).to(keys.dtype)  # [1, heads, Dh]
+        scores = self.score(queries, keys)  # [B, heads, T]
         mask = masks.attention_mask(scores.shape, key_mask=mask)
-        weights = self.distribution(scores, mask)  # [B, heads, T]
+        weights = self.distribution(scores, mask, query=queries)  # [B, heads, T]
         pooled = weights @ x.to(weights.dtype)  # [B, heads, D]
         return AttentionOutput(pooled.flatten(1) if self.heads > 1 else pooled.squeeze(1), weights)
 

@@ -1,0 +1,156 @@
+"""Multi-head attention: parity with nn.MultiheadAttention, fast path == generic path, KV cache == recomputation."""
+
+import pytest
+import torch
+from torch import nn
+
+from attnkit import KVCache, MultiHeadAttention, RotaryPositions, masks
+from attnkit.functional.sdpa import scaled_dot_product_attention
+
+
+def key_padding(lengths, t):
+    return masks.lengths_to_mask(torch.tensor(lengths), t)
+
+
+@pytest.mark.parametrize(("kdim", "vdim", "bias"), [(None, None, True), (6, 5, True), (None, None, False)])
+def test_from_torch_matches_nn_multihead_attention_with_key_padding(kdim, vdim, bias):
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(16, 4, kdim=kdim, vdim=vdim, bias=bias, batch_first=True).eval()
+    ours = MultiHeadAttention.from_torch(theirs).eval()
+    query = torch.randn(3, 5, 16)
+    key = torch.randn(3, 7, kdim or 16)
+    value = torch.randn(3, 7, vdim or 16)
+    key_mask = key_padding([7, 4, 1], 7)
+    expected, expected_weights = theirs(query, key, value, key_padding_mask=~key_mask)  # averaged over heads
+    out = ours(query, key, value, key_mask=key_mask, need_weights=True)
+    torch.testing.assert_close(out.context, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.weights.mean(1), expected_weights, atol=1e-5, rtol=1e-5)
+
+
+def test_from_torch_self_attention_with_causal_mask_matches():
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    ours = MultiHeadAttention.from_torch(theirs).eval()
+    x = torch.randn(2, 6, 16)
+    expected, _ = theirs(x, x, x, attn_mask=~masks.causal(6))  # torch: True = blocked
+    torch.testing.assert_close(ours(x, causal=True).context, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_from_torch_refuses_what_it_cannot_copy():
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+
+
+def _fast_and_generic(seed=0, **kwargs):
+    torch.manual_seed(seed)
+    fast = MultiHeadAttention(16, 4, **kwargs)
+    generic = MultiHeadAttention(16, 4, **kwargs)
+    generic.load_state_dict(fast.state_dict())
+    generic.fast_path = False
+    assert fast.fast_path
+    return fast, generic
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_path_equals_generic_path_in_values_and_gradients(need_weights, causal):
+    fast, generic = _fast_and_generic()
+    x = torch.randn(3, 6, 16)
+    key_mask = key_padding([6, 3, 1], 6)
+    x_fast, x_generic = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_fast = fast(x_fast, key_mask=key_mask, causal=causal, need_weights=need_weights)
+    out_generic = generic(x_generic, key_mask=key_mask, causal=causal, need_weights=True)
+    torch.testing.assert_close(out_fast.context, out_generic.context, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(out_fast.weights, out_generic.weights, atol=1e-6, rtol=1e-5)
+    upstream = torch.randn_like(out_fast.context)
+    (out_fast.context * upstream).sum().backward()
+    (out_generic.context * upstream).sum().backward()
+    torch.testing.assert_close(x_fast.grad, x_generic.grad, atol=1e-5, rtol=1e-4)
+    for (name, p_fast), p_generic in zip(fast.named_parameters(), generic.parameters(), strict=True):
+        torch.testing.assert_close(p_fast.grad, p_generic.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_inference_weights_path_equals_the_autograd_formula():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 7, 8) for _ in range(3))  # 10 heads: more than one block of 4
+    mask = torch.rand(2, 1, 7, 7) > 0.3
+    mask[0, 0, 3] = False  # an empty row
+    with torch.no_grad():
+        context, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    q.requires_grad_()
+    ref_context, ref_weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    torch.testing.assert_close(weights, ref_weights)
+    torch.testing.assert_close(context, ref_context)
+    assert (weights[0, :, 3] == 0).all() and (context[0, :, 3] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_fully_masked_rows_give_zero_context_and_gradient_without_nan(dtype, need_weights):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).to(dtype)
+    x = torch.randn(2, 5, 16, dtype=dtype, requires_grad=True)
+    key_mask = key_padding([5, 0], 5)  # the second sequence has no key at all
+    out = mha(x, key_mask=key_mask, need_weights=need_weights)
+    assert torch.isfinite(out.context).all()
+    # zero context before the output projection: what is left is its bias
+    torch.testing.assert_close(out.context[1], mha.out_proj.bias.expand(5, 16))
+    out.context.float().sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert (x.grad[1] == 0).all()
+    if need_weights:
+        assert (out.weights[1] == 0).all()
+
+
+@pytest.mark.parametrize("rotary", [False, True])
+def test_kv_cache_decoding_equals_full_recomputation(rotary):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, rotary=RotaryPositions(4) if rotary else None).eval()
+    x = torch.randn(2, 9, 16)
+    full = mha(x, causal=True, need_weights=True)
+    cache = KVCache(2, 9, 4, 4)
+    # a 3-step prompt, then one step at a time
+    steps = [mha(x[:, :3], causal=True, cache=cache, need_weights=True)]
+    steps += [mha(x[:, t : t + 1], causal=True, cache=cache, need_weights=True) for t in range(3, 9)]
+    incremental = torch.cat([s.context for s in steps], dim=1)
+    torch.testing.assert_close(incremental, full.context, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(steps[-1].weights[:, :, 0], full.weights[:, :, -1], atol=1e-6, rtol=1e-5)
+    assert cache.size == 9
+
+
+def test_rotary_scores_depend_on_relative_position_only():
+    torch.manual_seed(0)
+    rotary = RotaryPositions(8)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+    near = rotary(q, offset=5) @ rotary(k, offset=3).transpose(-1, -2)
+    far = rotary(q, offset=105) @ rotary(k, offset=103).transpose(-1, -2)
+    torch.testing.assert_close(near, far, atol=1e-4, rtol=1e-4)
+
+
+def test_kv_cache_update_reset_reorder_and_overflow():
+    cache = KVCache(2, 3, 1, 2)
+    k = torch.arange(8.0).view(2, 1, 2, 2)
+    held_k, held_v = cache.update(k, -k)
+    assert held_k.shape == (2, 1, 2, 2) and torch.equal(held_v, -k)
+    cache.reorder(torch.tensor([1, 1]))
+    assert torch.equal(cache.keys[0, :, :2], k[1])
+    with pytest.raises(ValueError, match=r"overflow.*holding 2.*adding 2.*capacity 3"):
+        cache.update(k, k)
+    with pytest.raises(ValueError, match=r"\[B, H, T, Dh\]"):
+        cache.update(torch.zeros(2, 2, 1, 2), torch.zeros(2, 2, 1, 2))
+    cache.reset()
+    assert cache.size == 0
+    assert cache.update(k[:, :, :1], k[:, :, :1])[0].shape == (2, 1, 1, 2)
+
+
+def test_multihead_errors_name_the_problem():
+    mha = MultiHeadAttention(16, 4)
+    with pytest.raises(ValueError, match=r"query must have shape \[B, Tq, E=16\]"):
+        mha(torch.randn(2, 3, 8))
+    with pytest.raises(ValueError, match="cache= is for self-attention"):
+        mha(torch.randn(1, 1, 16), torch.randn(1, 2, 16), cache=KVCache(1, 4, 4, 4))
+    with pytest.raises(ValueError, match="not divisible"):
+        MultiHeadAttention(10, 4)
+    with pytest.raises(ValueError, match="key_mask"):
+        mha(torch.randn(2, 3, 16), key_mask=torch.ones(2, 3))
