@@ -1,0 +1,230 @@
+"""Labelled text from user files: CSV, TSV and JSONL (layer 5).
+
+Every problem with the input — a missing column, an empty text or label, bytes that are not UTF-8, a
+malformed row, a label that appears in the test file but never in the training file — raises one
+:class:`DataError` whose message starts with ``file:line``. Files are read completely and checked before
+anything is returned, and this module writes nothing, so a caller that writes outputs only after loading
+leaves nothing behind on error.
+
+Line numbers are 1-based physical lines: line 1 of a CSV/TSV file is its header, and a quoted field that spans
+several lines is reported at the line where its record starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnkit.data.classification import TextClassificationData
+
+__all__ = ["FORMATS", "DataError", "FileRows", "detect_format", "load_files", "read_rows"]
+
+# file suffix -> format name
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+class DataError(ValueError):
+    """Bad input data. The message is one line, starting with ``file:line`` where a line applies."""
+
+
+@dataclass
+class FileRows:
+    """The rows read from one file.
+
+    Attributes:
+        path: the file read.
+        texts: one text per data row, never empty.
+        labels: one label per row (as a string), or ``None`` when no label column was asked for.
+        lines: the 1-based line where each row starts, for messages about a particular row.
+    """
+
+    path: Path
+    texts: list[str]
+    labels: list[str] | None
+    lines: list[int]
+
+
+def detect_format(path: str | Path) -> str:
+    """Return ``"csv"``, ``"tsv"`` or ``"jsonl"`` from the file's suffix, else raise :class:`DataError`."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        known = ", ".join(sorted(FORMATS))
+        raise DataError(f"{path}: cannot tell the file type from suffix {suffix!r}; use one of {known}")
+    return FORMATS[suffix]
+
+
+def read_rows(
+    path: str | Path,
+    *,
+    text_column: str = "text",
+    label_column: str | None = "label",
+    file_format: str | None = None,
+) -> FileRows:
+    """Read and check every row of a CSV, TSV or JSONL file.
+
+    Args:
+        path: the file; its suffix picks the format unless ``file_format`` is given.
+        text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
+        label_column: column or key holding the label, or ``None`` to read texts only (prediction).
+        file_format: ``"csv"``, ``"tsv"`` or ``"jsonl"`` to override the suffix.
+
+    Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
+
+    Raises:
+        DataError: ``file:line: ...`` for the first problem found.
+    """
+    path = Path(path)
+    fmt = file_format or detect_format(path)
+    if fmt not in ("csv", "tsv", "jsonl"):
+        raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv or jsonl")
+    text = _decode(path)
+    records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt)
+    columns = [text_column] if label_column is None else [text_column, label_column]
+    rows = FileRows(path=path, texts=[], labels=None if label_column is None else [], lines=[])
+    header_line = None
+    for line, record in records:
+        if line == 0:  # header of a CSV/TSV file: check the columns once
+            _check_header(path, record, columns)
+            header_line = record
+            continue
+        if header_line is not None:
+            record = _table_row(path, line, header_line, record)
+        item = _text_field(path, line, record, text_column, "text")
+        rows.texts.append(item)
+        rows.lines.append(line)
+        if label_column is not None:
+            rows.labels.append(_text_field(path, line, record, label_column, "label"))
+    if not rows.texts:
+        raise DataError(f"{path}:1: no data rows")
+    return rows
+
+
+def load_files(
+    train_path: str | Path,
+    test_path: str | Path | None = None,
+    *,
+    text_column: str = "text",
+    label_column: str = "label",
+    file_format: str | None = None,
+) -> TextClassificationData:
+    """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
+
+    Label names are the sorted distinct training labels; labels are their indices. Without a test file the
+    test lists are empty. Texts are treated as punctuated (sentence splitting uses a real segmenter).
+
+    Raises:
+        DataError: ``file:line: ...`` for any bad row, or at the first test row whose label never occurs in
+            the training file.
+    """
+    from attnkit.data.classification import TextClassificationData
+
+    kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
+    train = read_rows(train_path, **kwargs)
+    test = read_rows(test_path, **kwargs) if test_path is not None else None
+    label_names = sorted(set(train.labels))
+    index = {name: i for i, name in enumerate(label_names)}
+    if test is not None:
+        for label, line in zip(test.labels, test.lines, strict=True):
+            if label not in index:
+                shown = ", ".join(repr(n) for n in label_names[:10]) + (", ..." if len(label_names) > 10 else "")
+                raise DataError(
+                    f"{test.path}:{line}: label {label!r} does not occur in the training file "
+                    f"{train.path} (training labels: {shown})"
+                )
+    return TextClassificationData(
+        name=Path(train_path).stem,
+        train_texts=train.texts,
+        train_labels=[index[label] for label in train.labels],
+        test_texts=test.texts if test is not None else [],
+        test_labels=[index[label] for label in test.labels] if test is not None else [],
+        label_names=label_names,
+        punctuated=True,
+    )
+
+
+def _decode(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a file") from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        start = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw.count(b"\n", 0, start) + 1
+        column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+        raise DataError(
+            f"{path}:{line}: byte 0x{raw[start]:02x} at column {column} is not valid UTF-8; save the file as UTF-8"
+        ) from None
+
+
+def _table_records(path: Path, text: str, fmt: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line, fields)``; the header comes first with line 0."""
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
+    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel-tab" if fmt == "tsv" else "excel")
+    seen_header = False
+    last_line = 0
+    try:
+        for fields in reader:
+            start, last_line = last_line + 1, reader.line_num
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # blank line
+            yield (start if seen_header else 0), fields
+            seen_header = True
+    except csv.Error as error:
+        raise DataError(f"{path}:{last_line + 1}: malformed {fmt.upper()} ({error})") from None
+    if not seen_header:
+        raise DataError(f"{path}:1: the file is empty; expected a header line naming the columns")
+
+
+def _check_header(path: Path, header: list[str], columns: list[str]) -> None:
+    names = [h.strip() for h in header]
+    for column in columns:
+        count = names.count(column)
+        if count == 0:
+            raise DataError(f"{path}:1: no column {column!r} in the header (columns: {', '.join(names)})")
+        if count > 1:
+            raise DataError(f"{path}:1: column {column!r} appears {count} times in the header")
+
+
+def _table_row(path: Path, line: int, header: list[str], fields: list[str]) -> dict[str, str]:
+    if len(fields) != len(header):
+        raise DataError(f"{path}:{line}: expected {len(header)} fields as in the header, found {len(fields)}")
+    return {name.strip(): value for name, value in zip(header, fields, strict=True)}
+
+
+def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, dict]]:
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        try:
+            record = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}:{line}: invalid JSON ({error.msg} at column {error.colno})") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
+        yield line, record
+
+
+def _text_field(path: Path, line: int, record: dict, column: str, what: str) -> str:
+    if column not in record:
+        raise DataError(f"{path}:{line}: no {column!r} field (fields: {', '.join(map(str, record))})")
+    value = record[column]
+    if value is None or isinstance(value, (dict, list)):
+        raise DataError(f"{path}:{line}: {what} in {column!r} must be a string, found {json.dumps(value)}")
+    if what == "text" and not isinstance(value, str):
+        raise DataError(f"{path}:{line}: text in {column!r} must be a string, found {json.dumps(value)}")
+    value = value if isinstance(value, str) else json.dumps(value)
+    if not value.strip():
+        raise DataError(f"{path}:{line}: empty {what} in column {column!r}")
+    return value if what == "text" else value.strip()

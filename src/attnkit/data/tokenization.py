@@ -1,0 +1,158 @@
+"""Tokenisers trained on the training texts, saved as ``tokenizer.json`` (layer 5).
+
+A thin wrapper over Hugging Face ``tokenizers``: word-level, WordPiece or BPE models trained from scratch on
+the training split (never on test), with NFKC normalisation, optional lowercasing, and a pre-tokeniser that
+splits on whitespace and between letters/digits and punctuation. ``[PAD]`` always has id 0 and ``[UNK]`` id 1;
+no other special tokens are added and ``encode`` adds none (classifiers pool over the tokens themselves).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attnkit.data.files import DataError
+
+if TYPE_CHECKING:
+    import tokenizers
+
+__all__ = ["KINDS", "PAD", "UNK", "TextTokenizer"]
+
+PAD = "[PAD]"
+UNK = "[UNK]"
+KINDS = ("word", "wordpiece", "bpe")
+_MODEL_TYPES = {"WordLevel": "word", "WordPiece": "wordpiece", "BPE": "bpe"}
+
+
+class TextTokenizer:
+    """Maps texts to lists of token ids; ``[PAD]`` is id 0, ``[UNK]`` id 1.
+
+    Build one with :meth:`train` or :meth:`load`; wrap an existing ``tokenizers.Tokenizer`` directly only if
+    it follows the same special-token layout (checked).
+    """
+
+    FILENAME = "tokenizer.json"
+
+    def __init__(self, tokenizer: tokenizers.Tokenizer) -> None:
+        if tokenizer.token_to_id(PAD) != 0:
+            raise ValueError(f"tokenizer must map {PAD} to id 0, got {tokenizer.token_to_id(PAD)}")
+        if tokenizer.token_to_id(UNK) is None:
+            raise ValueError(f"tokenizer has no {UNK} token")
+        model_type = json.loads(tokenizer.to_str())["model"]["type"]
+        if model_type not in _MODEL_TYPES:
+            raise ValueError(f"unsupported tokenizer model {model_type!r}; expected one of {list(_MODEL_TYPES)}")
+        self._tokenizer = tokenizer
+        self.kind: str = _MODEL_TYPES[model_type]
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        kind: str = "word",
+        vocab_size: int = 30_000,
+        min_frequency: int = 2,
+        lowercase: bool = True,
+    ) -> TextTokenizer:
+        """Train a tokeniser on ``texts`` (the training split).
+
+        Args:
+            kind: ``"word"`` (whole words; rare words become ``[UNK]``), ``"wordpiece"`` or ``"bpe"``
+                (subwords).
+            vocab_size: the largest vocabulary, special tokens included.
+            min_frequency: a word (word-level) or merge (subword) must occur this often to enter the
+                vocabulary.
+            lowercase: lowercase before anything else.
+
+        Word-level and BPE training give the same ``tokenizer.json`` on every run. WordPiece training in
+        ``tokenizers`` is not repeatable (huggingface/tokenizers#1794: ``##`` pieces get ids in hash-map
+        order, which breaks ties between merges), so a WordPiece run is reproduced from its saved
+        ``tokenizer.json``.
+        """
+        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if vocab_size < 2:
+            raise ValueError(f"vocab_size must be at least 2 (for {PAD} and {UNK}), got {vocab_size}")
+        specials = [PAD, UNK]
+        common = {"vocab_size": vocab_size, "min_frequency": min_frequency, "special_tokens": specials}
+        if kind == "word":
+            model, trainer = models.WordLevel(unk_token=UNK), trainers.WordLevelTrainer(**common)
+        elif kind == "wordpiece":
+            model = models.WordPiece(unk_token=UNK)
+            trainer = trainers.WordPieceTrainer(**common, show_progress=False)
+        else:
+            model = models.BPE(unk_token=UNK)
+            trainer = trainers.BpeTrainer(**common, show_progress=False)
+        tokenizer = Tokenizer(model)
+        steps = [normalizers.NFKC(), normalizers.Lowercase()] if lowercase else [normalizers.NFKC()]
+        tokenizer.normalizer = normalizers.Sequence(steps)
+        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        tokenizer.train_from_iterator(list(texts), trainer=trainer)
+        return cls(tokenizer)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> TextTokenizer:
+        """Load ``directory/tokenizer.json``.
+
+        Raises:
+            DataError: when the file is missing or is not a tokenizer this class can use.
+        """
+        from tokenizers import Tokenizer
+
+        path = Path(directory) / cls.FILENAME
+        if not path.is_file():
+            raise DataError(f"{path}: no such file")
+        try:
+            return cls(Tokenizer.from_file(str(path)))
+        except Exception as error:  # tokenizers raises its own Exception type for malformed JSON
+            raise DataError(f"{path}: not a usable tokenizer ({error})") from None
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``directory/tokenizer.json`` atomically (temporary name, then rename) and return its path."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / self.FILENAME
+        temporary = directory / f".{self.FILENAME}.{os.getpid()}.tmp"
+        self._tokenizer.save(str(temporary))
+        os.replace(temporary, path)
+        return path
+
+    @property
+    def pad_id(self) -> int:
+        """The id of ``[PAD]``: always 0."""
+        return 0
+
+    @property
+    def unk_id(self) -> int:
+        """The id of ``[UNK]``."""
+        return self._tokenizer.token_to_id(UNK)
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of ids, special tokens included: embedding tables need this many rows."""
+        return self._tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str, *, max_length: int | None = None) -> list[int]:
+        """Token ids of one text, truncated to its first ``max_length`` tokens when given."""
+        return self.encode_batch([text], max_length=max_length)[0]
+
+    def encode_batch(self, texts: Sequence[str], *, max_length: int | None = None) -> list[list[int]]:
+        """Token ids of each text (no special tokens added), truncated to ``max_length`` tokens when given."""
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [encoding.ids[:max_length] for encoding in encodings]
+
+    def tokens(self, text: str) -> list[str]:
+        """The token strings of ``text``, aligned with :meth:`encode` (for showing what was attended to)."""
+        return self._tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def id_to_token(self, token_id: int) -> str:
+        """The string of ``token_id``; raises ``IndexError`` outside ``[0, vocab_size)``."""
+        token = self._tokenizer.id_to_token(token_id)
+        if token is None:
+            raise IndexError(f"token id {token_id} outside [0, {self.vocab_size})")
+        return token
