@@ -1,0 +1,102 @@
+"""Hierarchical attention network (Yang et al. 2016): words -> sentence vectors -> document vector -> classes.
+
+A BiGRU encodes the words of each sentence and attention pooling summarises them; a second BiGRU encodes the
+sentence vectors and a second attention pooling summarises the document. Masks are nested: ``word_mask``
+marks real words, ``sentence_mask`` real sentences. Empty sentences and empty documents are safe: they are
+skipped by the encoders and pool to zeros with all-zero weights.
+
+Shape glossary:
+    B  documents   S  sentences per document   W  words per sentence
+    E  embedding size   Dw, Ds  word- and sentence-level feature sizes (2 × GRU hidden)   C  classes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from attnkit.models.encoders import BiGRUEncoder
+from attnkit.outputs import AttentionOutput
+from attnkit.pooling import AttentionPooling
+
+__all__ = ["HANOutput", "HierarchicalAttentionClassifier"]
+
+
+@dataclass
+class HANOutput:
+    """``logits [B, C]``; ``words``: weights ``[B, S, W]`` within each sentence; ``sentences``: weights ``[B, S]``."""
+
+    logits: torch.Tensor
+    words: AttentionOutput
+    sentences: AttentionOutput
+
+
+def _compact(mask: torch.Tensor) -> torch.Tensor:
+    """Indices that move each row's kept positions to the front, keeping their order. mask ``[B, S]`` -> ``[B, S]``."""
+    return torch.sort((~mask).to(torch.int8), dim=1, stable=True).indices
+
+
+class HierarchicalAttentionClassifier(nn.Module):
+    """HAN document classifier.
+
+    Args:
+        vocab_size, num_classes: sizes; token id ``padding_idx`` is padding.
+        embed_dim: ``E``. word_hidden, sentence_hidden: GRU hidden sizes per direction.
+        attention_hidden: size of the pooling's ``tanh(W h + b)`` (default: the pooled feature size).
+        dropout: on embeddings and before the classifier.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        *,
+        embed_dim: int = 128,
+        word_hidden: int = 64,
+        sentence_hidden: int = 64,
+        attention_hidden: int | None = None,
+        dropout: float = 0.3,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.word_encoder = BiGRUEncoder(embed_dim, word_hidden)
+        self.word_pooling = AttentionPooling(self.word_encoder.output_dim, hidden=attention_hidden)
+        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden)
+        self.sentence_pooling = AttentionPooling(self.sentence_encoder.output_dim, hidden=attention_hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
+
+    def forward(self, token_ids: torch.Tensor, word_mask: torch.Tensor, sentence_mask: torch.Tensor) -> HANOutput:
+        """token_ids ``[B, S, W]``, word_mask ``[B, S, W]``, sentence_mask ``[B, S]`` -> :class:`HANOutput`."""
+        batch, sentences, words = token_ids.shape
+        sentence_mask = sentence_mask & word_mask.any(dim=2)  # a sentence with no word is not a sentence
+        flat_mask = word_mask.reshape(batch * sentences, words)
+        real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
+
+        embedded = self.dropout(self.embedding(token_ids.reshape(batch * sentences, words)[real]))  # [N, W, E]
+        encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
+        pooled_words = self.word_pooling(encoded, flat_mask[real])  # context [N, Dw], weights [N, 1, W]
+
+        sentence_vectors = encoded.new_zeros(batch * sentences, encoded.shape[-1])
+        sentence_vectors[real] = pooled_words.context
+        word_weights = pooled_words.weights.new_zeros(batch * sentences, words)
+        word_weights[real] = pooled_words.weights[:, 0]
+
+        # the sentence GRU reads each document's real sentences in order, without gaps
+        order = _compact(sentence_mask)  # [B, S]
+        packed_mask = torch.gather(sentence_mask, 1, order)
+        vectors = sentence_vectors.view(batch, sentences, -1)
+        vectors = torch.gather(vectors, 1, order[..., None].expand_as(vectors))  # [B, S, Dw]
+        encoded_sentences = self.sentence_encoder(vectors, packed_mask)  # [B, S, Ds]
+        document = self.sentence_pooling(encoded_sentences, packed_mask)  # [B, Ds], weights [B, 1, S]
+        sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
+
+        logits = self.classifier(self.dropout(document.context))
+        return HANOutput(
+            logits,
+            AttentionOutput(sentence_vectors.view(batch, sentences, -1), word_weights.view(batch, sentences, words)),
+            AttentionOutput(document.context, sentence_weights),
+        )
