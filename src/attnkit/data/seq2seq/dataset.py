@@ -1,0 +1,72 @@
+"""The container every sequence-to-sequence task returns, and the hash that makes splits deterministic (layer 5)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["SPLITS", "Level", "Pair", "Seq2SeqData", "hash_order", "stable_key"]
+
+Pair = tuple[str, str]
+Level = Literal["char", "symbol", "subword"]
+SPLITS = ("train", "valid", "test")
+
+
+@dataclass
+class Seq2SeqData:
+    """Source/target text pairs in three splits.
+
+    Attributes:
+        name: the task name (``"cmudict"``, ``"dates"``, ``"bible-en-es"``) or the training file's stem.
+        train, valid, test: ``(source, target)`` pairs. A source may appear several times in ``train`` (one pair
+            per acceptable target); in ``valid`` and ``test`` each source appears once.
+        references: for tasks with several acceptable targets per source (cmudict): every acceptable target of
+            each ``valid`` and ``test`` source. Sources absent here have their pair's target as sole reference.
+        source_level, target_level: how the task tokenises each side — ``"char"``, ``"symbol"`` (whitespace
+            separated: phonemes, words) or ``"subword"`` (BPE trained on the training split).
+        shared_vocab: whether one tokeniser serves both sides (the subword translation task).
+    """
+
+    name: str
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    source_level: Level = "char"
+    target_level: Level = "char"
+    shared_vocab: bool = False
+    references: dict[str, list[str]] = field(default_factory=dict)
+
+    def split(self, name: str) -> list[Pair]:
+        """The pairs of split ``name`` (``"train"``, ``"valid"`` or ``"test"``)."""
+        if name not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
+        return getattr(self, name)
+
+    def references_for(self, name: str) -> list[list[str]]:
+        """For each pair of split ``name``, in order, every acceptable target (at least the pair's own)."""
+        return [self.references.get(source, [target]) for source, target in self.split(name)]
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Number of pairs per split."""
+        return {name: len(self.split(name)) for name in SPLITS}
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return f"Seq2SeqData(name={self.name!r}, {sizes}, levels={self.source_level}->{self.target_level})"
+
+
+def stable_key(salt: str, key: str) -> str:
+    """A hex digest of ``salt`` and ``key`` that orders items the same on every machine and Python version.
+
+    Sorting by it is a seeded shuffle that does not depend on the input order: adding or removing one item
+    moves no other item between splits.
+    """
+    return hashlib.sha256(f"{salt}\x00{key}".encode()).hexdigest()
+
+
+def hash_order(keys: Iterable[str], salt: str) -> list[str]:
+    """The distinct ``keys`` sorted by :func:`stable_key`."""
+    return sorted(set(keys), key=lambda k: stable_key(salt, k))

@@ -1,0 +1,228 @@
+"""Source/target pairs from user files: TSV, CSV and JSONL (layer 5).
+
+- TSV (``.tsv``, ``.tab``, ``.txt``) and CSV (``.csv``): two columns, source then target, one pair per line. A
+  first line that names the columns (``source<TAB>target``, or the names given) is a header and is skipped; with
+  a header, extra columns are allowed and the named ones are used.
+- JSONL (``.jsonl``, ``.ndjson``): one object per line with string fields ``source`` and ``target`` (or the
+  names given); other fields are ignored.
+
+Blank lines are skipped and fields are stripped of surrounding whitespace. Every bad row is reported — one line
+``file:line: what is wrong`` each — in a single :class:`PairFileError` (a :class:`DataError`, itself a
+``ValueError``), so a user fixes the whole file in one go. Line numbers are 1-based physical lines.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from attnkit.data.files import DataError
+from attnkit.data.seq2seq.dataset import Level, Pair, Seq2SeqData, hash_order
+
+__all__ = ["FORMATS", "DataError", "PairFileError", "load_pair_files", "read_pairs"]
+
+FORMATS = {
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "tsv",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
+MAX_SHOWN = 20
+
+
+class PairFileError(DataError):
+    """One or more bad rows in a pair file.
+
+    Attributes:
+        problems: one ``"file:line: reason"`` string per bad row (all of them, even beyond those shown).
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = problems[:MAX_SHOWN]
+        more = len(problems) - len(shown)
+        super().__init__("\n".join(shown) + (f"\n... and {more} more bad rows" if more else ""))
+
+
+def read_pairs(
+    path: str | Path,
+    *,
+    source_key: str = "source",
+    target_key: str = "target",
+    file_format: str | None = None,
+) -> list[Pair]:
+    """Read every ``(source, target)`` pair of a TSV, CSV or JSONL file, checking each row.
+
+    Args:
+        path: the file; its suffix picks the format unless ``file_format`` (``"tsv"``, ``"csv"``, ``"jsonl"``) is
+            given.
+        source_key, target_key: JSONL keys, or the header names of a TSV/CSV file that has a header.
+
+    Raises:
+        DataError: ``file: ...`` when the file cannot be read or holds no pairs.
+        PairFileError: listing every bad row as ``file:line: reason``.
+    """
+    path = Path(path)
+    fmt = file_format or FORMATS.get(path.suffix.lower())
+    if fmt not in ("tsv", "csv", "jsonl"):
+        known = ", ".join(FORMATS)
+        raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
+    text = _read_text(path)
+    if fmt == "jsonl":
+        rows = _jsonl_rows(text, source_key, target_key)
+    else:
+        rows = _table_rows(text, fmt, source_key, target_key)
+    pairs, problems = [], []
+    for line, row in rows:
+        if isinstance(row, str):
+            problems.append(f"{path}:{line}: {row}")
+        else:
+            pairs.append(row)
+    if problems:
+        raise PairFileError(problems)
+    if not pairs:
+        raise DataError(f"{path}: no pairs found")
+    return pairs
+
+
+def load_pair_files(
+    train: str | Path,
+    valid: str | Path | None = None,
+    test: str | Path | None = None,
+    *,
+    source_level: Level = "char",
+    target_level: Level = "char",
+    valid_fraction: float = 0.05,
+    source_key: str = "source",
+    target_key: str = "target",
+) -> Seq2SeqData:
+    """A task from the user's files. Without a validation file, ``valid_fraction`` of the training sources
+    (chosen by a salted hash, so the same file always gives the same split) become the validation set; without
+    a test file the test set is empty. A source with several targets in one file keeps them all as references.
+    """
+    if not 0 <= valid_fraction < 1:
+        raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
+    keys = {"source_key": source_key, "target_key": target_key}
+    train_pairs = read_pairs(train, **keys)
+    if valid is not None:
+        valid_pairs = read_pairs(valid, **keys)
+    else:
+        sources = hash_order((s for s, _ in train_pairs), "attnkit-pairs")
+        held = set(sources[: round(valid_fraction * len(sources))])
+        valid_pairs = [p for p in train_pairs if p[0] in held]
+        train_pairs = [p for p in train_pairs if p[0] not in held]
+    test_pairs = read_pairs(test, **keys) if test is not None else []
+    references: dict[str, list[str]] = {}
+    for source, target in (*valid_pairs, *test_pairs):
+        targets = references.setdefault(source, [])
+        if target not in targets:
+            targets.append(target)
+    return Seq2SeqData(
+        name=Path(train).stem,
+        train=train_pairs,
+        valid=_first_per_source(valid_pairs),
+        test=_first_per_source(test_pairs),
+        source_level=source_level,
+        target_level=target_level,
+        shared_vocab=source_level == target_level == "subword",
+        references={s: t for s, t in references.items() if len(t) > 1},
+    )
+
+
+def _first_per_source(pairs: list[Pair]) -> list[Pair]:
+    first: dict[str, Pair] = {}
+    for source, target in pairs:
+        first.setdefault(source, (source, target))
+    return list(first.values())
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a file") from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        start = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw.count(b"\n", 0, start) + 1
+        raise DataError(f"{path}:{line}: byte 0x{raw[start]:02x} is not valid UTF-8; save the file as UTF-8") from None
+
+
+def _pair(source: object, target: object, source_name: str, target_name: str) -> Pair | str:
+    """The checked pair, or the reason it is bad."""
+    for value, name in ((source, source_name), (target, target_name)):
+        if not isinstance(value, str):
+            return f"{name} must be a string, found {json.dumps(value)}"
+        if not value.strip():
+            return f"empty {name}"
+    return source.strip(), target.strip()
+
+
+def _records(text: str, fmt: str) -> Iterator[tuple[int, list[str] | str]]:
+    """``(line, fields)`` per non-blank record, or ``(line, reason)`` where the file cannot be parsed further.
+
+    TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules.
+    """
+    if fmt == "tsv":
+        for line, content in enumerate(text.splitlines(), start=1):
+            if content.strip():
+                yield line, content.split("\t")
+        return
+    reader = csv.reader(io.StringIO(text, newline=""))
+    last_line = 0
+    try:
+        for fields in reader:
+            line, last_line = last_line + 1, reader.line_num
+            if any(f.strip() for f in fields):
+                yield line, fields
+    except csv.Error as error:
+        yield last_line + 1, f"malformed CSV ({error})"
+
+
+def _table_rows(text: str, fmt: str, source_key: str, target_key: str) -> Iterator[tuple[int, Pair | str]]:
+    columns: tuple[int, int] | None = None  # positions of source and target when the file has a header
+    width = 2
+    separator = "tab-separated" if fmt == "tsv" else "comma-separated"
+    for number, (line, fields) in enumerate(_records(text, fmt)):
+        if isinstance(fields, str):
+            yield line, fields
+            return
+        names = [f.strip() for f in fields]
+        if number == 0 and source_key in names and target_key in names:
+            columns, width = (names.index(source_key), names.index(target_key)), len(names)
+            continue
+        if len(fields) != width:
+            expected = f"{width} {separator} fields as in the header" if columns else f"2 {separator} fields"
+            yield line, f"expected {expected} (source, target), found {len(fields)}"
+            continue
+        i, j = columns or (0, 1)
+        yield line, _pair(fields[i], fields[j], "source", "target")
+
+
+def _jsonl_rows(text: str, source_key: str, target_key: str) -> Iterator[tuple[int, Pair | str]]:
+    for line, content in enumerate(text.splitlines(), start=1):
+        if not content.strip():
+            continue
+        try:
+            record = json.loads(content)
+        except json.JSONDecodeError as error:
+            yield line, f"invalid JSON ({error.msg} at column {error.colno})"
+            continue
+        if not isinstance(record, dict):
+            yield line, f"expected a JSON object with {source_key!r} and {target_key!r}, found {type(record).__name__}"
+            continue
+        missing = [k for k in (source_key, target_key) if k not in record]
+        if missing:
+            yield line, f"no {' or '.join(repr(k) for k in missing)} field (fields: {', '.join(map(str, record))})"
+            continue
+        yield line, _pair(record[source_key], record[target_key], repr(source_key), repr(target_key))
