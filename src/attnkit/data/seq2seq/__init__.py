@@ -1,8 +1,8 @@
 """Sequence-to-sequence data: built-in tasks, user pair files, tokenisers and batches (layer 5).
 
-    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, load_pair_files, make_loader
+    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, load_task, make_loader
 
-    data = load_pair_files("train.tsv", test="test.tsv")
+    data = load_task("dates", train_size=2000)           # or "cmudict", "bible-en-es", or load_pair_files(...)
     source_tok, target_tok = build_tokenizers(data)      # trained on data.train only
     train = encode_pairs(data.train, source_tok, target_tok)
     for batch in make_loader(train, batch_size=64):      # Seq2SeqBatch: source_ids [B, S], target_in [B, T], ...
@@ -20,8 +20,11 @@ from attnkit.data.seq2seq.batching import (
     encode_pairs,
     make_loader,
 )
+from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
+from attnkit.data.seq2seq.dates import load_dates
 from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_pairs
+from attnkit.data.seq2seq.registry import TASKS, load_task, task_names
 from attnkit.data.seq2seq.subword import SubwordTokenizer
 from attnkit.data.seq2seq.tokenization import (
     Tokenizer,
@@ -37,6 +40,7 @@ __all__ = [
     "BOS_ID",
     "EOS_ID",
     "PAD_ID",
+    "TASKS",
     "UNK_ID",
     "BucketBatchSampler",
     "DataError",
@@ -51,10 +55,14 @@ __all__ = [
     "build_tokenizers",
     "collate_pairs",
     "encode_pairs",
+    "load_cmudict",
+    "load_dates",
     "load_pair_files",
+    "load_task",
     "load_tokenizer",
     "load_tokenizers",
     "make_loader",
     "read_pairs",
     "save_tokenizers",
+    "task_names",
 ]
