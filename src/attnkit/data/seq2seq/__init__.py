@@ -20,6 +20,7 @@ from attnkit.data.seq2seq.batching import (
     encode_pairs,
     make_loader,
 )
+from attnkit.data.seq2seq.bible import MissingSwordModulesError, cache_dir, load_bible
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.data.seq2seq.dates import load_dates
@@ -44,6 +45,7 @@ __all__ = [
     "UNK_ID",
     "BucketBatchSampler",
     "DataError",
+    "MissingSwordModulesError",
     "PairDataset",
     "PairFileError",
     "Seq2SeqBatch",
@@ -53,8 +55,10 @@ __all__ = [
     "Vocab",
     "build_tokenizer",
     "build_tokenizers",
+    "cache_dir",
     "collate_pairs",
     "encode_pairs",
+    "load_bible",
     "load_cmudict",
     "load_dates",
     "load_pair_files",

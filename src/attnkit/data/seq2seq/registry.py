@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from attnkit.data.files import DataError
+from attnkit.data.seq2seq.bible import load_bible
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.data.seq2seq.dates import load_dates
@@ -31,6 +32,7 @@ TASKS: dict[str, Task] = {
     for task in (
         Task("cmudict", load_cmudict, "English grapheme-to-phoneme, CMU Pronouncing Dictionary (WER/PER)"),
         Task("dates", load_dates, "human-readable dates in 8 locales -> ISO YYYY-MM-DD (quick demo)"),
+        Task("bible-en-es", load_bible, "English (KJV) -> Spanish (Reina-Valera 1909) verses (BLEU/chrF)"),
     )
 }
 
