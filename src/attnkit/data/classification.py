@@ -205,7 +205,7 @@ def _orange_loader(name: str, stem: str) -> Callable[[], TextClassificationData]
     return load
 
 
-_TAG = re.compile(r"<[^>]*>")
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")  # real tags only: "<3" and "< 5 g" are text
 _SPACES = re.compile(r"[ \t]+")
 
 

@@ -147,8 +147,10 @@ class TextTokenizer:
         return [encoding.ids[:max_length] for encoding in encodings]
 
     def tokens(self, text: str) -> list[str]:
-        """The token strings of ``text``, aligned with :meth:`encode` (for showing what was attended to)."""
-        return self._tokenizer.encode(text, add_special_tokens=False).tokens
+        """The pieces of ``text`` behind each id of :meth:`encode`, as written (original case; a word mapped to
+        ``[UNK]`` still shows as itself), for showing what was attended to."""
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return [text[start:end] for start, end in encoding.offsets]
 
     def id_to_token(self, token_id: int) -> str:
         """The string of ``token_id``; raises ``IndexError`` outside ``[0, vocab_size)``."""
