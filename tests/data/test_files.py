@@ -1,0 +1,192 @@
+"""User files: CSV/TSV/JSONL round trips, and every kind of bad input reported as one DataError at file:line."""
+
+import csv
+import json
+import re
+
+import pytest
+
+from attnkit.data.files import DataError, detect_format, load_files, read_rows
+
+ROWS = [
+    ('A fine, "quoted" text.\nIt spans two lines.', "pos"),
+    ("Plain text with a\ttab? No: only in JSONL.", "neg"),
+    ("Ünïcödé — and émojis 🙂", "pos"),
+    ("42", "neutral"),
+]
+
+
+def write_table(path, rows, *, delimiter=",", header=("text", "label")):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps({"text": t, "label": y, "id": i}) + "\n" for i, (t, y) in enumerate(rows)))
+    return path
+
+
+def expect_error(path, line, message, call):
+    """``call()`` raises DataError whose message starts with ``path:line: `` and contains ``message``."""
+    with pytest.raises(DataError) as caught:
+        call()
+    text = str(caught.value)
+    assert text.startswith(f"{path}:{line}: "), text
+    assert re.search(message, text), text
+    assert "\n" not in text
+    return text
+
+
+# --- good files ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_round_trip(tmp_path, suffix):
+    rows = [(t.replace("\t", " "), y) for t, y in ROWS] if suffix == ".tsv" else ROWS
+    train = tmp_path / f"train{suffix}"
+    test = tmp_path / f"test{suffix}"
+    if suffix == ".jsonl":
+        write_jsonl(train, rows), write_jsonl(test, rows[:2])
+    else:
+        delimiter = "\t" if suffix == ".tsv" else ","
+        write_table(train, rows, delimiter=delimiter), write_table(test, rows[:2], delimiter=delimiter)
+
+    data = load_files(train, test)
+    assert data.train_texts == [t for t, _ in rows]
+    assert data.label_names == ["neg", "neutral", "pos"]
+    assert [data.label_names[i] for i in data.train_labels] == [y for _, y in rows]
+    assert data.test_texts == [t for t, _ in rows[:2]] and data.test_labels == [2, 0]
+    assert data.punctuated and data.name == "train"
+
+
+def test_line_numbers_follow_multiline_fields_blank_lines_and_a_bom(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes('\ufefftext,label\n"one\ntwo\nthree",a\n\n"four",b\r\nfive,a\n'.encode())
+    rows = read_rows(path)
+    assert rows.texts == ["one\ntwo\nthree", "four", "five"]
+    assert rows.labels == ["a", "b", "a"]
+    assert rows.lines == [2, 6, 7]
+
+
+def test_texts_only_for_prediction_and_custom_columns(tmp_path):
+    path = write_table(tmp_path / "in.csv", [("hello", "x")], header=("review", "score"))
+    rows = read_rows(path, text_column="review", label_column=None)
+    assert rows.texts == ["hello"] and rows.labels is None
+    data = load_files(path, text_column="review", label_column="score")
+    assert data.label_names == ["x"] and data.test_texts == [] and data.test_labels == []
+
+
+def test_json_labels_compare_as_strings(tmp_path):
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "a", "label": 1}\n{"text": "b", "label": "2"}\n')
+    test = tmp_path / "test.jsonl"
+    test.write_text('{"text": "c", "label": "1"}\n')
+    data = load_files(train, test)
+    assert data.label_names == ["1", "2"] and data.test_labels == [0]
+
+
+# --- bad input: each names file:line ------------------------------------------------------------------------
+
+
+def test_missing_column_in_header(tmp_path):
+    path = write_table(tmp_path / "train.csv", [("t", "y")], header=("body", "label"))
+    text = expect_error(path, 1, r"no column 'text' in the header \(columns: body, label\)", lambda: read_rows(path))
+    assert "body" in text
+
+
+def test_missing_key_in_jsonl(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"text": "a", "label": "x"}\n\n{"txt": "b", "label": "y"}\n')
+    expect_error(path, 3, r"no 'text' field \(fields: txt, label\)", lambda: read_rows(path))
+
+
+@pytest.mark.parametrize("empty", ["", "   ", "\n"])
+def test_empty_text(tmp_path, empty):
+    path = write_table(tmp_path / "train.csv", [("multi\nline", "a"), (empty, "b")])
+    expect_error(path, 4, r"empty text in column 'text'", lambda: read_rows(path))
+
+
+def test_empty_label(tmp_path):
+    path = write_table(tmp_path / "train.tsv", [("ok", "a"), ("ok", "a"), ("fine", " ")], delimiter="\t")
+    expect_error(path, 4, r"empty label in column 'label'", lambda: read_rows(path))
+
+
+def test_null_text_in_jsonl(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"text": null, "label": "x"}\n')
+    expect_error(path, 1, r"text in 'text' must be a string, found null", lambda: read_rows(path))
+
+
+def test_undecodable_bytes(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(b"text,label\ngood,a\nalso good,b\ncaf\xe9 au lait,a\n")
+    expect_error(path, 4, r"byte 0xe9 at column 4 is not valid UTF-8", lambda: read_rows(path))
+
+
+def test_undecodable_bytes_after_a_bom(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"text": "a", "label": "x"}\n{"text": "\xff", "label": "x"}\n')
+    expect_error(path, 2, r"byte 0xff at column 11", lambda: read_rows(path))
+
+
+def test_label_seen_only_in_test(tmp_path):
+    train = write_table(tmp_path / "train.csv", [("a", "pos"), ("b", "neg")])
+    test = write_table(tmp_path / "test.csv", [("c", "pos"), ("d", "neutral"), ("e", "pos")])
+    expect_error(
+        test,
+        3,
+        rf"label 'neutral' does not occur in the training file {re.escape(str(train))} .*'neg', 'pos'",
+        lambda: load_files(train, test),
+    )
+
+
+def test_wrong_number_of_fields(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_text("text,label\na,x\nb,y,extra\n")
+    expect_error(path, 3, r"expected 2 fields as in the header, found 3", lambda: read_rows(path))
+
+
+def test_invalid_json(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"text": "a", "label": "x"}\n{"text": "b", "label": }\n')
+    expect_error(path, 2, r"invalid JSON", lambda: read_rows(path))
+
+
+def test_json_line_that_is_not_an_object(tmp_path):
+    path = tmp_path / "train.jsonl"
+    path.write_text('["a", "x"]\n')
+    expect_error(path, 1, r"expected a JSON object, found list", lambda: read_rows(path))
+
+
+def test_duplicate_column(tmp_path):
+    path = write_table(tmp_path / "train.csv", [("a", "b", "x")], header=("text", "text", "label"))
+    expect_error(path, 1, r"column 'text' appears 2 times", lambda: read_rows(path))
+
+
+def test_empty_and_header_only_files(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    expect_error(empty, 1, r"the file is empty", lambda: read_rows(empty))
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("text,label\n")
+    expect_error(header_only, 1, r"no data rows", lambda: read_rows(header_only))
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(DataError, match=r"nope\.csv: no such file"):
+        read_rows(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match=r"cannot tell the file type from suffix '\.xlsx'"):
+        detect_format(tmp_path / "data.xlsx")
+    assert detect_format("a.TSV") == "tsv" and detect_format("b.ndjson") == "jsonl"
+
+
+def test_nothing_is_written_on_error(tmp_path):
+    train = write_table(tmp_path / "train.csv", [("a", "pos")])
+    test = write_table(tmp_path / "test.csv", [("b", "other")])
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(DataError):
+        load_files(train, test)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
