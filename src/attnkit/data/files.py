@@ -87,16 +87,15 @@ def read_rows(
     records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt)
     columns = [text_column] if label_column is None else [text_column, label_column]
     rows = FileRows(path=path, texts=[], labels=None if label_column is None else [], lines=[])
-    header_line = None
+    header = None
     for line, record in records:
         if line == 0:  # header of a CSV/TSV file: check the columns once
             _check_header(path, record, columns)
-            header_line = record
+            header = record
             continue
-        if header_line is not None:
-            record = _table_row(path, line, header_line, record)
-        item = _text_field(path, line, record, text_column, "text")
-        rows.texts.append(item)
+        if header is not None:
+            record = _table_row(path, line, header, record)
+        rows.texts.append(_text_field(path, line, record, text_column, "text"))
         rows.lines.append(line)
         if label_column is not None:
             rows.labels.append(_text_field(path, line, record, label_column, "label"))
