@@ -83,6 +83,22 @@ def test_collate_documents_masks_an_empty_sentence_and_an_empty_document():
     assert batch.labels.tolist() == [0, 1, 1]
 
 
+@given(st.lists(st.lists(st.lists(st.integers(1, 50), max_size=6), max_size=5), min_size=1, max_size=6))
+def test_collate_documents_properties(documents):
+    batch = collate_documents([(doc, 1) for doc in documents])
+    b, s, w = batch.token_ids.shape
+    assert (b, s, w) == (
+        len(documents),
+        max([len(d) for d in documents] + [1]),
+        max([len(x) for d in documents for x in d] + [1]),
+    )
+    for row, doc in enumerate(documents):
+        recovered = [batch.token_ids[row, i][batch.word_mask[row, i]].tolist() for i in range(len(doc))]
+        assert recovered == doc
+        assert batch.sentence_mask[row].tolist() == [len(x) > 0 for x in doc] + [False] * (s - len(doc))
+    assert (batch.token_ids[~batch.word_mask] == 0).all()
+
+
 def test_collate_documents_all_empty_gives_a_fully_masked_minimal_batch():
     batch = collate_documents([([], None), ([[], []], None)])
     assert batch.token_ids.shape == (2, 2, 1)

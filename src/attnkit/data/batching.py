@@ -269,10 +269,9 @@ def collate_tokens(items: Sequence[tuple[Sequence[int], int | None]], *, pad_id:
     """Pad ``(token_ids, label)`` pairs to the longest in the batch → :class:`TokenBatch` ``[B, T]``."""
     lengths = torch.tensor([len(ids) for ids, _ in items], dtype=torch.long)  # [B]
     longest = max(int(lengths.max()) if len(items) else 0, 1)
-    token_ids = torch.full((len(items), longest), pad_id, dtype=torch.long)  # [B, T]
-    for row, (ids, _) in enumerate(items):
-        token_ids[row, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
     mask = torch.arange(longest) < lengths[:, None]  # [B, T]
+    token_ids = torch.full((len(items), longest), pad_id, dtype=torch.long)  # [B, T]
+    token_ids[mask] = torch.tensor([t for ids, _ in items for t in ids], dtype=torch.long)  # row-major order
     return TokenBatch(token_ids, mask, lengths, _labels(items))
 
 
@@ -284,13 +283,13 @@ def collate_documents(items: Sequence[tuple[Document, int | None]], *, pad_id: i
     """
     sentences = max([len(doc) for doc, _ in items] + [1])
     words = max([len(s) for doc, _ in items for s in doc] + [1])
-    token_ids = torch.full((len(items), sentences, words), pad_id, dtype=torch.long)  # [B, S, W]
-    sentence_lengths = torch.zeros(len(items), sentences, dtype=torch.long)  # [B, S]
-    for row, (doc, _) in enumerate(items):
-        for s, ids in enumerate(doc):
-            token_ids[row, s, : len(ids)] = torch.as_tensor(ids, dtype=torch.long)
-            sentence_lengths[row, s] = len(ids)
+    sentence_lengths = torch.tensor(
+        [[len(ids) for ids in doc] + [0] * (sentences - len(doc)) for doc, _ in items], dtype=torch.long
+    ).reshape(len(items), sentences)  # [B, S]
     word_mask = torch.arange(words) < sentence_lengths[..., None]  # [B, S, W]
+    token_ids = torch.full((len(items), sentences, words), pad_id, dtype=torch.long)  # [B, S, W]
+    flat = [t for doc, _ in items for ids in doc for t in ids]  # row-major order of word_mask's True entries
+    token_ids[word_mask] = torch.tensor(flat, dtype=torch.long)
     sentence_mask = sentence_lengths > 0  # [B, S]
     return DocumentBatch(token_ids, word_mask, sentence_mask, sentence_lengths, _labels(items))
 
