@@ -1,0 +1,108 @@
+"""Smoke tests for ``bench/``: every benchmark runs in ``--quick`` mode and writes well-formed JSON.
+
+No timing assertions, ever: the figures of a quick run mean nothing; only their shape is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench import additive_memory, common, mha, run_all, sdpa_weights
+
+ROW_KEYS = {"benchmark", "size", "attnkit", "peer", "peer_name", "unit", "target", "ratio", "met"}
+MACHINE_KEYS = {"torch", "cpu", "threads", "python", "platform"}
+
+
+def _load(path: Path) -> dict:
+    document = json.loads(path.read_text())
+    assert document["quick"] is True
+    assert set(document["machine"]) >= MACHINE_KEYS
+    assert document["machine"]["threads"] == common.THREADS
+    return document
+
+
+def _check_rows(rows: list[dict], expected: int) -> None:
+    assert len(rows) == expected
+    for row in rows:
+        assert set(row) == ROW_KEYS
+        for key in ("attnkit", "peer", "ratio"):
+            assert isinstance(row[key], int | float) and math.isfinite(row[key]) and row[key] > 0, (key, row)
+        assert math.isclose(row["ratio"], row["attnkit"] / row["peer"])
+        if row["target"] is None:
+            assert row["met"] is None
+        else:
+            assert row["met"] == (row["ratio"] <= row["target"])
+
+
+def _check_samples(samples: dict[str, list[float]], names: set[str]) -> None:
+    assert set(samples) == names
+    for values in samples.values():
+        assert values and common.all_finite_positive(values)
+
+
+def test_mha_quick(tmp_path: Path, capsys) -> None:
+    mha.main(["--quick", "--out", str(tmp_path)])
+    assert "ratio" in capsys.readouterr().out  # the table was printed
+    document = _load(tmp_path / "mha.json")
+    _check_rows(document["rows"], 2 * len(mha.QUICK.lengths))
+    details = document["details"]
+    assert [d["length"] for d in details] == list(mha.QUICK.lengths)
+    for detail in details:
+        _check_samples(detail["samples_s"], {"attnkit", "torch", "torch_no_weights"})
+        assert all(diff <= 1e-4 for diff in detail["max_abs_diff"].values())
+
+
+def test_sdpa_weights_quick(tmp_path: Path, capsys) -> None:
+    sdpa_weights.main(["--quick", "--out", str(tmp_path)])
+    assert "ratio" in capsys.readouterr().out
+    document = _load(tmp_path / "sdpa_weights.json")
+    _check_rows(document["rows"], 3)
+    details = document["details"]
+    _check_samples(details["samples_s"], {"sdpa", "attnkit", "attnkit_weights", "sdpa_grad", "attnkit_weights_grad"})
+    assert all(diff <= 1e-5 for diff in details["max_abs_diff"].values())
+
+
+def test_additive_memory_quick(tmp_path: Path, capsys) -> None:
+    additive_memory.main(["--quick", "--out", str(tmp_path)])
+    assert "ratio" in capsys.readouterr().out
+    document = _load(tmp_path / "additive_memory.json")
+    _check_rows(document["rows"], 3)
+    details = document["details"]
+    _check_samples(details["samples_s"], {"attnkit", "naive"})
+    for figures in details["memory_bytes"].values():
+        assert set(figures) == {"baseline_rss", "peak_rss", "increase", "ru_maxrss"}
+        assert common.all_finite_positive(list(figures.values()))
+        assert figures["increase"] == figures["peak_rss"] - figures["baseline_rss"]
+
+
+def test_run_all_writes_every_file(tmp_path: Path, monkeypatch) -> None:
+    # The memory children (two fresh Python processes) are covered above; stub them here to keep the suite short.
+    stub = {"baseline_rss": 100, "peak_rss": 150, "increase": 50, "ru_maxrss": 150}
+    monkeypatch.setattr(additive_memory, "measure_memory", lambda impl, quick: dict(stub))
+    run_all.main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
+    core = _load(tmp_path / "core.json")
+    assert core["files"] == [f"{m.NAME}.json" for m in run_all.MODULES]
+    assert all((tmp_path / name).is_file() for name in core["files"])
+    _check_rows(core["rows"], 2 * len(mha.QUICK.lengths) + 3 + 3)
+
+
+def test_row_ratio_and_target() -> None:
+    met = common.Row("b", "s", 1.0, 2.0, "peer", "s", 0.8)
+    missed = common.Row("b", "s", 3.0, 2.0, "peer", "s", 0.8)
+    info = common.Row("b", "s", 3.0, 2.0, "peer", "s")
+    assert (met.ratio, met.met, missed.met, info.met) == (0.5, True, False, None)
+    table = common.format_table([met, missed, info])
+    assert "yes" in table and "NO" in table
+
+
+def test_check_close_refuses_different_results() -> None:
+    import torch
+
+    a = torch.zeros(3)
+    assert common.check_close("same", a, a) == 0.0
+    with pytest.raises(AssertionError, match="different"):
+        common.check_close("differ", a, a + 1e-3)
