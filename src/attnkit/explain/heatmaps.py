@@ -1,0 +1,289 @@
+"""PNG pictures of attention: alignment heatmaps, layer × head grids, and attention laid over an image.
+
+Shape glossary:
+    L  layers   H  heads   Tq  query (target) positions   Tk  key (source) positions
+    h, w  attention grid   Hi, Wi  image pixels   C  image channels (1 or 3)
+
+Every function returns the PNG as ``bytes`` (ready for :func:`attnkit.explain.html.png_data_uri`) and also writes it
+to ``path`` when one is given. matplotlib is imported inside the functions and used through its object API
+(``matplotlib.figure.Figure``, drawn by the Agg canvas): no pyplot, no display, and no change to the caller's
+global matplotlib backend. Figures are saved without ``bbox_inches="tight"``, so a PNG is exactly
+``round(figsize × dpi)`` pixels.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnkit.explain._files import write_atomic
+from attnkit.explain._weights import WeightsLike, as_weights
+
+__all__ = ["alignment_heatmap", "layer_head_grid", "overlay_attention", "upsample_attention"]
+
+PathLike = str | os.PathLike[str]
+MAX_LABELLED_TOKENS = 60
+"""Longer axes get every n-th token label only, so the labels stay legible."""
+MAX_LABEL_CHARS = 24
+"""Longer token labels are cut to this many characters (ending in "…") on the axes."""
+GRID_LABEL_CHARS = 10
+"""The same for the small cells of a layer × head grid."""
+
+
+def alignment_heatmap(
+    weights: WeightsLike,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    path: PathLike | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    dpi: int = 100,
+    cmap: str = "Blues",
+    xlabel: str = "source",
+    ylabel: str = "target",
+) -> bytes:
+    """Draw a seq2seq alignment matrix: source tokens along x, target tokens down y (Bahdanau et al. Fig. 3).
+
+    Args:
+        weights: ``[Tq, Tk]`` decoder-over-encoder weights (target × source), as the decoder's attention returns
+            them; an ``AttentionOutput`` or a leading batch of one is accepted.
+        source_tokens: ``Tk`` labels for the columns.
+        target_tokens: ``Tq`` labels for the rows.
+        path: also write the PNG here (atomically).
+        title: drawn above the matrix.
+        figsize: inches; by default it grows with the number of tokens.
+        dpi: pixels per inch; the PNG is ``round(figsize[0] * dpi) × round(figsize[1] * dpi)`` pixels.
+        cmap: a matplotlib colormap name; the colour scale runs from 0 to the largest weight.
+        xlabel, ylabel: axis titles (e.g. "input token" / "position" for an attention-rollout map).
+
+    Returns:
+        The PNG bytes.
+    """
+    matrix = as_weights(weights, name="weights", ndim=2)  # [Tq, Tk]
+    _check_labels(matrix.shape, target_tokens, source_tokens)
+    if figsize is None:
+        figsize = (
+            max(3.5, 0.32 * len(source_tokens) + 2.2 + 0.07 * _longest(target_tokens)),
+            max(2.5, 0.32 * len(target_tokens) + 1.6 + 0.07 * _longest(source_tokens)),
+        )
+    figure = _figure(figsize, dpi)
+    axes = figure.add_subplot()
+    image = axes.imshow(matrix.numpy(), cmap=cmap, vmin=0.0, vmax=_top(matrix), aspect="auto")
+    _label_axes(axes, source_tokens, target_tokens, fontsize=8)
+    axes.set_xlabel(_plain(xlabel))
+    axes.set_ylabel(_plain(ylabel))
+    if title:
+        axes.set_title(_plain(title))
+    figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
+    return _save(figure, path, dpi)
+
+
+def layer_head_grid(
+    layers: Sequence[WeightsLike] | torch.Tensor,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    *,
+    path: PathLike | None = None,
+    title: str | None = None,
+    cell_inches: float = 1.7,
+    dpi: int = 100,
+    cmap: str = "viridis",
+) -> bytes:
+    """Draw every layer and head of a Transformer attention as a grid: one row per layer, one column per head.
+
+    Args:
+        layers: one ``[H, Tq, Tk]`` tensor per layer (first layer first), or one ``[L, H, Tq, Tk]`` tensor.
+            A leading batch of one is accepted on each layer.
+        query_tokens: ``Tq`` labels (rows of each cell; shown on the left column only).
+        key_tokens: ``Tk`` labels (columns; shown on the bottom row only).
+        path: also write the PNG here (atomically).
+        title: drawn above the grid.
+        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches.
+        dpi: pixels per inch.
+        cmap: a matplotlib colormap name; one colour scale from 0 to the largest weight for all cells.
+
+    Returns:
+        The PNG bytes.
+    """
+    if isinstance(layers, torch.Tensor) and layers.dim() == 4:
+        layers = list(layers)
+    stack = [as_weights(layer, name=f"layers[{index}]", ndim=3) for index, layer in enumerate(layers)]
+    if not stack:
+        raise ValueError("layers: need at least one layer")
+    for index, layer in enumerate(stack):
+        if layer.shape != stack[0].shape:
+            raise ValueError(f"layers[{index}]: shape {tuple(layer.shape)} differs from {tuple(stack[0].shape)}")
+    weights = torch.stack(stack)  # [L, H, Tq, Tk]
+    num_layers, num_heads = weights.shape[:2]
+    _check_labels(weights.shape[-2:], query_tokens, key_tokens)
+    figsize = (num_heads * cell_inches + 1.2, num_layers * cell_inches + 0.8)  # labels are small: no extra room
+    figure = _figure(figsize, dpi)
+    grid = figure.subplots(num_layers, num_heads, squeeze=False)
+    top = _top(weights)
+    show_labels = max(len(query_tokens), len(key_tokens)) <= 16
+    image = None
+    for layer in range(num_layers):
+        for head in range(num_heads):
+            axes = grid[layer][head]
+            image = axes.imshow(weights[layer, head].numpy(), cmap=cmap, vmin=0.0, vmax=top, aspect="auto")
+            axes.set_title(f"layer {layer + 1} · head {head + 1}", fontsize=7)
+            axes.set_xticks([])
+            axes.set_yticks([])
+            if show_labels and head == 0:
+                axes.set_yticks(range(len(query_tokens)), _labels(query_tokens, GRID_LABEL_CHARS), fontsize=6)
+            if show_labels and layer == num_layers - 1:
+                axes.set_xticks(range(len(key_tokens)), _labels(key_tokens, GRID_LABEL_CHARS), fontsize=6, rotation=90)
+    if title:
+        figure.suptitle(_plain(title), fontsize=10)
+    figure.colorbar(image, ax=grid, fraction=0.03, pad=0.02)
+    return _save(figure, path, dpi)
+
+
+def upsample_attention(attention: WeightsLike, size: tuple[int, int]) -> torch.Tensor:
+    """Resize an attention grid ``[h, w]`` to ``size = (Hi, Wi)`` bilinearly (``align_corners=False``).
+
+    Returns:
+        ``[Hi, Wi]`` float64. A constant grid stays constant; values stay within the grid's range.
+    """
+    grid = as_weights(attention, name="attention", ndim=2)  # [h, w]
+    return F.interpolate(grid[None, None], size=tuple(size), mode="bilinear", align_corners=False)[0, 0]
+
+
+def overlay_attention(
+    image: torch.Tensor | np.ndarray,
+    attention: WeightsLike,
+    *,
+    path: PathLike | None = None,
+    scale: int | None = None,
+    alpha: float = 0.5,
+    cmap: str = "jet",
+) -> bytes:
+    """Lay an attention map over the image it attended to (Xu et al. 2015 style).
+
+    The image is enlarged ``scale`` times by repeating pixels; the attention grid is upsampled bilinearly to the
+    same size, divided by its maximum, coloured with ``cmap`` and blended:
+    ``pixel = (1 - alpha) · image + alpha · cmap(attention / max attention)``.
+
+    Args:
+        image: ``[Hi, Wi]`` (grey), ``[C, Hi, Wi]`` or ``[Hi, Wi, C]`` with C = 1 or 3 (or 4, alpha dropped).
+            uint8 images are read as 0..255; float images are stretched from their min to their max.
+        attention: ``[h, w]`` non-negative weights over the feature grid (any h, w), e.g. one head of a
+            ``VisualAttentionClassifier``'s pooling weights reshaped to the grid.
+        path: also write the PNG here (atomically).
+        scale: integer enlargement; by default the smallest one making the longer side at least 256 pixels.
+        alpha: opacity of the attention colours, in [0, 1].
+        cmap: a matplotlib colormap name.
+
+    Returns:
+        The PNG bytes, exactly ``Hi·scale × Wi·scale`` pixels (height × width).
+    """
+    from matplotlib import colormaps
+    from matplotlib.image import imsave
+
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha: expected a value in [0, 1], got {alpha}")
+    rgb = _image_rgb(image)  # [Hi, Wi, 3]
+    height, width = rgb.shape[:2]
+    if scale is None:
+        scale = max(1, math.ceil(256 / max(height, width)))
+    if scale < 1:
+        raise ValueError(f"scale: expected a positive integer, got {scale}")
+    rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # [Hi·s, Wi·s, 3]
+    heat = upsample_attention(attention, (height * scale, width * scale))  # [Hi·s, Wi·s]
+    heat = (heat / _top(heat)).clamp(0.0, 1.0).numpy()
+    colours = colormaps[cmap](heat)[..., :3]  # [Hi·s, Wi·s, 3]
+    blended = np.clip((1.0 - alpha) * rgb + alpha * colours, 0.0, 1.0)
+    buffer = io.BytesIO()
+    imsave(buffer, blended, format="png")
+    return _finish(buffer.getvalue(), path)
+
+
+def _image_rgb(image: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Any supported image layout -> ``[Hi, Wi, 3]`` float64 in [0, 1]."""
+    array = image.detach().cpu().numpy() if isinstance(image, torch.Tensor) else np.asarray(image)
+    is_bytes = array.dtype == np.uint8
+    if array.ndim == 3 and array.shape[0] in (1, 3) and array.shape[-1] not in (1, 3, 4):
+        array = np.moveaxis(array, 0, -1)  # [C, Hi, Wi] -> [Hi, Wi, C]
+    if array.ndim == 3 and array.shape[-1] == 4:
+        array = array[..., :3]
+    if array.ndim == 3 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if array.ndim == 2:
+        array = np.stack([array] * 3, axis=-1)
+    if array.ndim != 3 or array.shape[-1] != 3:
+        raise ValueError(f"image: expected [Hi, Wi], [C, Hi, Wi] or [Hi, Wi, C] with C in 1, 3, 4; got {array.shape}")
+    array = array.astype(np.float64)
+    if not np.isfinite(array).all():
+        raise ValueError("image: values must be finite")
+    if is_bytes:
+        return array / 255.0
+    low, high = array.min(), array.max()
+    return (array - low) / (high - low) if high > low else np.clip(array, 0.0, 1.0)
+
+
+def _check_labels(shape: Sequence[int], row_tokens: Sequence[str], column_tokens: Sequence[str]) -> None:
+    rows, columns = shape
+    if len(row_tokens) != rows or len(column_tokens) != columns:
+        raise ValueError(
+            f"tokens: weights of shape {tuple(shape)} need {rows} row and {columns} column labels, "
+            f"got {len(row_tokens)} and {len(column_tokens)}"
+        )
+
+
+def _label_axes(axes, column_tokens: Sequence[str], row_tokens: Sequence[str], *, fontsize: int) -> None:
+    for tokens, set_ticks, rotation in (
+        (column_tokens, axes.set_xticks, 90),
+        (row_tokens, axes.set_yticks, 0),
+    ):
+        step = max(1, math.ceil(len(tokens) / MAX_LABELLED_TOKENS))
+        positions = range(0, len(tokens), step)
+        set_ticks(list(positions), _labels([tokens[i] for i in positions]), fontsize=fontsize, rotation=rotation)
+
+
+def _plain(text: object) -> str:
+    """Text drawn as written: ``$`` escaped so matplotlib never reads "$5 or $10" as mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _labels(tokens: Sequence[str], limit: int = MAX_LABEL_CHARS) -> list[str]:
+    """Axis labels: each token cut to ``limit`` characters, drawn as written."""
+    return [_plain(_cut(str(token), limit)) for token in tokens]
+
+
+def _cut(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _longest(tokens: Sequence[str]) -> int:
+    return max((len(_cut(str(token))) for token in tokens), default=0)
+
+
+def _top(weights: torch.Tensor) -> float:
+    """The colour scale's upper end: the largest weight, or 1 when all weights are 0."""
+    top = float(weights.max()) if weights.numel() else 0.0
+    return top if top > 0.0 else 1.0
+
+
+def _figure(figsize: tuple[float, float], dpi: int):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, dpi=dpi, layout="constrained")
+
+
+def _save(figure, path: PathLike | None, dpi: int) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return _finish(buffer.getvalue(), path)
+
+
+def _finish(png: bytes, path: PathLike | None) -> bytes:
+    if path is not None:
+        write_atomic(path, png)
+    return png
