@@ -1,1 +1,44 @@
-"""Pictures and reports of what a model attended to (layer 5). matplotlib is imported lazily."""
+"""Pictures and reports of what a model attended to (layer 5). matplotlib is imported lazily.
+
+- :mod:`attnkit.explain.sections`: one report section per model kind (HAN, pooled classifier, seq2seq alignment,
+  Transformer layers/heads + rollout, visual attention over an image).
+- :mod:`attnkit.explain.html`: the page (``write_report``), shading rules, escaping.
+- :mod:`attnkit.explain.heatmaps`: PNG heatmaps and image overlays.
+- :mod:`attnkit.explain.rollout`: attention rollout.
+
+The names below are re-exported lazily: ``import attnkit.explain`` loads nothing until one is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Section": "html",
+    "render_report": "html",
+    "write_report": "html",
+    "han_section": "sections",
+    "pooling_section": "sections",
+    "alignment_section": "sections",
+    "transformer_section": "sections",
+    "visual_section": "sections",
+    "alignment_heatmap": "heatmaps",
+    "layer_head_grid": "heatmaps",
+    "overlay_attention": "heatmaps",
+    "upsample_attention": "heatmaps",
+    "attention_rollout": "rollout",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,258 @@
+"""One report section per kind of model: HAN, pooled classifier, seq2seq, Transformer, visual attention.
+
+Shape glossary:
+    S  sentences   W  words per sentence   H  heads   L  layers   T  tokens   Ts / Tt  source / target tokens
+    h, w  attention grid over an image   C  classes
+
+Every function takes the weights of **one example** (a leading batch of one, or an ``AttentionOutput``, is
+accepted), returns a :class:`~attnkit.explain.html.Section` for :func:`~attnkit.explain.html.write_report`, and
+escapes all the text it is given. Weight rows may be longer than their tokens when the extra positions are
+padding with zero weight (as models return them); they are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from attnkit.explain import heatmaps
+from attnkit.explain._weights import WeightsLike, as_weights, check_length
+from attnkit.explain.html import (
+    SENTENCE_RGB,
+    Section,
+    escape,
+    image_html,
+    prediction_html,
+    row_intensities,
+    shaded_span,
+    shaded_tokens,
+)
+from attnkit.explain.rollout import attention_rollout
+
+__all__ = [
+    "alignment_section",
+    "han_section",
+    "pooling_section",
+    "transformer_section",
+    "visual_section",
+]
+
+
+def han_section(
+    sentences: Sequence[Sequence[str]],
+    word_weights: Sequence[WeightsLike] | WeightsLike,
+    sentence_weights: WeightsLike,
+    *,
+    label_names: Sequence[str],
+    probabilities: WeightsLike,
+    true_label: str | None = None,
+    title: str = "Hierarchical attention",
+) -> Section:
+    """A document as a hierarchical attention network saw it (Yang et al. 2016, Fig. 5).
+
+    Each sentence row starts with a red marker (class ``attn-sentence``) shaded by the sentence's weight relative
+    to the document's most-attended sentence, and showing that weight; each word (class ``attn-token``) is
+    shaded blue by its weight relative to the most-attended word of its own sentence. The prediction and class
+    probabilities are on top.
+
+    Args:
+        sentences: ``S`` sentences, each a list of word strings.
+        word_weights: one ``[W_s]`` row per sentence, or a padded ``[S', W]`` tensor (S' ≥ S).
+        sentence_weights: ``[S']`` (S' ≥ S, extra positions must be zero padding).
+        label_names: ``C`` class names.
+        probabilities: ``[C]``.
+        true_label: optional gold label.
+        title: the section heading.
+    """
+    rows = _weight_rows(word_weights, name="word_weights")
+    if len(rows) < len(sentences):
+        raise ValueError(f"word_weights: {len(rows)} row(s) for {len(sentences)} sentence(s)")
+    for index in range(len(sentences), len(rows)):
+        if rows[index].numel() and rows[index].max() > 1e-6:
+            raise ValueError(f"word_weights[{index}]: padding sentence (beyond the {len(sentences)} given) has weight")
+    sentence_w = check_length(
+        sentences, as_weights(sentence_weights, name="sentence_weights", ndim=1), name="sentence_weights"
+    )
+    sentence_intensity = row_intensities(sentence_w)
+    lines = []
+    for index, words in enumerate(sentences):
+        word_w = check_length(words, rows[index], name=f"word_weights[{index}]")
+        weight, intensity = sentence_w[index].item(), sentence_intensity[index].item()
+        marker = shaded_span(
+            f"{weight:.2f}",
+            weight,
+            intensity,
+            css_class="attn-sentence",
+            rgb=SENTENCE_RGB,
+            extra_attributes=f'data-sentence="{index}"',
+        )
+        lines.append(
+            f'<div class="attn-sentence-row">{marker}'
+            f'<span class="attn-words">{shaded_tokens(words, word_w)}</span></div>'
+        )
+    document = "\n".join(lines) or '<p class="attn-empty">(empty document)</p>'
+    header = prediction_html(label_names, probabilities, true_label=true_label)
+    return Section(title, f'{header}\n<div class="attn-document">\n{document}\n</div>')
+
+
+def pooling_section(
+    tokens: Sequence[str],
+    weights: WeightsLike,
+    *,
+    label_names: Sequence[str] | None = None,
+    probabilities: WeightsLike | None = None,
+    true_label: str | None = None,
+    title: str = "Attention pooling",
+) -> Section:
+    """Tokens shaded by a pooling layer's weights, one row (class ``attn-row``, ``data-head``) per head.
+
+    Args:
+        tokens: ``T`` token strings.
+        weights: ``[H, T']`` or ``[T']`` pooling weights (T' ≥ T, extra positions zero padding), e.g.
+            ``AttentionPooling``'s ``weights[b]``.
+        label_names, probabilities: optional ``C`` names and ``[C]`` probabilities for a prediction header.
+        true_label: optional gold label.
+        title: the section heading.
+    """
+    matrix = _as_heads(weights, name="weights")  # [H, T']
+    matrix = check_length(tokens, matrix, name="weights")  # [H, T]
+    rows = "\n".join(
+        f'<div class="attn-row" data-head="{head + 1}"><span class="attn-head">head {head + 1}</span>'
+        f"{shaded_tokens(tokens, matrix[head])}</div>"
+        for head in range(matrix.shape[0])
+    )
+    header = _optional_prediction(label_names, probabilities, true_label)
+    return Section(title, f'{header}<div class="attn-rows">\n{rows}\n</div>')
+
+
+def alignment_section(
+    weights: WeightsLike,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    title: str = "Alignment",
+) -> Section:
+    """The seq2seq alignment matrix as an inlined heatmap image.
+
+    Args:
+        weights: ``[Tt, Ts]`` decoder-over-encoder attention (rows are target steps).
+        source_tokens: ``Ts`` strings. target_tokens: ``Tt`` strings.
+        title: the section heading.
+    """
+    png = heatmaps.alignment_heatmap(weights, source_tokens, target_tokens)
+    alt = f"alignment of {len(target_tokens)} target tokens over {len(source_tokens)} source tokens"
+    return Section(title, f'<div class="attn-figures">{image_html(png, alt=alt)}</div>')
+
+
+def transformer_section(
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str] | None = None,
+    *,
+    encoder_layers: Sequence[WeightsLike] | None = None,
+    decoder_layers: Sequence[WeightsLike] | None = None,
+    cross_layers: Sequence[WeightsLike] | None = None,
+    title: str = "Transformer attention",
+) -> Section:
+    """Every layer and head of a Transformer, plus attention rollout (Abnar & Zuidema 2020) for the encoder.
+
+    Args:
+        source_tokens: ``Ts`` strings.
+        target_tokens: ``Tt`` strings (needed for decoder and cross attention).
+        encoder_layers: one ``[H, Ts, Ts]`` per encoder layer; also drawn as a rollout map.
+        decoder_layers: one ``[H, Tt, Tt]`` per decoder layer (self-attention).
+        cross_layers: one ``[H, Tt, Ts]`` per decoder layer (attention over the encoder).
+        title: the section heading.
+    """
+    if not (encoder_layers or decoder_layers or cross_layers):
+        raise ValueError("transformer_section: pass at least one of encoder_layers, decoder_layers, cross_layers")
+    if (decoder_layers or cross_layers) and target_tokens is None:
+        raise ValueError("target_tokens: needed to draw decoder_layers or cross_layers")
+    parts = []
+    if encoder_layers:
+        parts.append(_grid("Encoder self-attention", encoder_layers, source_tokens, source_tokens))
+        encoder = [as_weights(layer, name=f"encoder_layers[{i}]", ndim=3) for i, layer in enumerate(encoder_layers)]
+        rollout = attention_rollout([layer[None] for layer in encoder])[0]  # [Ts, Ts]
+        png = heatmaps.alignment_heatmap(
+            rollout,
+            source_tokens,
+            source_tokens,
+            xlabel="input token",
+            ylabel="position after the last layer",
+            cmap="magma",
+        )
+        parts.append(
+            "<h3>Encoder attention rollout</h3>"
+            + image_html(png, alt="encoder attention rollout", caption="Abnar & Zuidema 2020")
+        )
+    if decoder_layers:
+        parts.append(_grid("Decoder self-attention", decoder_layers, target_tokens, target_tokens))
+    if cross_layers:
+        parts.append(_grid("Decoder attention over the source", cross_layers, target_tokens, source_tokens))
+    return Section(title, "\n".join(parts))
+
+
+def visual_section(
+    image: torch.Tensor | np.ndarray,
+    attention: WeightsLike,
+    *,
+    label_names: Sequence[str] | None = None,
+    probabilities: WeightsLike | None = None,
+    true_label: str | None = None,
+    title: str = "Visual attention",
+) -> Section:
+    """The image, and the attention map of each head upsampled and laid over it.
+
+    Args:
+        image: ``[Hi, Wi]``, ``[C, Hi, Wi]`` or ``[Hi, Wi, C]`` (see :func:`heatmaps.overlay_attention`).
+        attention: ``[h, w]`` or ``[H, h, w]`` weights over the feature grid.
+        label_names, probabilities: optional ``C`` names and ``[C]`` probabilities for a prediction header.
+        true_label: optional gold label.
+        title: the section heading.
+    """
+    maps = as_weights(attention, name="attention", ndim=3) if _rank(attention) >= 3 else None
+    if maps is None:
+        maps = as_weights(attention, name="attention", ndim=2)[None]  # [1, h, w]
+    original = heatmaps.overlay_attention(image, torch.zeros(1, 1), alpha=0.0)
+    figures = [image_html(original, alt="input image", caption="image")]
+    for head in range(maps.shape[0]):
+        png = heatmaps.overlay_attention(image, maps[head])
+        figures.append(image_html(png, alt=f"attention of head {head + 1}", caption=f"head {head + 1}"))
+    header = _optional_prediction(label_names, probabilities, true_label)
+    return Section(title, f'{header}<div class="attn-figures">{"".join(figures)}</div>')
+
+
+def _grid(heading: str, layers: Sequence[WeightsLike], query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
+    png = heatmaps.layer_head_grid(layers, query_tokens, key_tokens)
+    return f"<h3>{escape(heading)}</h3>" + image_html(png, alt=f"{heading}, every layer and head")
+
+
+def _weight_rows(weights: Sequence[WeightsLike] | WeightsLike, *, name: str) -> list[torch.Tensor]:
+    """Per-sentence rows from a padded ``[S, W]`` tensor or from a list of ``[W_s]`` rows."""
+    if _rank(weights) >= 2:
+        return list(as_weights(weights, name=name, ndim=2))
+    return [as_weights(row, name=f"{name}[{index}]", ndim=1) for index, row in enumerate(weights)]
+
+
+def _as_heads(weights: WeightsLike, *, name: str) -> torch.Tensor:
+    """``[H, T]`` or ``[T]`` (one head) -> ``[H, T]``."""
+    if (_rank(weights) or np.ndim(weights)) >= 2:
+        return as_weights(weights, name=name, ndim=2)
+    return as_weights(weights, name=name, ndim=1)[None]
+
+
+def _rank(weights: object) -> int:
+    """Dimensions of a tensor-like input (0 for lists, whose rows are converted one by one)."""
+    tensor = getattr(weights, "weights", weights)  # unwrap an AttentionOutput
+    return tensor.dim() if isinstance(tensor, torch.Tensor) else getattr(tensor, "ndim", 0)
+
+
+def _optional_prediction(
+    label_names: Sequence[str] | None, probabilities: WeightsLike | None, true_label: str | None
+) -> str:
+    if (label_names is None) != (probabilities is None):
+        raise ValueError("label_names and probabilities: pass both or neither")
+    if label_names is None:
+        return ""
+    return prediction_html(label_names, probabilities, true_label=true_label) + "\n"
