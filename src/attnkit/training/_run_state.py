@@ -1,0 +1,256 @@
+"""The loop's state between epochs: its counters, and the ``last/`` and ``best/`` checkpoints that persist them.
+
+A ``last/`` checkpoint holds, besides the weights, everything :func:`attnkit.training.loop.fit` needs to go on as if
+never interrupted: AdamW's state, the epoch, the best epoch with its metrics (and its weights when they are not the
+checkpoint's own), the patience counter, the history, the time spent, and the settings that must not change.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from attnkit.training._progress import Reporter
+from attnkit.training.checkpoint import (
+    CheckpointError,
+    load_model_weights,
+    read_config,
+    read_metadata,
+    read_trainer_state,
+    recover_checkpoint,
+    save_checkpoint,
+)
+from attnkit.training.distributed import DistributedContext, any_rank, barrier
+
+if TYPE_CHECKING:
+    from attnkit.training.loop import FitConfig
+
+__all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_copy", "start_run"]
+
+LAST, BEST = "last", "best"
+_STATE_VERSION = 1
+# Settings that change the numbers: a run may only be resumed with the values it was started with.
+_RESULT_SETTINGS = ("seed", "lr", "weight_decay", "grad_clip", "select_metric", "select_mode")
+
+
+@dataclass
+class EpochRecord:
+    """What one epoch did: its mean training loss, its validation metrics, its time and optimiser steps.
+
+    ``partial`` marks an epoch cut short by the time budget.
+    """
+
+    epoch: int
+    train_loss: float
+    metrics: dict[str, float]
+    seconds: float
+    steps: int
+    partial: bool = False
+
+
+@dataclass
+class RunState:
+    """The loop's counters: everything, besides weights and optimiser, that a resumed run must get back."""
+
+    epoch: int = 0
+    best_epoch: int | None = None
+    best_value: float | None = None
+    best_metrics: dict[str, float] = field(default_factory=dict)
+    bad_epochs: int = 0
+    history: list[EpochRecord] = field(default_factory=list)
+    elapsed: float = 0.0
+    best_weights: dict[str, torch.Tensor] | None = None
+
+
+def start_run(
+    directory: Path,
+    resume: bool,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    config: FitConfig,
+    model_config: dict | None,
+    context: DistributedContext,
+    reporter: Reporter,
+) -> tuple[RunState, int | None]:
+    """Resume from ``directory/last`` when asked and it exists; otherwise a fresh run (warning before overwriting)."""
+    last = directory / LAST
+    if context.is_main:
+        recover_checkpoint(last)
+    barrier(context)  # rank 0 has finished repairing before anyone looks
+    if resume and last.exists():
+        run = _restore(last, model, optimizer, config, model_config, context)
+        reporter.message(f"resuming from {last} after epoch {run.epoch}")
+        return run, run.epoch
+    if resume:
+        reporter.message(f"no checkpoint at {last}: starting afresh")
+    elif last.exists() and context.is_main:
+        warnings.warn(f"{last} exists and resume=False: starting afresh and overwriting it", stacklevel=3)
+    return RunState(), None
+
+
+def _restore(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    config: FitConfig,
+    model_config: dict | None,
+    context: DistributedContext,
+) -> RunState:
+    """Load weights, optimiser state and counters from a ``last/`` checkpoint."""
+    state = read_trainer_state(path)
+    if state.get("version") != _STATE_VERSION:
+        raise CheckpointError(f"{path}: trainer state version {state.get('version')!r}, expected {_STATE_VERSION}")
+    _check_same_run(path, state, config, model_config, context)
+    load_model_weights(model, path)
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: the optimiser state does not fit this model: {error}") from error
+    try:
+        run = RunState(
+            epoch=int(state["epoch"]),
+            best_epoch=state["best_epoch"],
+            best_value=state["best_value"],
+            best_metrics=dict(state["best_metrics"]),
+            bad_epochs=int(state["bad_epochs"]),
+            history=[EpochRecord(**record) for record in state["history"]],
+            elapsed=float(state["elapsed_seconds"]),
+        )
+        saved_best = state["best_weights"]
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: malformed trainer state ({type(error).__name__}: {error})") from error
+    run.best_weights = _restored_best_weights(path, saved_best, model, run)
+    return run
+
+
+def _check_same_run(
+    path: Path, state: dict, config: FitConfig, model_config: dict | None, context: DistributedContext
+) -> None:
+    """Refuse to resume with settings that change the numbers; warn when the number of processes changed."""
+    saved = state.get("fit_config")
+    if not isinstance(saved, dict):
+        raise CheckpointError(f"{path}: malformed trainer state (no fit_config)")
+    differences = [
+        f"{name}={saved.get(name)!r} then, {getattr(config, name)!r} now"
+        for name in _RESULT_SETTINGS
+        if saved.get(name) != getattr(config, name)
+    ]
+    if differences:
+        raise ValueError(
+            f"cannot resume {path} with different settings ({'; '.join(differences)}): "
+            "resume with the settings the run started with, or start a new run"
+        )
+    if model_config is not None and json.loads(json.dumps(model_config)) != read_config(path):
+        raise ValueError(f"cannot resume {path}: model_config differs from the one saved in its config.json")
+    if state.get("world_size") != context.world_size:
+        warnings.warn(
+            f"resuming {path}, trained on {state.get('world_size')} process(es), on {context.world_size}: "
+            "the remaining epochs will not repeat the original run exactly",
+            stacklevel=5,
+        )
+
+
+def _restored_best_weights(
+    path: Path, saved: dict[str, torch.Tensor] | None, model: nn.Module, run: RunState
+) -> dict[str, torch.Tensor] | None:
+    """The best epoch's weights: those saved apart, or the checkpoint's own when the best epoch is its epoch."""
+    if run.best_epoch is None:
+        return None
+    if saved is None:
+        if run.best_epoch != run.epoch:
+            raise CheckpointError(f"{path}: best epoch {run.best_epoch} but no best weights saved")
+        return cpu_copy(model)
+    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
+    found = {name: tuple(value.shape) for name, value in saved.items()}
+    if found != expected:
+        raise CheckpointError(f"{path}: the saved best weights do not fit {type(model).__name__}")
+    return dict(saved)
+
+
+def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitConfig, world_size: int) -> dict:
+    return {
+        "version": _STATE_VERSION,
+        "epoch": run.epoch,
+        "best_epoch": run.best_epoch,
+        "best_value": run.best_value,
+        "best_metrics": run.best_metrics,
+        "bad_epochs": run.bad_epochs,
+        "elapsed_seconds": run.elapsed,
+        "history": [asdict(record) for record in run.history],
+        "fit_config": {item.name: getattr(config, item.name) for item in fields(config)},
+        "world_size": world_size,
+        "optimizer": optimizer.state_dict(),
+        # The best weights equal the checkpoint's own when the best epoch is this one: not stored twice.
+        "best_weights": None if run.best_epoch == run.epoch else run.best_weights,
+    }
+
+
+@dataclass
+class RunCheckpoints:
+    """Writes ``last/`` and ``best/`` under one directory: rank 0 writes, every rank waits, a failure stops all."""
+
+    directory: Path
+    model_config: dict | None
+    extra_files: dict[str, str | Path] | None
+    context: DistributedContext
+
+    def after_epoch(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, run: RunState, config: FitConfig, *, improved: bool
+    ) -> None:
+        """``best/`` first (when the epoch improved), then ``last/`` with the trainer state."""
+        metadata = {"epoch": run.epoch, "metrics": run.history[-1].metrics, "best_epoch": run.best_epoch}
+
+        def write() -> None:
+            if improved:
+                self._save(BEST, model, metadata)
+            self._save(LAST, model, metadata, _trainer_state(run, optimizer, config, self.context.world_size))
+
+        self._on_main(write)
+
+    def refresh_best(self, model: nn.Module, run: RunState) -> None:
+        """Rewrite ``best/`` from ``model`` if it does not hold the best epoch (lost, or from a crashed epoch)."""
+
+        def write() -> None:
+            try:
+                current = read_metadata(self.directory / BEST).get("metadata", {}).get("epoch")
+            except CheckpointError:
+                current = None
+            if current != run.best_epoch:
+                self._save(
+                    BEST, model, {"epoch": run.best_epoch, "metrics": run.best_metrics, "best_epoch": run.best_epoch}
+                )
+
+        self._on_main(write)
+
+    def _save(self, kind: str, model: nn.Module, metadata: dict, trainer_state: dict | None = None) -> None:
+        save_checkpoint(
+            self.directory / kind,
+            model,
+            model_config=self.model_config,
+            extra_files=self.extra_files,
+            trainer_state=trainer_state,
+            metadata={"kind": kind, **metadata},
+        )
+
+    def _on_main(self, action: Callable[[], None]) -> None:
+        failure: Exception | None = None
+        if self.context.is_main:
+            try:
+                action()
+            except Exception as error:
+                failure = error
+        if any_rank(failure is not None, self.context):  # also the barrier: nobody moves on before the files exist
+            if failure is not None:
+                raise failure
+            raise RuntimeError("rank 0 failed to write a checkpoint; see its error")
+
+
+def cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}

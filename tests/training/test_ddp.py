@@ -1,0 +1,65 @@
+"""Two DDP processes on the CPU (gloo) train, evaluate and resume like one process with the same global batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file
+
+HERE = Path(__file__).resolve().parent
+LAUNCHER = f"import sys\nsys.path.insert(0, {str(HERE)!r})\nfrom _toy_training import main\nmain()\n"
+# No dropout (each rank draws its own masks); an epoch-seeded shuffle, the same on both ranks, as samplers do.
+ARGS = ["--global-batch", "16", "--dropout", "0", "--epoch-shuffle"]
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+
+
+def launch(command: list[str], directory: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    command = [*command, "--checkpoint-dir", str(directory), "--out", f"{directory}.json", *ARGS, *extra]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(name: str, process: subprocess.Popen) -> None:
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, f"{name} run failed:\n{out}\n{err}"
+
+
+def test_two_processes_match_one_process_with_the_same_global_batch(tmp_path):
+    script = tmp_path / "train_toy.py"
+    script.write_text(LAUNCHER)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    single = launch([sys.executable, str(script)], tmp_path / "single", "--epochs", "3")
+    # The DDP run stops after 2 epochs and is resumed for the third, by both ranks from rank 0's checkpoint.
+    finish("ddp", launch(torchrun, tmp_path / "ddp", "--epochs", "2"))
+    finish("ddp resumed", launch(torchrun, tmp_path / "ddp", "--epochs", "3", "--resume"))
+    finish("single", single)
+
+    single = json.loads((tmp_path / "single.json").read_text())
+    ddp = json.loads((tmp_path / "ddp.json").read_text())
+    assert ddp["resumed_from"] == 2
+    assert ddp["best_epoch"] == single["best_epoch"]
+    assert len(ddp["history"]) == len(single["history"]) == 3
+    for one, two in zip(single["history"], ddp["history"], strict=True):
+        assert two["steps"] == one["steps"] == 12  # each rank: 12 steps of 8 items; the single process: of 16
+        assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-6, abs=1e-7)
+        # Validation: the ranks score 48 and 47 items; correct counts and loss sums are added, not averaged.
+        assert two["metrics"]["accuracy"] == one["metrics"]["accuracy"]
+        assert two["metrics"]["loss"] == pytest.approx(one["metrics"]["loss"], rel=1e-6, abs=1e-7)
+    for name in ("last", "best"):
+        expected = load_file(tmp_path / "single" / name / "model.safetensors")
+        actual = load_file(tmp_path / "ddp" / name / "model.safetensors")
+        assert expected.keys() == actual.keys()
+        for key in expected:
+            torch.testing.assert_close(actual[key], expected[key], rtol=0, atol=1e-5)
+    # Rank 0 alone wrote the checkpoints: two directories, no leftovers of a concurrent write.
+    assert sorted(p.name for p in (tmp_path / "ddp").iterdir()) == ["best", "last"]

@@ -1,0 +1,235 @@
+"""The training loop: learning, best-model selection, early stopping, time budget, exact resume, clear errors."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Iterable
+
+import pytest
+import torch
+from _toy_training import ToyModel, ToyTask, batch_functions, make_data, run
+from safetensors.torch import load_file
+from torch import nn
+
+from attnkit.training.checkpoint import load_model_weights, read_metadata
+from attnkit.training.loop import FitConfig, FitResult, fit
+
+QUIET = {"progress": False, "seed": 7, "lr": 0.01, "patience": None}
+
+
+def outcome(result: FitResult) -> dict:
+    """Everything in a result that must repeat exactly (not the timings)."""
+    return {
+        "best_epoch": result.best_epoch,
+        "best_metrics": result.best_metrics,
+        "stop_reason": result.stop_reason,
+        "history": [(r.epoch, r.train_loss, r.metrics, r.steps, r.partial) for r in result.history],
+    }
+
+
+def weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in model.state_dict().items()}
+
+
+def assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def test_fit_learns_selects_the_best_epoch_and_returns_its_weights(tmp_path):
+    result, model = run(FitConfig(epochs=6, **QUIET), checkpoint_dir=tmp_path)
+    accuracies = [record.metrics["accuracy"] for record in result.history]
+    assert len(result.history) == 6 and [r.epoch for r in result.history] == [1, 2, 3, 4, 5, 6]
+    assert result.best_epoch == 1 + accuracies.index(max(accuracies))
+    assert result.best_metrics["accuracy"] == max(accuracies) > 0.85
+    assert result.history[-1].train_loss < result.history[0].train_loss
+    assert result.stop_reason == "epochs" and not result.stopped_early and result.resumed_from is None
+    # The model holds the best epoch's weights, which are also best/'s; evaluating them gives the best metrics.
+    _, valid = make_data()
+    _, valid_batches = batch_functions(valid, valid, 16)
+    model.eval()
+    with torch.no_grad():
+        assert ToyTask(model).evaluate(valid_batches()) == result.best_metrics
+    best = ToyModel()
+    load_model_weights(best, tmp_path / "best")
+    assert_same_weights(weights(best), weights(model))
+    assert read_metadata(tmp_path / "best")["metadata"]["epoch"] == result.best_epoch
+    assert read_metadata(tmp_path / "last")["metadata"]["epoch"] == 6
+
+
+def test_the_same_seed_repeats_a_run_and_another_seed_does_not():
+    first, model_a = run(FitConfig(epochs=2, **QUIET))
+    second, model_b = run(FitConfig(epochs=2, **QUIET))
+    other, _ = run(FitConfig(epochs=2, **{**QUIET, "seed": 8}))
+    assert outcome(first) == outcome(second)
+    assert_same_weights(weights(model_a), weights(model_b))
+    assert outcome(first) != outcome(other)
+
+
+def test_a_resumed_run_repeats_an_uninterrupted_run_bit_for_bit(tmp_path):
+    # Dropout and a DataLoader-style shuffle through the global generator: both must come back identical.
+    straight, straight_model = run(FitConfig(epochs=5, **QUIET), checkpoint_dir=tmp_path / "a")
+    run(FitConfig(epochs=2, **QUIET), checkpoint_dir=tmp_path / "b")
+    resumed, resumed_model = run(FitConfig(epochs=5, **QUIET), checkpoint_dir=tmp_path / "b", resume=True)
+    assert resumed.resumed_from == 2
+    assert outcome(resumed) == outcome(straight)
+    assert_same_weights(weights(resumed_model), weights(straight_model))
+    for name in ("last", "best"):
+        assert_same_weights(
+            load_file(tmp_path / "a" / name / "model.safetensors"),
+            load_file(tmp_path / "b" / name / "model.safetensors"),
+        )
+    assert resumed.wall_time > 0
+
+
+def test_resuming_a_finished_run_trains_nothing_and_restores_the_best_weights(tmp_path):
+    first, first_model = run(FitConfig(epochs=3, **QUIET), checkpoint_dir=tmp_path)
+    again, again_model = run(FitConfig(epochs=3, **QUIET), checkpoint_dir=tmp_path, resume=True)
+    assert again.resumed_from == 3 and outcome(again) == outcome(first)
+    assert_same_weights(weights(again_model), weights(first_model))
+
+
+def test_resuming_without_a_checkpoint_starts_afresh_and_other_settings_are_refused(tmp_path):
+    fresh, _ = run(FitConfig(epochs=1, **QUIET), checkpoint_dir=tmp_path, resume=True)
+    assert fresh.resumed_from is None and len(fresh.history) == 1
+    with pytest.raises(ValueError, match=r"cannot resume .*last with different settings \(lr=0.01 then, 0.02 now\)"):
+        run(FitConfig(epochs=2, **{**QUIET, "lr": 0.02}), checkpoint_dir=tmp_path, resume=True)
+    with pytest.raises(ValueError, match="resume=True needs a checkpoint_dir"):
+        run(FitConfig(epochs=1, **QUIET), resume=True)
+    with pytest.warns(UserWarning, match="exists and resume=False: starting afresh"):
+        run(FitConfig(epochs=1, **QUIET), checkpoint_dir=tmp_path)
+
+
+def test_a_stale_best_checkpoint_is_rewritten(tmp_path):
+    first, _ = run(FitConfig(epochs=2, **QUIET), checkpoint_dir=tmp_path)
+    best = ToyModel()
+    load_model_weights(best, tmp_path / "best")
+    shutil.rmtree(tmp_path / "best")  # as if the process died between writing best/ and last/ ... and best/ was lost
+    run(FitConfig(epochs=2, **QUIET), checkpoint_dir=tmp_path, resume=True)
+    restored = ToyModel()
+    load_model_weights(restored, tmp_path / "best")
+    assert_same_weights(weights(restored), weights(best))
+    assert read_metadata(tmp_path / "best")["metadata"]["epoch"] == first.best_epoch
+
+
+class ScriptedTask:
+    """A task whose validation metric follows a script; it snapshots the weights at every evaluation."""
+
+    def __init__(self, losses: list[float]):
+        torch.manual_seed(0)
+        self.model = nn.Linear(2, 1)
+        self.losses = list(losses)
+        self.snapshots: list[dict[str, torch.Tensor]] = []
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return (self.model(batch["x"]) - 1).pow(2).mean()
+
+    def evaluate(self, batches: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
+        assert not self.model.training and not torch.is_grad_enabled()
+        self.snapshots.append(weights(self.model))
+        return {"loss": self.losses[len(self.snapshots) - 1], "other": 1.0}
+
+
+def constant_batches(steps: int = 3):
+    return lambda epoch: [{"x": torch.ones(4, 2) * epoch}] * steps
+
+
+def test_early_stopping_after_patience_epochs_without_improvement():
+    task = ScriptedTask([1.0, 0.8, 0.9, 0.8, 0.7, 0.1])
+    config = FitConfig(epochs=6, patience=2, select_metric="loss", select_mode="min", progress=False)
+    result = fit(task, constant_batches(), lambda: [], config)
+    assert [r.epoch for r in result.history] == [1, 2, 3, 4]  # 0.9 and 0.8 do not beat 0.8
+    assert result.best_epoch == 2 and result.best_metrics == {"loss": 0.8, "other": 1.0}
+    assert result.stopped_early and result.stop_reason == "early_stopping"
+    assert_same_weights(weights(task.model), task.snapshots[1])
+    assert task.model.training  # the mode it came in with
+
+
+def test_a_nan_metric_never_counts_as_an_improvement():
+    task = ScriptedTask([math.nan, 0.5, math.nan])
+    result = fit(
+        task,
+        constant_batches(),
+        lambda: [],
+        FitConfig(epochs=3, select_metric="loss", select_mode="min", progress=False),
+    )
+    assert result.best_epoch == 2
+
+
+def test_the_time_budget_stops_mid_epoch_validates_and_checkpoints(tmp_path):
+    budget_seconds = 0.4
+    config = FitConfig(epochs=50, max_minutes=budget_seconds / 60, **QUIET)
+    result, _ = run(config, checkpoint_dir=tmp_path, sleep=0.05)  # 12 steps of >= 50 ms: an epoch takes > 0.6 s
+    assert result.stop_reason == "time_budget" and result.stopped_early
+    assert len(result.history) == 1 and result.history[0].partial and 1 <= result.history[0].steps < 12
+    assert budget_seconds <= result.wall_time < budget_seconds + 2.0
+    assert result.best_epoch == 1
+    assert read_metadata(tmp_path / "last")["metadata"]["epoch"] == 1
+
+
+def test_a_task_without_sums_is_evaluated_with_evaluate():
+    class Plain:
+        def __init__(self, inner: ToyTask):
+            self.model, self.inner = inner.model, inner
+
+        def loss(self, batch):
+            return self.inner.loss(batch)
+
+        def evaluate(self, batches):
+            return self.inner.evaluate(batches)
+
+    torch.manual_seed(7)
+    model = ToyModel()
+    train, valid = make_data()
+    train_batches, valid_batches = batch_functions(train, valid, 16)
+    result = fit(Plain(ToyTask(model)), train_batches, valid_batches, FitConfig(epochs=2, **QUIET))
+    assert result.best_metrics["accuracy"] > 0.5
+
+
+def test_progress_prints_one_line_per_epoch_off_a_terminal(capsys):
+    run(FitConfig(epochs=2, **{**QUIET, "progress": True}))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert [line.split("  ")[0] for line in lines[:2]] == ["epoch 1/2", "epoch 2/2"]
+    assert "train loss" in lines[0] and "valid accuracy" in lines[0] and lines[-1].startswith("stopped (epochs)")
+    run(FitConfig(epochs=1, **QUIET))
+    assert capsys.readouterr() == ("", "")
+
+
+def test_weight_decay_spares_biases():
+    from attnkit.training.loop import _make_optimizer
+
+    optimizer = _make_optimizer(ToyModel(), FitConfig(weight_decay=0.1))
+    decays = {group["weight_decay"]: [p.dim() for p in group["params"]] for group in optimizer.param_groups}
+    assert decays == {0.1: [2, 2], 0.0: [1, 1]}
+
+
+def test_clear_errors():
+    task = ScriptedTask([1.0])
+    with pytest.raises(ValueError, match=r"metrics \['loss', 'other'\] have no 'accuracy'"):
+        fit(task, constant_batches(), lambda: [], FitConfig(epochs=1, progress=False))
+
+    class Vector(ScriptedTask):
+        def loss(self, batch):
+            return self.model(batch["x"]).squeeze(-1)
+
+    with pytest.raises(ValueError, match=r"must return a scalar tensor .* got \[4\]"):
+        fit(Vector([1.0]), constant_batches(), lambda: [], FitConfig(epochs=1, select_metric="loss", progress=False))
+
+    class Diverging(ScriptedTask):
+        def loss(self, batch):
+            return self.model(batch["x"]).mean() * math.inf
+
+    with pytest.raises(FloatingPointError, match="epoch 1, step 1: gradient norm"):
+        fit(Diverging([1.0]), constant_batches(), lambda: [], FitConfig(epochs=1, select_metric="loss", progress=False))
+
+    with pytest.raises(ValueError, match="gave no batches"):
+        fit(
+            ScriptedTask([1.0]), lambda epoch: [], lambda: [], FitConfig(epochs=1, select_metric="loss", progress=False)
+        )
+
+    with pytest.raises(ValueError, match=r"FitConfig: lr must be > 0, got 0; select_mode must be 'max' or 'min'"):
+        FitConfig(lr=0, select_mode="best")

@@ -1,0 +1,77 @@
+"""A training run killed with SIGKILL mid-run resumes from its last checkpoint to exactly the uninterrupted result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+HERE = Path(__file__).resolve().parent
+LAUNCHER = f"import sys\nsys.path.insert(0, {str(HERE)!r})\nfrom _toy_training import main\nmain()\n"
+EPOCHS = 6
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+
+
+def launch(script: Path, directory: Path, *extra: str) -> subprocess.Popen:
+    """Train the toy task in a fresh interpreter, one thread (so that every run does identical arithmetic)."""
+    command = [sys.executable, str(script), "--checkpoint-dir", str(directory), "--out", f"{directory}.json"]
+    command += ["--epochs", str(EPOCHS), *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("WORLD_SIZE", None)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen) -> None:
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, f"training failed:\n{out}\n{err}"
+
+
+def comparable(path: Path) -> dict:
+    result = json.loads(path.read_text())
+    for record in result["history"]:
+        record.pop("seconds")
+    return {key: result[key] for key in ("best_epoch", "best_metrics", "history", "stop_reason")}
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tmp_path):
+    script = tmp_path / "train_toy.py"
+    script.write_text(LAUNCHER)
+    straight_dir, victim_dir = tmp_path / "straight", tmp_path / "victim"
+    straight = launch(script, straight_dir)
+    victim = launch(script, victim_dir, "--sleep", "0.03")  # >= 0.36 s per epoch: the kill lands mid-run
+
+    first_checkpoint = victim_dir / "last" / "config.json"  # appears only complete (atomic rename)
+    deadline = time.monotonic() + 90
+    while not first_checkpoint.exists():
+        assert victim.poll() is None, f"the run ended before its first checkpoint: {victim.communicate()}"
+        assert time.monotonic() < deadline, "no checkpoint within 90 s"
+        time.sleep(0.005)
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    assert not Path(f"{victim_dir}.json").exists(), "the run had finished before the kill"
+
+    resumed = launch(script, victim_dir, "--resume")
+    finish(resumed)
+    finish(straight)
+
+    result = json.loads(Path(f"{victim_dir}.json").read_text())
+    assert 1 <= result["resumed_from"] < EPOCHS, "the kill did not land mid-run"
+    assert comparable(Path(f"{victim_dir}.json")) == comparable(Path(f"{straight_dir}.json"))
+    assert len(result["history"]) == EPOCHS
+    for name in ("last", "best"):
+        for file in ("model.safetensors",) + (("trainer_state.safetensors",) if name == "last" else ()):
+            expected, actual = load_file(straight_dir / name / file), load_file(victim_dir / name / file)
+            assert expected.keys() == actual.keys()
+            for key in expected:
+                assert torch.equal(expected[key], actual[key]), f"{name}/{file}: {key} differs"
+    assert sorted(p.name for p in victim_dir.iterdir()) == ["best", "last"]  # no temporaries left behind
