@@ -67,6 +67,7 @@ class MultiHeadAttention(nn.Module):
         self.score = score if score is not None else ScaledDotScore()
         self.distribution = distribution if distribution is not None else Softmax()
         self.rotary = rotary
+        self._same_input_dims = (kdim or embed_dim) == embed_dim and (vdim or embed_dim) == embed_dim
         # The SDPA path computes exactly ScaledDotScore + Softmax; anything else takes the generic path.
         self.fast_path = type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
 
@@ -113,9 +114,17 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
 
         offset = cache.size if cache is not None else 0
-        q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
-        k = self._split_heads(self.k_proj(key))  # [B, H, Tk, Dh]
-        v = self._split_heads(self.v_proj(value))  # [B, H, Tk, Dh]
+        if key is query and value is query and self._same_input_dims:
+            # self-attention: one [B·T, E] x [E, 3E] matmul, and one gradient for the input instead of three
+            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
+            bias = (
+                None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
+            )
+            q, k, v = (self._split_heads(t) for t in F.linear(query, weight, bias).chunk(3, dim=-1))
+        else:
+            q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
+            k = self._split_heads(self.k_proj(key))  # [B, H, Tk, Dh]
+            v = self._split_heads(self.v_proj(value))  # [B, H, Tk, Dh]
         if self.rotary is not None:
             q, k = self.rotary(q, offset=offset), self.rotary(k, offset=offset)
         if cache is not None:

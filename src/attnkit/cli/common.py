@@ -1,0 +1,38 @@
+"""Options and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    """``--seed``, ``--threads``, ``--no-progress``, ``--debug``."""
+    group = parser.add_argument_group("runtime")
+    group.add_argument(
+        "--seed", type=int, default=0, help="random seed; a CPU run with the same seed repeats (default 0)"
+    )
+    group.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    group.add_argument("--no-progress", action="store_true", help="no progress bars")
+    group.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+
+
+def add_data_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """``--data``, ``--test``, ``--text-column``, ``--label-column``."""
+    group = parser.add_argument_group("data")
+    group.add_argument(
+        "--data",
+        required=required,
+        help="a built-in dataset (20ng, r8, r52, fine-foods, bbc) or a CSV/TSV/JSONL training file",
+    )
+    group.add_argument("--test", default=None, help="a test file, for --data FILE")
+    group.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
+    group.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+
+
+def apply_runtime(args: argparse.Namespace) -> None:
+    """Seed and thread settings, applied before any work."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)

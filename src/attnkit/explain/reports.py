@@ -1,0 +1,55 @@
+"""Whole reports for trained models: one section per prediction, written as one self-contained HTML page."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.explain.html import Section, write_report
+from attnkit.explain.sections import han_section, pooling_section
+
+__all__ = ["classifier_report"]
+
+
+def classifier_report(
+    predictions: Sequence,
+    label_names: Sequence[str],
+    path: str | Path,
+    *,
+    title: str = "What the classifier attended to",
+    true_labels: Sequence[str | None] | None = None,
+) -> Path:
+    """Write the report for classifier predictions (``attnkit.training.classification.Prediction``).
+
+    HAN predictions become document sections (sentence and word shading); pooled-classifier predictions
+    token rows, one per pooling head. Returns the path written.
+    """
+    true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
+    sections: list[Section] = []
+    for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
+        probabilities = [prediction.probabilities[name] for name in label_names]
+        heading = f"Document {number}"
+        if prediction.sentences is not None:
+            sections.append(
+                han_section(
+                    prediction.sentences,
+                    prediction.word_weights,
+                    prediction.sentence_weights,
+                    label_names=label_names,
+                    probabilities=probabilities,
+                    true_label=gold,
+                    title=heading,
+                )
+            )
+        else:
+            sections.append(
+                pooling_section(
+                    prediction.tokens,
+                    prediction.token_weights,
+                    label_names=label_names,
+                    probabilities=probabilities,
+                    true_label=gold,
+                    title=heading,
+                )
+            )
+    return write_report(path, sections, title=title)
