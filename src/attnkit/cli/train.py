@@ -16,9 +16,17 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``train`` and its tasks."""
+    """Add ``train`` with one sub-command per task (see ``attnkit.cli.commands.TRAIN_TASKS``)."""
+    from attnkit.cli.commands import TRAIN_TASKS
+
     train = sub.add_parser("train", help="train a model", description="Train a model.")
     tasks = train.add_subparsers(dest="task", metavar="TASK", required=True)
+    for add_task in TRAIN_TASKS:
+        add_task(tasks)
+
+
+def add_classify(tasks: argparse._SubParsersAction) -> None:
+    """Add ``train classify``."""
     classify = tasks.add_parser(
         "classify",
         help="document classification (HAN or pooled classifier)",
