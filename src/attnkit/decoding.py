@@ -1,0 +1,389 @@
+"""Greedy and beam-search decoding for any encoder-decoder that can take one step at a time (layer 4).
+
+Both model families (:class:`~attnkit.models.rnn_seq2seq.RNNSeq2Seq`,
+:class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq`) implement the small
+:class:`StepwiseSeq2Seq` interface::
+
+    state = model.start_decoding(source_ids, source_mask, beams=k, max_steps=L)  # encode once, N = B·k rows
+    logits, weights = model.decode_step(tokens, state)                         # one token per row -> [N, V]
+    model.reorder_state(state, indices)                                        # rows follow their beams
+
+The Transformer's state holds a :class:`~attnkit.kv_cache.KVCache` per layer and cross-attention keys and
+values projected once per source; the RNN's holds its recurrent state. :class:`Recompute` is the slow,
+readable reference that runs the model's full teacher-forced ``forward`` over the whole prefix at every step;
+tests prove both give the same tokens and scores.
+
+Hypotheses are scored by ``log P(y) / length ** length_penalty`` (``length`` counts ``<eos>``;
+``length_penalty=0`` ranks by raw log-probability, ``1`` by mean log-probability per token).
+
+Shape glossary:
+    B  sources in the batch   K  hypotheses returned per source (beam size)   N  decoder rows = B·K
+    S  source positions   T  decoded steps   V  target vocabulary   W  the model's per-step weight dims
+    (``S`` for the RNN, ``L, H, S`` — layers, heads, source — for the Transformer)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "DEFAULT_BOS_ID",
+    "DEFAULT_EOS_ID",
+    "DEFAULT_PAD_ID",
+    "DecodeOutput",
+    "Recompute",
+    "StepwiseSeq2Seq",
+    "beam_search",
+    "check_reorder_indices",
+    "default_max_len",
+    "expand_for_beams",
+    "greedy",
+]
+
+# attnkit's shared special ids (see attnkit.data.seq2seq.vocab; repeated here so layer 4 does not import layer 5)
+DEFAULT_PAD_ID, DEFAULT_BOS_ID, DEFAULT_EOS_ID = 0, 1, 2
+
+
+@runtime_checkable
+class StepwiseSeq2Seq(Protocol):
+    """What :func:`greedy` and :func:`beam_search` need from a model.
+
+    ``start_decoding`` encodes each source once and returns an opaque state for ``N = B·beams`` decoder rows
+    (rows ``b·beams .. b·beams + beams - 1`` belong to source ``b``). ``decode_step`` feeds one token per row,
+    advances the state in place and returns ``(logits [N, V], weights [N, *W] or None)``. ``reorder_state``
+    makes row ``i`` continue from row ``indices[i]``; indices never leave a source's group of rows.
+    """
+
+    def start_decoding(
+        self, source_ids: torch.Tensor, source_mask: torch.Tensor, *, beams: int = 1, max_steps: int
+    ) -> Any: ...
+
+    def decode_step(
+        self, tokens: torch.Tensor, state: Any, *, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+
+    def reorder_state(self, state: Any, indices: torch.Tensor) -> None: ...
+
+
+def expand_for_beams(x: torch.Tensor, beams: int) -> torch.Tensor:
+    """Repeat each batch row ``beams`` times in place order: ``[B, ...] -> [B·beams, ...]``."""
+    if beams < 1:
+        raise ValueError(f"beams must be >= 1, got {beams}")
+    return x if beams == 1 else x.repeat_interleave(beams, dim=0)
+
+
+def check_reorder_indices(indices: torch.Tensor, rows: int, group_size: int) -> torch.Tensor:
+    """Check that ``indices [N]`` (long) keeps every row inside its source's group of ``group_size`` rows.
+
+    Source-side tensors (encoder outputs, projected cross-attention keys) are shared by a group and are
+    therefore never gathered; only the per-hypothesis state is.
+    """
+    if indices.dim() != 1 or indices.shape[0] != rows:
+        raise ValueError(f"indices must have shape [N] = [{rows}], got {tuple(indices.shape)}")
+    if indices.dtype != torch.long:
+        raise ValueError(f"indices must be a long tensor, got dtype {indices.dtype}")
+    own_group = torch.arange(rows, device=indices.device) // group_size
+    if not bool((indices // group_size == own_group).all()):
+        raise ValueError(f"indices must stay within each source's group of {group_size} rows, got {indices.tolist()}")
+    return indices
+
+
+def default_max_len(source_mask: torch.Tensor) -> int:
+    """``2 · S + 10`` steps, with ``S`` the longest real source in the batch."""
+    return 2 * int(source_mask.sum(dim=1).max()) + 10 if source_mask.numel() else 10
+
+
+@dataclass
+class DecodeOutput:
+    """Hypotheses per source, best first.
+
+    Attributes:
+        tokens: ``[B, K, T]`` long: each hypothesis's tokens, ending in ``<eos>`` when it finished, then ``<pad>``.
+        lengths: ``[B, K]`` tokens generated (``<eos>`` included).
+        scores: ``[B, K]`` normalised scores ``log_probs / lengths ** length_penalty``, sorted descending.
+            ``-inf`` marks a filler slot (a source with fewer than ``K`` possible hypotheses).
+        log_probs: ``[B, K]`` summed token log-probabilities.
+        finished: ``[B, K]`` bool, True where the hypothesis ended with ``<eos>`` (False: cut at ``max_len``).
+        attention: ``[B, K, T, *W]`` the model's per-step weights (``need_weights=True`` and a model that
+            attends), zero after each hypothesis's last step; else None.
+    """
+
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    scores: torch.Tensor
+    log_probs: torch.Tensor
+    finished: torch.Tensor
+    attention: torch.Tensor | None = None
+
+    @property
+    def best(self) -> torch.Tensor:
+        """The best hypothesis of each source: ``[B, T]``."""
+        return self.tokens[:, 0]
+
+
+def _normalise(log_probs: torch.Tensor, lengths: torch.Tensor, length_penalty: float) -> torch.Tensor:
+    return log_probs / lengths.to(log_probs.dtype).clamp(min=1) ** length_penalty
+
+
+def _check_inputs(source_ids: torch.Tensor, source_mask: torch.Tensor, max_len: int | None) -> int:
+    if source_ids.dim() != 2 or source_mask.shape != source_ids.shape:
+        raise ValueError(
+            f"source_ids and source_mask must both be [B, S]; got {tuple(source_ids.shape)} and "
+            f"{tuple(source_mask.shape)}"
+        )
+    if source_mask.dtype != torch.bool:
+        raise ValueError(f"source_mask must be a torch.BoolTensor (True = real token), got {source_mask.dtype}")
+    max_len = default_max_len(source_mask) if max_len is None else max_len
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    return max_len
+
+
+@torch.no_grad()
+def greedy(
+    model: StepwiseSeq2Seq,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    *,
+    max_len: int | None = None,
+    length_penalty: float = 1.0,
+    need_weights: bool = False,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    pad_id: int = DEFAULT_PAD_ID,
+) -> DecodeOutput:
+    """The most probable next token at every step, for the whole batch at once, until every row has ``<eos>``.
+
+    Args:
+        model: a :class:`StepwiseSeq2Seq` (put it in eval mode first: dropout would make decoding random).
+        source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
+        max_len: the most tokens to generate (``<eos>`` included); default :func:`default_max_len`.
+        length_penalty: exponent of the length in the normalised score (reported in ``scores``).
+        need_weights: also collect the model's attention weights per step.
+
+    Returns:
+        :class:`DecodeOutput` with ``K = 1``.
+    """
+    max_len = _check_inputs(source_ids, source_mask, max_len)
+    batch, device = source_ids.shape[0], source_ids.device
+    state = model.start_decoding(source_ids, source_mask, beams=1, max_steps=max_len)
+    tokens = torch.full((batch,), bos_id, dtype=torch.long, device=device)  # [B]
+    out = torch.full((batch, max_len), pad_id, dtype=torch.long, device=device)  # [B, T]
+    log_probs = torch.zeros(batch, device=device)
+    lengths = torch.zeros(batch, dtype=torch.long, device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    steps_weights = []
+    steps = 0
+    for t in range(max_len):
+        logits, weights = model.decode_step(tokens, state, need_weights=need_weights)  # [B, V], [B, *W]
+        step_log_probs = F.log_softmax(logits.float(), dim=-1)  # [B, V]
+        best_log_prob, best = step_log_probs.topk(1, dim=-1)  # [B, 1]
+        best, best_log_prob = best[:, 0], best_log_prob[:, 0]
+        log_probs += torch.where(finished, 0.0, best_log_prob)
+        lengths += (~finished).long()
+        tokens = torch.where(finished, pad_id, best)
+        out[:, t] = tokens
+        if weights is not None:
+            steps_weights.append(weights)
+        finished |= tokens == eos_id
+        steps = t + 1
+        if bool(finished.all()):
+            break
+    attention = None
+    if need_weights and steps_weights:  # a model without attention has no weights to give
+        attention = torch.stack(steps_weights, dim=1)[:, None]  # [B, 1, T, *W]
+        keep = torch.arange(steps, device=device) < lengths[:, None]  # [B, T]
+        attention = attention * keep.view(batch, 1, steps, *([1] * (attention.dim() - 3))).to(attention.dtype)
+    return DecodeOutput(
+        tokens=out[:, None, :steps],  # [B, 1, T]
+        lengths=lengths[:, None],
+        scores=_normalise(log_probs, lengths, length_penalty)[:, None],
+        log_probs=log_probs[:, None],
+        finished=finished[:, None],
+        attention=attention,
+    )
+
+
+@dataclass
+class _Hypothesis:
+    score: float
+    log_prob: float
+    tokens: torch.Tensor  # [length]
+    finished: bool
+    weights: torch.Tensor | None  # [length, *W]
+
+
+def _hypothesis(
+    log_prob: torch.Tensor, tokens: torch.Tensor, finished: bool, weights: torch.Tensor | None, length_penalty: float
+) -> _Hypothesis:
+    """A hypothesis scored with the very float32 operations :func:`greedy` uses (so beam 1 equals greedy)."""
+    length = torch.tensor(len(tokens), device=log_prob.device)
+    score = _normalise(log_prob, length, length_penalty)
+    return _Hypothesis(float(score), float(log_prob), tokens, finished, weights)
+
+
+@torch.no_grad()
+def beam_search(
+    model: StepwiseSeq2Seq,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    *,
+    beam_size: int = 4,
+    max_len: int | None = None,
+    length_penalty: float = 1.0,
+    need_weights: bool = False,
+    bos_id: int = DEFAULT_BOS_ID,
+    eos_id: int = DEFAULT_EOS_ID,
+    pad_id: int = DEFAULT_PAD_ID,
+) -> DecodeOutput:
+    """Batched beam search: ``beam_size`` live hypotheses per source, best ``beam_size`` finished ones returned.
+
+    At each step every live hypothesis proposes its ``2k`` best tokens; of the ``2k`` best candidates per
+    source, those ending in ``<eos>`` among the top ``k`` are finished (scored with the length normalisation)
+    and the ``k`` best others stay live. A source is done once it holds ``k`` finished hypotheses (as in
+    fairseq); decoding stops when every source is done or after ``max_len`` tokens, when the live hypotheses
+    are returned unfinished. ``beam_size=1`` is exactly :func:`greedy`.
+
+    Args:
+        model: a :class:`StepwiseSeq2Seq` in eval mode.
+        source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
+        beam_size: ``k >= 1``.
+        max_len: the most tokens per hypothesis (``<eos>`` included); default :func:`default_max_len`.
+        length_penalty: ``α >= 0`` in ``log P / length^α``.
+        need_weights: also return each hypothesis's per-step attention weights.
+
+    Returns:
+        :class:`DecodeOutput` with ``K = beam_size``, hypotheses sorted by normalised score.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    if length_penalty < 0:
+        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
+    max_len = _check_inputs(source_ids, source_mask, max_len)
+    k, batch, device = beam_size, source_ids.shape[0], source_ids.device
+    rows = batch * k
+    state = model.start_decoding(source_ids, source_mask, beams=k, max_steps=max_len)
+    tokens = torch.full((rows,), bos_id, dtype=torch.long, device=device)  # [N]
+    beam_scores = torch.full((batch, k), float("-inf"), device=device)  # [B, k] raw log-probabilities
+    beam_scores[:, 0] = 0.0  # all beams start identical: expand only the first at step 0
+    history = torch.full((rows, max_len), pad_id, dtype=torch.long, device=device)  # [N, T]
+    weight_history: torch.Tensor | None = None  # [N, T, *W]
+    done = [False] * batch
+    hypotheses: list[list[_Hypothesis]] = [[] for _ in range(batch)]
+    source_offsets = torch.arange(batch, device=device)[:, None] * k  # [B, 1]
+    first_ranks = torch.arange(2 * k, device=device) < k  # [2k]
+    for t in range(max_len):
+        logits, weights = model.decode_step(tokens, state, need_weights=need_weights)  # [N, V], [N, *W]
+        step_log_probs = F.log_softmax(logits.float(), dim=-1)  # [N, V]
+        per_beam = min(2 * k, step_log_probs.shape[-1])
+        top_log_probs, top_tokens = step_log_probs.topk(per_beam, dim=-1)  # [N, per_beam]
+        candidates = (beam_scores.view(rows, 1) + top_log_probs).view(batch, k * per_beam)  # [B, k·per_beam]
+        cand_scores, cand_index = candidates.topk(2 * k, dim=-1)  # [B, 2k], best first
+        cand_beam = cand_index // per_beam  # [B, 2k] beam within the source
+        cand_tokens = top_tokens.view(batch, k * per_beam).gather(1, cand_index)  # [B, 2k]
+        cand_rows = source_offsets + cand_beam  # [B, 2k] decoder row
+        if need_weights and weights is not None:
+            step_weights = weights[:, None]  # [N, 1, *W]
+            weight_history = step_weights if weight_history is None else torch.cat([weight_history, step_weights], 1)
+        is_eos = cand_tokens == eos_id  # [B, 2k]
+        finishing = is_eos & first_ranks & torch.isfinite(cand_scores)
+        for b, j in finishing.nonzero().tolist():
+            if done[b]:
+                continue
+            row = int(cand_rows[b, j])
+            hyp_tokens = torch.cat([history[row, :t], cand_tokens[b, j : j + 1]])
+            hyp_weights = None if weight_history is None else weight_history[row].clone()
+            hypotheses[b].append(_hypothesis(cand_scores[b, j], hyp_tokens, True, hyp_weights, length_penalty))
+        # the k best candidates that do not end in <eos> stay live (there are always k among the 2k)
+        order = torch.arange(2 * k, device=device) + is_eos.long() * 2 * k  # [B, 2k] <eos> ones sort last
+        keep = order.topk(k, dim=-1, largest=False).indices  # [B, k]
+        indices = cand_rows.gather(1, keep).view(rows)  # [N]
+        tokens = cand_tokens.gather(1, keep).view(rows)  # [N]
+        beam_scores = cand_scores.gather(1, keep)  # [B, k]
+        history = history[indices]
+        history[:, t] = tokens
+        if weight_history is not None:
+            weight_history = weight_history[indices]
+        for b in range(batch):
+            done[b] = done[b] or len(hypotheses[b]) >= k
+        if all(done) or t == max_len - 1:
+            break
+        model.reorder_state(state, indices)
+    steps = t + 1
+    for b in range(batch):  # sources cut at max_len: their best live hypotheses, unfinished
+        for i in range(k - len(hypotheses[b])):
+            row = b * k + i
+            hyp_weights = None if weight_history is None else weight_history[row].clone()
+            hyp_tokens = history[row, :steps].clone()
+            hypotheses[b].append(_hypothesis(beam_scores[b, i], hyp_tokens, False, hyp_weights, length_penalty))
+    return _collect(hypotheses, k, pad_id, device, need_weights)
+
+
+def _collect(
+    hypotheses: list[list[_Hypothesis]], k: int, pad_id: int, device: torch.device, need_weights: bool
+) -> DecodeOutput:
+    """Sort each source's hypotheses by score and pack the best ``k`` into a :class:`DecodeOutput`."""
+    batch = len(hypotheses)
+    ranked = [sorted(hyps, key=lambda h: h.score, reverse=True)[:k] for hyps in hypotheses]
+    width = max((len(h.tokens) for hyps in ranked for h in hyps), default=1)
+    tokens = torch.full((batch, k, width), pad_id, dtype=torch.long, device=device)
+    lengths = torch.zeros(batch, k, dtype=torch.long, device=device)
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    log_probs = torch.full((batch, k), float("-inf"), device=device)
+    finished = torch.zeros(batch, k, dtype=torch.bool, device=device)
+    attention = None
+    sample = next((h.weights for hyps in ranked for h in hyps if h.weights is not None), None)
+    if need_weights and sample is not None:
+        attention = sample.new_zeros(batch, k, width, *sample.shape[1:])  # [B, K, T, *W]
+    for b, hyps in enumerate(ranked):
+        for i, h in enumerate(hyps):
+            n = len(h.tokens)
+            tokens[b, i, :n] = h.tokens
+            lengths[b, i], scores[b, i], log_probs[b, i], finished[b, i] = n, h.score, h.log_prob, h.finished
+            if attention is not None and h.weights is not None:
+                attention[b, i, :n] = h.weights[:n]
+    return DecodeOutput(tokens, lengths, scores, log_probs, finished, attention)
+
+
+@dataclass
+class _RecomputeState:
+    source_ids: torch.Tensor  # [N, S]
+    source_mask: torch.Tensor  # [N, S]
+    prefix: torch.Tensor  # [N, t]
+    group_size: int
+
+
+class Recompute:
+    """The slow reference decoder: runs ``model(source_ids, source_mask, prefix)`` over the whole prefix each step.
+
+    Wraps any model whose ``forward(source_ids, source_mask, target_in)`` returns an object with ``logits
+    [B, T, V]`` (both attnkit seq2seq families). No cache, no recurrent state: what cached decoding must equal.
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+
+    def start_decoding(
+        self, source_ids: torch.Tensor, source_mask: torch.Tensor, *, beams: int = 1, max_steps: int
+    ) -> _RecomputeState:
+        """Keep the expanded sources and an empty prefix ``[N, 0]``."""
+        empty = source_ids.new_zeros(source_ids.shape[0] * beams, 0)
+        return _RecomputeState(expand_for_beams(source_ids, beams), expand_for_beams(source_mask, beams), empty, beams)
+
+    def decode_step(
+        self, tokens: torch.Tensor, state: _RecomputeState, *, need_weights: bool = False
+    ) -> tuple[torch.Tensor, None]:
+        """Append ``tokens [N]`` to the prefix and return the last position's logits ``[N, V]``."""
+        if need_weights:
+            raise ValueError("Recompute does not collect attention weights; decode the model itself for those")
+        state.prefix = torch.cat([state.prefix, tokens[:, None]], dim=1)  # [N, t + 1]
+        return self.model(state.source_ids, state.source_mask, state.prefix).logits[:, -1], None
+
+    def reorder_state(self, state: _RecomputeState, indices: torch.Tensor) -> None:
+        """Gather the prefixes of the surviving hypotheses."""
+        check_reorder_indices(indices, state.prefix.shape[0], state.group_size)
+        state.prefix = state.prefix[indices]

@@ -1,0 +1,367 @@
+"""Transformer encoder-decoder (Vaswani et al. 2017) with cached incremental decoding (layer 4).
+
+    model = TransformerSeq2Seq(src_vocab, tgt_vocab, dim=256, heads=4, encoder_layers=3, decoder_layers=3)
+    out = model(batch.source_ids, batch.source_mask, batch.target_in, need_weights=True)
+    out.logits               # [B, T, V]
+    out.cross_attention[l]   # [B, H, T, S] decoder layer l over the source
+    out.self_attention[l]    # [B, H, T, T] decoder layer l over earlier targets (causal)
+
+The encoder is a stack of :class:`~attnkit.models.encoders.TransformerEncoderLayer`. Each
+:class:`TransformerDecoderLayer` has causal self-attention (a :class:`~attnkit.kv_cache.KVCache` when
+decoding), cross-attention whose keys and values are projected once per source, and a feed-forward block;
+pre-norm by default, post-norm as an option. Positions: sinusoidal (default), learned, or rotary (applied to
+every self-attention, encoder and decoder). Embeddings are scaled by ``√D``; source and target may share one
+table, and the output projection may be tied to the target embedding.
+
+Shape glossary:
+    B  batch (N = B·beams rows when decoding)   S  source positions   T  target positions
+    D  model size   H  heads   Dh  head size D/H   V  target vocabulary   L  decoder layers
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnkit import masks
+from attnkit.decoding import check_reorder_indices, expand_for_beams
+from attnkit.functional.sdpa import scaled_dot_product_attention
+from attnkit.kv_cache import KVCache
+from attnkit.models.encoders import TransformerEncoderLayer
+from attnkit.multihead import MultiHeadAttention
+from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions
+
+__all__ = [
+    "POSITIONS",
+    "TransformerDecoderLayer",
+    "TransformerDecodingState",
+    "TransformerSeq2Seq",
+    "TransformerSeq2SeqOutput",
+    "attend_memory",
+    "project_memory",
+]
+
+POSITIONS = ("sinusoidal", "learned", "rotary")
+MemoryKV = tuple[torch.Tensor, torch.Tensor]  # cross-attention keys and values [B, H, S, Dh]
+
+
+def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    batch, length, dim = x.shape
+    return x.view(batch, length, heads, dim // heads).transpose(1, 2)  # [B, H, T, Dh]
+
+
+def project_memory(attention: MultiHeadAttention, memory: torch.Tensor) -> MemoryKV:
+    """Cross-attention keys and values of ``memory [B, S, D]``: ``([B, H, S, Dh], [B, H, S, Dh])``."""
+    heads = attention.num_heads
+    return _split_heads(attention.k_proj(memory), heads), _split_heads(attention.v_proj(memory), heads)
+
+
+def attend_memory(
+    attention: MultiHeadAttention,
+    query: torch.Tensor,
+    memory_kv: MemoryKV,
+    memory_mask: torch.Tensor,
+    *,
+    need_weights: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``attention(query, memory, key_mask=memory_mask)`` with the keys and values already projected.
+
+    Same computation as :meth:`MultiHeadAttention.forward` for cross-attention (fast SDPA path or the generic
+    ``distribution(score(q, k))`` path), minus the key/value projections.
+
+    Args:
+        query: ``[B, Tq, D]``. memory_kv: from :func:`project_memory`. memory_mask: ``[B, S]`` bool.
+
+    Returns:
+        ``(context [B, Tq, D], weights [B, H, Tq, S] or None)``.
+    """
+    k, v = memory_kv
+    batch, tq = query.shape[:2]
+    q = _split_heads(attention.q_proj(query), attention.num_heads)  # [B, H, Tq, Dh]
+    mask = masks.attention_mask((batch, attention.num_heads, tq, k.shape[2]), key_mask=memory_mask)
+    dropout = attention.dropout if attention.training else 0.0
+    if attention.fast_path:
+        context, weights = scaled_dot_product_attention(q, k, v, mask, dropout=dropout, need_weights=need_weights)
+    else:
+        weights = attention.distribution(attention.score(q, k), mask, query=q)  # [B, H, Tq, S]
+        context = F.dropout(weights, dropout, training=dropout > 0) @ v.to(weights.dtype)
+    context = context.transpose(1, 2).reshape(batch, tq, attention.embed_dim)  # [B, Tq, D]
+    return attention.out_proj(context.to(query.dtype)), weights if need_weights else None
+
+
+class TransformerDecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention over the encoder's output, feed-forward; each with a residual.
+
+    Args:
+        dim: ``D``. heads: ``H``. ff_dim: feed-forward size (default ``4·D``).
+        dropout: on residual branches and inside the feed-forward block.
+        attention_dropout: on attention weights (0 keeps the fast SDPA kernel).
+        norm_first: pre-norm (True) or post-norm (False).
+        rotary: a :class:`RotaryPositions` for the self-attention (cross-attention has no positions).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        *,
+        ff_dim: int | None = None,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = True,
+        rotary: RotaryPositions | None = None,
+    ) -> None:
+        super().__init__()
+        self.self_attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
+        self.cross_attention = MultiHeadAttention(dim, heads, dropout=attention_dropout)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(dim, ff_dim or 4 * dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ff_dim or 4 * dim, dim)
+        )
+        self.norm_self, self.norm_cross, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def project_memory(self, memory: torch.Tensor) -> MemoryKV:
+        """This layer's cross-attention keys and values of ``memory [B, S, D]`` (compute once per source)."""
+        return project_memory(self.cross_attention, memory)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory_kv: MemoryKV,
+        memory_mask: torch.Tensor,
+        *,
+        cache: KVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """x ``[B, T, D]`` -> ``(x [B, T, D], self weights [B, H, T, T'] , cross weights [B, H, T, S])``.
+
+        With ``cache``, ``x`` holds the new steps only and self-attention runs over every cached step
+        (``T' = cached + T``); the weights are None unless ``need_weights``.
+        """
+
+        def self_attend(h: torch.Tensor):
+            return self.self_attention(h, causal=True, cache=cache, need_weights=need_weights)
+
+        def cross_attend(h: torch.Tensor):
+            return attend_memory(self.cross_attention, h, memory_kv, memory_mask, need_weights=need_weights)
+
+        if self.norm_first:
+            attended = self_attend(self.norm_self(x))
+            x = x + self.dropout(attended.context)
+            context, cross_weights = cross_attend(self.norm_cross(x))
+            x = x + self.dropout(context)
+            x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
+        else:
+            attended = self_attend(x)
+            x = self.norm_self(x + self.dropout(attended.context))
+            context, cross_weights = cross_attend(x)
+            x = self.norm_cross(x + self.dropout(context))
+            x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
+        return x, attended.weights, cross_weights
+
+
+@dataclass
+class TransformerSeq2SeqOutput:
+    """``logits [B, T, V]``; with ``need_weights``, per layer ``cross_attention [B, H, T, S]``,
+    ``self_attention [B, H, T, T]`` (decoder) and ``encoder_attention [B, H, S, S]``."""
+
+    logits: torch.Tensor
+    cross_attention: list[torch.Tensor] = field(default_factory=list)
+    self_attention: list[torch.Tensor] = field(default_factory=list)
+    encoder_attention: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class TransformerDecodingState:
+    """Per decoder layer a :class:`KVCache` and the source's cross-attention keys/values ``[N, H, S, Dh]``."""
+
+    caches: list[KVCache]
+    memory_kv: list[MemoryKV]
+    memory_mask: torch.Tensor  # [N, S]
+    group_size: int = 1
+    step: int = 0
+
+
+class TransformerSeq2Seq(nn.Module):
+    """Encoder-decoder Transformer; ``forward`` for teacher forcing, ``start_decoding``/``decode_step`` for inference.
+
+    Args:
+        source_vocab_size, target_vocab_size: embedding rows; id ``padding_idx`` is padding.
+        dim: ``D``. heads: ``H``. encoder_layers, decoder_layers: stack depths. ff_dim: default ``4·D``.
+        dropout: on embeddings and residual branches. attention_dropout: on attention weights.
+        norm_first: pre-norm (default; final LayerNorms on both stacks) or post-norm.
+        positions: ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions) or ``"rotary"``.
+        max_len: positions a learned table holds.
+        share_embeddings: one embedding table for source and target (needs equal vocabulary sizes).
+        tie_output: the output projection reuses the target embedding matrix.
+    """
+
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        *,
+        dim: int = 256,
+        heads: int = 4,
+        encoder_layers: int = 3,
+        decoder_layers: int = 3,
+        ff_dim: int | None = None,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        norm_first: bool = True,
+        positions: str = "sinusoidal",
+        max_len: int = 1024,
+        share_embeddings: bool = False,
+        tie_output: bool = True,
+        padding_idx: int = 0,
+    ) -> None:
+        super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+        if dim % heads:
+            raise ValueError(f"dim={dim} is not divisible by heads={heads}")
+        if share_embeddings and source_vocab_size != target_vocab_size:
+            raise ValueError(
+                f"share_embeddings needs one vocabulary; got source_vocab_size={source_vocab_size}, "
+                f"target_vocab_size={target_vocab_size}"
+            )
+        self.dim, self.heads, self.positions_kind = dim, heads, positions
+        self.source_embedding = nn.Embedding(source_vocab_size, dim, padding_idx=padding_idx)
+        self.target_embedding = (
+            self.source_embedding if share_embeddings else nn.Embedding(target_vocab_size, dim, padding_idx=padding_idx)
+        )
+        for embedding in {id(e): e for e in (self.source_embedding, self.target_embedding)}.values():
+            nn.init.normal_(embedding.weight, std=dim**-0.5)  # unit variance after the √D scale
+            with torch.no_grad():
+                embedding.weight[padding_idx].zero_()
+        self.embed_scale = math.sqrt(dim)
+        if positions == "sinusoidal":
+            self.source_positions = self.target_positions = SinusoidalPositions(dim)
+        elif positions == "learned":
+            self.source_positions, self.target_positions = (
+                LearnedPositions(max_len, dim),
+                LearnedPositions(max_len, dim),
+            )
+        else:
+            self.source_positions = self.target_positions = None
+        self.encoder_layers = nn.ModuleList(
+            TransformerEncoderLayer(
+                dim, heads, ff_dim=ff_dim, dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first
+            )
+            for _ in range(encoder_layers)
+        )
+        if positions == "rotary":  # TransformerEncoderLayer builds its attention itself: give it the rotation
+            for layer in self.encoder_layers:
+                layer.attention.rotary = RotaryPositions(dim // heads)
+        self.decoder_layers = nn.ModuleList(
+            TransformerDecoderLayer(
+                dim,
+                heads,
+                ff_dim=ff_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                norm_first=norm_first,
+                rotary=RotaryPositions(dim // heads) if positions == "rotary" else None,
+            )
+            for _ in range(decoder_layers)
+        )
+        self.encoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
+        self.dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(dim, target_vocab_size, bias=False)
+        if tie_output:
+            self.output.weight = self.target_embedding.weight
+
+    def _embed(self, ids: torch.Tensor, embedding: nn.Embedding, positions: nn.Module | None, offset: int):
+        x = embedding(ids) * self.embed_scale  # [B, T, D]
+        if positions is not None:
+            x = positions(x, offset=offset)
+        return self.dropout(x)
+
+    def encode(
+        self, source_ids: torch.Tensor, source_mask: torch.Tensor, *, need_weights: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """source_ids, source_mask ``[B, S]`` -> ``(memory [B, S, D], per-layer weights [B, H, S, S] if asked)``."""
+        if source_ids.dim() != 2 or source_mask.shape != source_ids.shape:
+            raise ValueError(
+                f"source_ids and source_mask must both be [B, S]; got {tuple(source_ids.shape)} "
+                f"and {tuple(source_mask.shape)}"
+            )
+        x = self._embed(source_ids, self.source_embedding, self.source_positions, 0)
+        all_weights = []
+        for layer in self.encoder_layers:
+            x, weights = layer(x, source_mask, need_weights=need_weights)  # [B, S, D]
+            if weights is not None:
+                all_weights.append(weights)
+        return self.encoder_norm(x), all_weights
+
+    def forward(
+        self,
+        source_ids: torch.Tensor,
+        source_mask: torch.Tensor,
+        target_in: torch.Tensor,
+        *,
+        need_weights: bool = False,
+    ) -> TransformerSeq2SeqOutput:
+        """Teacher forcing: every target position at once under the causal mask.
+
+        Args:
+            source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
+            target_in: ``[B, T]`` long, ``<bos> y1 .. yn`` then padding (which no real position attends to).
+            need_weights: also return every layer's attention weights.
+        """
+        if target_in.dim() != 2 or target_in.shape[0] != source_ids.shape[0]:
+            raise ValueError(f"target_in must be [B, T] with B = {source_ids.shape[0]}, got {tuple(target_in.shape)}")
+        memory, encoder_weights = self.encode(source_ids, source_mask, need_weights=need_weights)
+        x = self._embed(target_in, self.target_embedding, self.target_positions, 0)  # [B, T, D]
+        output = TransformerSeq2SeqOutput(logits=x, encoder_attention=encoder_weights)
+        for layer in self.decoder_layers:
+            x, self_weights, cross_weights = layer(
+                x, layer.project_memory(memory), source_mask, need_weights=need_weights
+            )
+            if need_weights:
+                output.self_attention.append(self_weights)
+                output.cross_attention.append(cross_weights)
+        output.logits = self.output(self.decoder_norm(x))  # [B, T, V]
+        return output
+
+    # ------------------------------------------------------------------------------------------- decoding
+    def start_decoding(
+        self, source_ids: torch.Tensor, source_mask: torch.Tensor, *, beams: int = 1, max_steps: int
+    ) -> TransformerDecodingState:
+        """Encode once, project every layer's cross-attention keys/values once, allocate ``max_steps`` of cache."""
+        memory, _ = self.encode(source_ids, source_mask)  # [B, S, D]
+        rows = source_ids.shape[0] * beams
+        memory_kv = [
+            tuple(expand_for_beams(t, beams) for t in layer.project_memory(memory)) for layer in self.decoder_layers
+        ]  # per layer ([N, H, S, Dh], [N, H, S, Dh])
+        caches = [
+            KVCache(rows, max_steps, self.heads, self.dim // self.heads, dtype=memory.dtype, device=memory.device)
+            for _ in self.decoder_layers
+        ]
+        return TransformerDecodingState(caches, memory_kv, expand_for_beams(source_mask, beams), group_size=beams)
+
+    def decode_step(
+        self, tokens: torch.Tensor, state: TransformerDecodingState, *, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``."""
+        x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
+        cross = []
+        for layer, cache, memory_kv in zip(self.decoder_layers, state.caches, state.memory_kv, strict=True):
+            x, _, cross_weights = layer(x, memory_kv, state.memory_mask, cache=cache, need_weights=need_weights)
+            cross.append(cross_weights)
+        state.step += 1
+        logits = self.output(self.decoder_norm(x))[:, 0]  # [N, V]
+        weights = torch.stack(cross, dim=1)[:, :, :, 0] if need_weights else None  # [N, L, H, S]
+        return logits, weights
+
+    def reorder_state(self, state: TransformerDecodingState, indices: torch.Tensor) -> None:
+        """Row ``i`` continues from row ``indices[i]``: every layer's :meth:`KVCache.reorder`."""
+        check_reorder_indices(indices, state.memory_mask.shape[0], state.group_size)
+        for cache in state.caches:
+            cache.reorder(indices)

@@ -1,0 +1,258 @@
+"""Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5).
+
+    task = Seq2SeqTask(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
+    fit(task, train_batches, valid_batches, FitConfig(select_metric=task.select_metric, select_mode=task.select_mode))
+
+Training minimises label-smoothed cross-entropy over the real target tokens. Evaluation decodes every source
+(greedy, or beam search with ``beam_size > 1``) and scores the decoded text:
+
+* ``"sequence"`` metrics (G2P, dates — any task whose outputs are short symbol or character sequences):
+  ``wer`` (percent of outputs matching none of their references), ``per`` (edits per reference symbol,
+  percent) and ``exact_match = 100 - wer``; selection by lowest ``wer``.
+* ``"text"`` metrics (translation): sacreBLEU's ``bleu`` and ``chrf``; selection by highest ``bleu``.
+
+Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing) and
+``token_accuracy`` (percent).
+
+Shape glossary:
+    B  pairs   S  source positions   T  target positions   V  target vocabulary
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch, Seq2SeqData, collate_pairs
+from attnkit.decoding import DecodeOutput, beam_search, greedy
+from attnkit.training.metrics import corpus_bleu, corpus_chrf, g2p_scores
+
+__all__ = [
+    "METRIC_KINDS",
+    "SELECTION",
+    "Seq2SeqTask",
+    "Translation",
+    "label_smoothed_loss",
+    "metric_kind",
+    "translate_texts",
+]
+
+METRIC_KINDS = ("sequence", "text")
+SELECTION = {"sequence": ("wer", "min"), "text": ("bleu", "max")}  # metric kind -> (select_metric, select_mode)
+
+
+def metric_kind(data: Seq2SeqData) -> str:
+    """``"text"`` for tasks whose targets are subword text (translation), else ``"sequence"``."""
+    return "text" if data.target_level == "subword" else "sequence"
+
+
+def label_smoothed_loss(
+    logits: torch.Tensor, targets: torch.Tensor, *, smoothing: float = 0.1, pad_id: int = PAD_ID
+) -> torch.Tensor:
+    """Mean label-smoothed cross-entropy over the non-padding targets.
+
+    Args:
+        logits: ``[B, T, V]``. targets: ``[B, T]`` long, ``pad_id`` where there is no target.
+        smoothing: ``ε``: the target distribution is ``1 - ε`` on the right token plus ``ε / V`` everywhere.
+    """
+    if logits.shape[:2] != targets.shape:
+        raise ValueError(f"logits [B, T, V] {tuple(logits.shape)} and targets [B, T] {tuple(targets.shape)} disagree")
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(), targets.flatten(), ignore_index=pad_id, label_smoothing=smoothing
+    )
+
+
+def _symbols(text: str, tokenizer: Any) -> list[str]:
+    """The units a sequence metric compares: characters for a character-level vocabulary, else words/symbols."""
+    return list(text) if getattr(tokenizer, "level", None) == "char" else text.split()
+
+
+class Seq2SeqTask:
+    """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Task`` for ``fit``).
+
+    Args:
+        model: a model whose ``forward(source_ids, source_mask, target_in)`` returns ``.logits [B, T, V]`` and
+            that implements :class:`~attnkit.decoding.StepwiseSeq2Seq` (both attnkit families do).
+        target_tokenizer: turns decoded ids into text (``decode``), attnkit's special ids.
+        metrics: ``"sequence"`` or ``"text"`` (see the module docstring; :func:`metric_kind` picks one for a task).
+        label_smoothing: ``ε`` of the training loss.
+        references: every acceptable target text of each example of the evaluated split, indexed like its
+            :class:`~attnkit.data.seq2seq.PairDataset` (``data.references_for("valid")``); default: each pair's
+            own target.
+        beam_size: 1 decodes greedily; more uses beam search.
+        length_penalty: of the decoders' normalised scores.
+        max_len: the most tokens to decode (default ``2·S + 10``).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        target_tokenizer: Any,
+        *,
+        metrics: str = "sequence",
+        label_smoothing: float = 0.1,
+        references: Sequence[Sequence[str]] | None = None,
+        beam_size: int = 1,
+        length_penalty: float = 1.0,
+        max_len: int | None = None,
+    ) -> None:
+        if metrics not in METRIC_KINDS:
+            raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {metrics!r}")
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        self.model = model
+        self.target_tokenizer = target_tokenizer
+        self.metrics = metrics
+        self.label_smoothing = label_smoothing
+        self.references = None if references is None else [list(r) for r in references]
+        self.beam_size, self.length_penalty, self.max_len = beam_size, length_penalty, max_len
+        self.select_metric, self.select_mode = SELECTION[metrics]
+
+    def loss(self, batch: Seq2SeqBatch) -> torch.Tensor:
+        """Mean label-smoothed cross-entropy per real target token (``<eos>`` included)."""
+        if batch.target_in is None:
+            raise ValueError("the batch has no targets: training needs source/target pairs")
+        logits = self.model(batch.source_ids, batch.source_mask, batch.target_in).logits  # [B, T, V]
+        return label_smoothed_loss(logits, batch.target_out, smoothing=self.label_smoothing)
+
+    def decode(self, batch: Seq2SeqBatch) -> DecodeOutput:
+        """Decode the batch's sources with the task's decoder settings (the model should be in eval mode)."""
+        if self.beam_size == 1:
+            return greedy(
+                self.model,
+                batch.source_ids,
+                batch.source_mask,
+                max_len=self.max_len,
+                length_penalty=self.length_penalty,
+            )
+        return beam_search(
+            self.model,
+            batch.source_ids,
+            batch.source_mask,
+            beam_size=self.beam_size,
+            max_len=self.max_len,
+            length_penalty=self.length_penalty,
+        )
+
+    @torch.no_grad()
+    def evaluate(
+        self, batches: Iterable[Seq2SeqBatch], *, references: Sequence[Sequence[str]] | None = None
+    ) -> dict[str, float]:
+        """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
+
+        ``references`` overrides the task's own for this call (e.g. the test split's).
+        """
+        references = self.references if references is None else [list(r) for r in references]
+        was_training = self.model.training
+        self.model.eval()
+        loss_sum, tokens, correct = 0.0, 0, 0
+        hypotheses: list[str] = []
+        golds: list[list[str]] = []
+        try:
+            for batch in batches:
+                if batch.target_in is None:
+                    raise ValueError("evaluation needs targets: the batch has source_ids only")
+                logits = self.model(batch.source_ids, batch.source_mask, batch.target_in).logits  # [B, T, V]
+                real = batch.target_mask  # [B, T]
+                loss_sum += float(
+                    F.cross_entropy(logits.flatten(0, 1).float(), batch.target_out.flatten(), reduction="none")
+                    .view_as(real)[real]
+                    .sum()
+                )
+                tokens += int(real.sum())
+                correct += int(((logits.argmax(-1) == batch.target_out) & real).sum())
+                best = self.decode(batch).best  # [B, T']
+                hypotheses += [self.target_tokenizer.decode(row.tolist()) for row in best]
+                golds += self._batch_references(batch, references)
+        finally:
+            self.model.train(was_training)
+        metrics = {"loss": loss_sum / max(tokens, 1), "token_accuracy": 100.0 * correct / max(tokens, 1)}
+        metrics.update(self.score(hypotheses, golds))
+        return metrics
+
+    def _batch_references(self, batch: Seq2SeqBatch, references: list[list[str]] | None) -> list[list[str]]:
+        if references is None:
+            return [[self.target_tokenizer.decode(row.tolist())] for row in batch.target_out]
+        if batch.indices is None:
+            raise ValueError("references need batch.indices to find each example's references")
+        if int(batch.indices.max()) >= len(references):
+            raise ValueError(f"batch index {int(batch.indices.max())} is beyond the {len(references)} references")
+        return [references[i] for i in batch.indices.tolist()]
+
+    def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+        """The decoded metrics of ``hypotheses`` against each example's acceptable ``references``."""
+        if len(hypotheses) != len(references):
+            raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
+        if not hypotheses:
+            return (
+                {"wer": 100.0, "per": 100.0, "exact_match": 0.0}
+                if self.metrics == "sequence"
+                else {"bleu": 0.0, "chrf": 0.0}
+            )
+        if self.metrics == "text":
+            firsts = [refs[0] for refs in references]
+            return {"bleu": corpus_bleu(hypotheses, firsts), "chrf": corpus_chrf(hypotheses, firsts)}
+        tok = self.target_tokenizer
+        scores = g2p_scores(
+            [_symbols(h, tok) for h in hypotheses], [[_symbols(r, tok) for r in refs] for refs in references]
+        )
+        return {"wer": scores.wer, "per": scores.per, "exact_match": 100.0 - scores.wer}
+
+
+@dataclass
+class Translation:
+    """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``."""
+
+    source: str
+    text: str
+    score: float
+    attention: torch.Tensor | None = None
+
+
+@torch.no_grad()
+def translate_texts(
+    model: nn.Module,
+    source_tokenizer: Any,
+    target_tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    beam_size: int = 1,
+    batch_size: int = 64,
+    max_len: int | None = None,
+    length_penalty: float = 1.0,
+    need_weights: bool = False,
+) -> list[Translation]:
+    """Decode ``texts`` in batches (in eval mode), best hypothesis each, in input order.
+
+    With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
+    the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens).
+    """
+    was_training = model.training
+    model.eval()
+    results: list[Translation] = []
+    try:
+        for start in range(0, len(texts), batch_size):
+            chunk = list(texts[start : start + batch_size])
+            batch = collate_pairs([(ids, None) for ids in source_tokenizer.encode_batch(chunk)])
+            options = {"max_len": max_len, "length_penalty": length_penalty, "need_weights": need_weights}
+            if beam_size == 1:
+                out = greedy(model, batch.source_ids, batch.source_mask, **options)
+            else:
+                out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
+            for row, text in enumerate(chunk):
+                attention = None
+                if out.attention is not None:
+                    steps, source_len = int(out.lengths[row, 0]), int(batch.source_lengths[row])
+                    attention = out.attention[row, 0, :steps, ..., :source_len]
+                tokens = out.tokens[row, 0].tolist()
+                results.append(Translation(text, target_tokenizer.decode(tokens), float(out.scores[row, 0]), attention))
+    finally:
+        model.train(was_training)
+    return results
