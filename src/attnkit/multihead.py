@@ -75,6 +75,16 @@ class MultiHeadAttention(nn.Module):
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
+    def project_key_value(
+        self, key: torch.Tensor, value: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values split into heads: key ``[B, Tk, kdim]``, value ``[B, Tk, vdim]`` -> two ``[B, H, Tk, Dh]``.
+
+        Compute them once and pass them as ``key_value=`` to attend to the same memory many times.
+        """
+        value = key if value is None else value
+        return self._split_heads(self.k_proj(key)), self._split_heads(self.v_proj(value))
+
     def forward(
         self,
         query: torch.Tensor,
@@ -86,6 +96,7 @@ class MultiHeadAttention(nn.Module):
         causal: bool = False,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        key_value: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> AttentionOutput:
         """Attend from ``query`` over ``key``/``value`` (self-attention when ``key`` is ``None``).
 
@@ -99,13 +110,20 @@ class MultiHeadAttention(nn.Module):
             need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
             cache: a :class:`KVCache` (self-attention only): this step's keys and values are appended and
                 attention runs over everything held.
+            key_value: keys and values already projected by :meth:`project_key_value` (cross-attention to a
+                memory that many queries visit, e.g. a decoder's source); ``key`` and ``value`` must be None.
 
         Returns:
             ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or None)``.
         """
         if query.dim() != 3 or query.shape[-1] != self.embed_dim:
             raise ValueError(f"query must have shape [B, Tq, E={self.embed_dim}], got {tuple(query.shape)}")
-        if key is None:
+        if key_value is not None:
+            if key is not None or value is not None or cache is not None:
+                raise ValueError("key_value= replaces key, value and cache: pass none of them with it")
+            if self.rotary is not None:
+                raise ValueError("key_value= is for cross-attention; this module rotates keys (rotary=)")
+        elif key is None:
             if value is not None:
                 raise ValueError("value given without key: pass both for cross-attention, neither for self-attention")
             key = value = query
@@ -114,7 +132,10 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
 
         offset = cache.size if cache is not None else 0
-        if key is query and value is query and self._same_input_dims:
+        if key_value is not None:
+            q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
+            k, v = key_value
+        elif key is query and value is query and self._same_input_dims:
             # self-attention: one [B·T, E] x [E, 3E] matmul, and one gradient for the input instead of three
             weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
             bias = (
@@ -123,8 +144,7 @@ class MultiHeadAttention(nn.Module):
             q, k, v = (self._split_heads(t) for t in F.linear(query, weight, bias).chunk(3, dim=-1))
         else:
             q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
-            k = self._split_heads(self.k_proj(key))  # [B, H, Tk, Dh]
-            v = self._split_heads(self.v_proj(value))  # [B, H, Tk, Dh]
+            k, v = self.project_key_value(key, value)  # [B, H, Tk, Dh]
         if self.rotary is not None:
             q, k = self.rotary(q, offset=offset), self.rotary(k, offset=offset)
         if cache is not None:

@@ -154,3 +154,20 @@ def test_multihead_errors_name_the_problem():
         MultiHeadAttention(10, 4)
     with pytest.raises(ValueError, match="key_mask"):
         mha(torch.randn(2, 3, 16), key_mask=torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_precomputed_key_value_equals_cross_attention(fast_path):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, kdim=6).eval()
+    mha.fast_path = fast_path
+    query, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 6)
+    key_mask = key_padding([5, 2], 5)
+    expected = mha(query, memory, key_mask=key_mask, need_weights=True)
+    projected = mha.project_key_value(memory)
+    assert projected[0].shape == (2, 4, 5, 4)
+    out = mha(query, key_value=projected, key_mask=key_mask, need_weights=True)
+    torch.testing.assert_close(out.context, expected.context)
+    torch.testing.assert_close(out.weights, expected.weights)
+    with pytest.raises(ValueError, match="key_value= replaces key"):
+        mha(query, memory, key_value=projected)

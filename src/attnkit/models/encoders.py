@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.multihead import MultiHeadAttention
-from attnkit.positions import SinusoidalPositions
+from attnkit.positions import RotaryPositions, SinusoidalPositions
 
 __all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer"]
 
@@ -63,6 +63,7 @@ class TransformerEncoderLayer(nn.Module):
         dropout: on residual branches. attention_dropout: on attention weights (default 0: keeps the
             SDPA fast kernel; attention dropout forces PyTorch's slow math path).
         norm_first: pre-norm (True) or post-norm (False).
+        rotary: optional :class:`~attnkit.positions.RotaryPositions` for the self-attention.
     """
 
     def __init__(
@@ -74,9 +75,10 @@ class TransformerEncoderLayer(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = True,
+        rotary: RotaryPositions | None = None,
     ) -> None:
         super().__init__()
-        self.attention = MultiHeadAttention(dim, heads, dropout=attention_dropout)
+        self.attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
         self.feed_forward = nn.Sequential(
             nn.Linear(dim, ff_dim or 4 * dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ff_dim or 4 * dim, dim)
         )

@@ -24,12 +24,9 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from attnkit import masks
 from attnkit.decoding import check_reorder_indices, expand_for_beams
-from attnkit.functional.sdpa import scaled_dot_product_attention
 from attnkit.kv_cache import KVCache
 from attnkit.models.encoders import TransformerEncoderLayer
 from attnkit.multihead import MultiHeadAttention
@@ -56,8 +53,7 @@ def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
 
 def project_memory(attention: MultiHeadAttention, memory: torch.Tensor) -> MemoryKV:
     """Cross-attention keys and values of ``memory [B, S, D]``: ``([B, H, S, Dh], [B, H, S, Dh])``."""
-    heads = attention.num_heads
-    return _split_heads(attention.k_proj(memory), heads), _split_heads(attention.v_proj(memory), heads)
+    return attention.project_key_value(memory)
 
 
 def attend_memory(
@@ -70,27 +66,14 @@ def attend_memory(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``attention(query, memory, key_mask=memory_mask)`` with the keys and values already projected.
 
-    Same computation as :meth:`MultiHeadAttention.forward` for cross-attention (fast SDPA path or the generic
-    ``distribution(score(q, k))`` path), minus the key/value projections.
-
     Args:
         query: ``[B, Tq, D]``. memory_kv: from :func:`project_memory`. memory_mask: ``[B, S]`` bool.
 
     Returns:
         ``(context [B, Tq, D], weights [B, H, Tq, S] or None)``.
     """
-    k, v = memory_kv
-    batch, tq = query.shape[:2]
-    q = _split_heads(attention.q_proj(query), attention.num_heads)  # [B, H, Tq, Dh]
-    mask = masks.attention_mask((batch, attention.num_heads, tq, k.shape[2]), key_mask=memory_mask)
-    dropout = attention.dropout if attention.training else 0.0
-    if attention.fast_path:
-        context, weights = scaled_dot_product_attention(q, k, v, mask, dropout=dropout, need_weights=need_weights)
-    else:
-        weights = attention.distribution(attention.score(q, k), mask, query=q)  # [B, H, Tq, S]
-        context = F.dropout(weights, dropout, training=dropout > 0) @ v.to(weights.dtype)
-    context = context.transpose(1, 2).reshape(batch, tq, attention.embed_dim)  # [B, Tq, D]
-    return attention.out_proj(context.to(query.dtype)), weights if need_weights else None
+    out = attention(query, key_value=memory_kv, key_mask=memory_mask, need_weights=need_weights)
+    return out.context, out.weights
 
 
 class TransformerDecoderLayer(nn.Module):
@@ -251,13 +234,16 @@ class TransformerSeq2Seq(nn.Module):
             self.source_positions = self.target_positions = None
         self.encoder_layers = nn.ModuleList(
             TransformerEncoderLayer(
-                dim, heads, ff_dim=ff_dim, dropout=dropout, attention_dropout=attention_dropout, norm_first=norm_first
+                dim,
+                heads,
+                ff_dim=ff_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                norm_first=norm_first,
+                rotary=RotaryPositions(dim // heads) if positions == "rotary" else None,
             )
             for _ in range(encoder_layers)
         )
-        if positions == "rotary":  # TransformerEncoderLayer builds its attention itself: give it the rotation
-            for layer in self.encoder_layers:
-                layer.attention.rotary = RotaryPositions(dim // heads)
         self.decoder_layers = nn.ModuleList(
             TransformerDecoderLayer(
                 dim,
