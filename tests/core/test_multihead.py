@@ -159,7 +159,7 @@ def test_multihead_errors_name_the_problem():
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_precomputed_key_value_equals_cross_attention(fast_path):
     torch.manual_seed(0)
-    mha = MultiHeadAttention(16, 4, kdim=6).eval()
+    mha = MultiHeadAttention(16, 4, kdim=6, vdim=6).eval()
     mha.fast_path = fast_path
     query, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 6)
     key_mask = key_padding([5, 2], 5)
