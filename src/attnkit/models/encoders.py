@@ -17,7 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
-__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward"]
 
 
 class BiGRUEncoder(nn.Module):
@@ -55,6 +55,12 @@ class BiGRUEncoder(nn.Module):
         return out * mask[..., None].to(out.dtype)
 
 
+def feed_forward(dim: int, ff_dim: int | None, dropout: float) -> nn.Sequential:
+    """The Transformer's position-wise block: ``Linear(D, F) -> GELU -> Dropout -> Linear(F, D)``, ``F = 4·D`` by default."""
+    hidden = ff_dim or 4 * dim
+    return nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+
+
 class TransformerEncoderLayer(nn.Module):
     """Self-attention + feed-forward, each with a residual; pre-norm (default) or post-norm.
 
@@ -79,9 +85,7 @@ class TransformerEncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
-        self.feed_forward = nn.Sequential(
-            nn.Linear(dim, ff_dim or 4 * dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ff_dim or 4 * dim, dim)
-        )
+        self.feed_forward = feed_forward(dim, ff_dim, dropout)
         self.norm_attention, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first

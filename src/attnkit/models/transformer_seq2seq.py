@@ -28,7 +28,7 @@ from torch import nn
 
 from attnkit.decoding import check_reorder_indices, expand_for_beams
 from attnkit.kv_cache import KVCache
-from attnkit.models.encoders import TransformerEncoderLayer
+from attnkit.models.encoders import TransformerEncoderLayer, feed_forward
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions
 
@@ -101,9 +101,7 @@ class TransformerDecoderLayer(nn.Module):
         super().__init__()
         self.self_attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
         self.cross_attention = MultiHeadAttention(dim, heads, dropout=attention_dropout)
-        self.feed_forward = nn.Sequential(
-            nn.Linear(dim, ff_dim or 4 * dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(ff_dim or 4 * dim, dim)
-        )
+        self.feed_forward = feed_forward(dim, ff_dim, dropout)
         self.norm_self, self.norm_cross, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
