@@ -36,3 +36,10 @@ def apply_runtime(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+
+
+def is_main_process() -> bool:
+    """False on the non-zero ranks of a ``torchrun`` job (they stay quiet)."""
+    import os
+
+    return os.environ.get("RANK", "0") == "0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli.common import add_data_options, add_runtime_options, apply_runtime
+from attnkit.cli.common import add_data_options, add_runtime_options, apply_runtime, is_main_process
 
 EXAMPLES = """examples:
   attnkit train classify --data fine-foods --model han --out runs/ff
@@ -106,6 +106,8 @@ def run_classify(args: argparse.Namespace) -> int:
         resume=args.resume,
         bucketed=not args.random_batches,
     )
+    if not is_main_process():
+        return 0
     best = report.fit.best_metrics
     print(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
     if report.test_metrics is not None:
