@@ -11,8 +11,21 @@ Training minimises label-smoothed cross-entropy over the real target tokens. Eva
   percent) and ``exact_match = 100 - wer``; selection by lowest ``wer``.
 * ``"text"`` metrics (translation): sacreBLEU's ``bleu`` and ``chrf``; selection by highest ``bleu``.
 
-Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing) and
-``token_accuracy`` (percent).
+Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing),
+``token_accuracy`` (percent) and ``count`` (examples scored).
+
+Evaluation under DDP (:class:`~attnkit.training.loop.SummableTask`): ``evaluate_sums`` returns additive
+statistics only, which ``fit`` sums over ranks before ``metrics_from_sums`` turns them into metrics — so N
+processes, each decoding its own shard, report exactly the metrics of one process decoding everything:
+
+* always: ``loss_sum``, ``tokens``, ``correct_tokens``, ``examples``;
+* ``"sequence"``: ``word_errors``, ``phoneme_edits``, ``reference_phonemes`` (the counts behind WER and PER);
+* ``"text"``: sacreBLEU's sufficient statistics, summed over sentences — ``bleu_0 .. bleu_9`` (hypothesis and
+  reference lengths, then matched and total n-grams for n = 1..4) and ``chrf_0 .. chrf_17`` (hypothesis,
+  reference and matched counts per character and word n-gram order). sacreBLEU computes a corpus score from
+  exactly these sums (``corpus_score`` = ``_compute_score_from_stats(sum of segment statistics)``), so the
+  result equals :func:`~attnkit.training.metrics.corpus_bleu` / ``corpus_chrf`` on the gathered hypotheses;
+  a test checks it. Hypotheses themselves are never gathered.
 
 Shape glossary:
     B  pairs   S  source positions   T  target positions   V  target vocabulary
@@ -20,7 +33,7 @@ Shape glossary:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +43,7 @@ from torch import nn
 
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch, Seq2SeqData, collate_pairs
 from attnkit.decoding import DecodeOutput, beam_search, greedy
-from attnkit.training.metrics import corpus_bleu, corpus_chrf, g2p_scores
+from attnkit.training.metrics import g2p_scores
 
 __all__ = [
     "METRIC_KINDS",
@@ -39,6 +52,8 @@ __all__ = [
     "Translation",
     "label_smoothed_loss",
     "metric_kind",
+    "sacrebleu_score",
+    "sacrebleu_sums",
     "translate_texts",
 ]
 
@@ -142,10 +157,11 @@ class Seq2SeqTask:
         )
 
     @torch.no_grad()
-    def evaluate(
+    def evaluate_sums(
         self, batches: Iterable[Seq2SeqBatch], *, references: Sequence[Sequence[str]] | None = None
     ) -> dict[str, float]:
-        """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
+        """Additive statistics of ``batches`` (see the module docstring): teacher-forced loss and token counts,
+        then the decoded outputs' error counts (``"sequence"``) or sacreBLEU statistics (``"text"``).
 
         ``references`` overrides the task's own for this call (e.g. the test split's).
         """
@@ -173,9 +189,34 @@ class Seq2SeqTask:
                 golds += self._batch_references(batch, references)
         finally:
             self.model.train(was_training)
-        metrics = {"loss": loss_sum / max(tokens, 1), "token_accuracy": 100.0 * correct / max(tokens, 1)}
-        metrics.update(self.score(hypotheses, golds))
+        sums = {
+            "loss_sum": loss_sum,
+            "tokens": float(tokens),
+            "correct_tokens": float(correct),
+            "examples": float(len(hypotheses)),
+        }
+        sums.update(self.decoded_sums(hypotheses, golds))
+        return sums
+
+    def metrics_from_sums(self, sums: Mapping[str, float]) -> dict[str, float]:
+        """The metrics of a split from :meth:`evaluate_sums`' statistics summed over all of it."""
+        tokens = max(sums["tokens"], 1.0)
+        metrics = {
+            "loss": sums["loss_sum"] / tokens,
+            "token_accuracy": 100.0 * sums["correct_tokens"] / tokens,
+            "count": sums["examples"],
+        }
+        metrics.update(self._decoded_metrics(sums))
         return metrics
+
+    def evaluate(
+        self, batches: Iterable[Seq2SeqBatch], *, references: Sequence[Sequence[str]] | None = None
+    ) -> dict[str, float]:
+        """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
+
+        ``references`` overrides the task's own for this call (e.g. the test split's).
+        """
+        return self.metrics_from_sums(self.evaluate_sums(batches, references=references))
 
     def _batch_references(self, batch: Seq2SeqBatch, references: list[list[str]] | None) -> list[list[str]]:
         if references is None:
@@ -186,34 +227,88 @@ class Seq2SeqTask:
             raise ValueError(f"batch index {int(batch.indices.max())} is beyond the {len(references)} references")
         return [references[i] for i in batch.indices.tolist()]
 
-    def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
-        """The decoded metrics of ``hypotheses`` against each example's acceptable ``references``."""
+    def decoded_sums(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+        """The additive statistics of decoded ``hypotheses`` against each example's acceptable ``references``."""
         if len(hypotheses) != len(references):
             raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
-        if not hypotheses:
-            return (
-                {"wer": 100.0, "per": 100.0, "exact_match": 0.0}
-                if self.metrics == "sequence"
-                else {"bleu": 0.0, "chrf": 0.0}
-            )
         if self.metrics == "text":
             firsts = [refs[0] for refs in references]
-            return {"bleu": corpus_bleu(hypotheses, firsts), "chrf": corpus_chrf(hypotheses, firsts)}
+            return {**sacrebleu_sums("bleu", hypotheses, firsts), **sacrebleu_sums("chrf", hypotheses, firsts)}
         tok = self.target_tokenizer
         scores = g2p_scores(
             [_symbols(h, tok) for h in hypotheses], [[_symbols(r, tok) for r in refs] for refs in references]
         )
-        return {"wer": scores.wer, "per": scores.per, "exact_match": 100.0 - scores.wer}
+        return {
+            "word_errors": float(scores.word_errors),
+            "phoneme_edits": float(scores.phoneme_edits),
+            "reference_phonemes": float(scores.reference_phonemes),
+        }
+
+    def _decoded_metrics(self, sums: Mapping[str, float]) -> dict[str, float]:
+        examples = sums["examples"]
+        if self.metrics == "text":
+            if not examples:
+                return {"bleu": 0.0, "chrf": 0.0}
+            return {"bleu": sacrebleu_score("bleu", sums), "chrf": sacrebleu_score("chrf", sums)}
+        if not examples:
+            return {"wer": 100.0, "per": 100.0, "exact_match": 0.0}
+        wer = 100.0 * sums["word_errors"] / examples
+        phonemes = sums["reference_phonemes"]
+        per = 100.0 * sums["phoneme_edits"] / phonemes if phonemes else 0.0
+        return {"wer": wer, "per": per, "exact_match": 100.0 - wer}
+
+    def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+        """The decoded metrics of ``hypotheses`` against each example's acceptable ``references``."""
+        sums = {"examples": float(len(hypotheses)), **self.decoded_sums(hypotheses, references)}
+        return self._decoded_metrics(sums)
+
+
+def _sacrebleu_metric(name: str) -> Any:
+    """sacreBLEU's ``BLEU()`` or ``CHRF()`` with the default options :mod:`attnkit.training.metrics` uses."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    if name not in ("bleu", "chrf"):
+        raise ValueError(f"name must be 'bleu' or 'chrf', got {name!r}")
+    return BLEU() if name == "bleu" else CHRF()
+
+
+def _statistics_size(metric: Any) -> int:
+    return len(metric._extract_corpus_statistics(["a"], [["a"]])[0])
+
+
+def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """sacreBLEU's sufficient statistics of ``name`` (``"bleu"``/``"chrf"``) summed over the sentences, as
+    ``{"bleu_0": ..., "bleu_1": ...}`` (zeros, same keys, for no sentences: ranks must agree on keys)."""
+    metric = _sacrebleu_metric(name)
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
+    totals = [0] * _statistics_size(metric)
+    if hypotheses:
+        for segment in metric._extract_corpus_statistics(list(hypotheses), [list(references)]):
+            totals = [a + int(b) for a, b in zip(totals, segment, strict=True)]
+    return {f"{name}_{i}": float(value) for i, value in enumerate(totals)}
+
+
+def sacrebleu_score(name: str, sums: Mapping[str, float]) -> float:
+    """The corpus score (percent) of ``name`` from statistics summed by :func:`sacrebleu_sums`."""
+    metric = _sacrebleu_metric(name)
+    stats = [round(sums[f"{name}_{i}"]) for i in range(_statistics_size(metric))]
+    return float(metric._compute_score_from_stats(stats).score)
 
 
 @dataclass
 class Translation:
-    """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``."""
+    """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``.
+
+    ``token_ids`` are the generated ids (``<eos>`` included when the hypothesis finished): row ``t`` of
+    ``attention`` is the step that produced ``token_ids[t]``.
+    """
 
     source: str
     text: str
     score: float
     attention: torch.Tensor | None = None
+    token_ids: list[int] | None = None
 
 
 @torch.no_grad()
@@ -247,12 +342,13 @@ def translate_texts(
             else:
                 out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
             for row, text in enumerate(chunk):
+                steps = int(out.lengths[row, 0])
                 attention = None
                 if out.attention is not None:
-                    steps, source_len = int(out.lengths[row, 0]), int(batch.source_lengths[row])
-                    attention = out.attention[row, 0, :steps, ..., :source_len]
-                tokens = out.tokens[row, 0].tolist()
-                results.append(Translation(text, target_tokenizer.decode(tokens), float(out.scores[row, 0]), attention))
+                    attention = out.attention[row, 0, :steps, ..., : int(batch.source_lengths[row])]
+                tokens = out.tokens[row, 0, :steps].tolist()
+                decoded = target_tokenizer.decode(tokens)
+                results.append(Translation(text, decoded, float(out.scores[row, 0]), attention, tokens))
     finally:
         model.train(was_training)
     return results
