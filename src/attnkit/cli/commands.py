@@ -4,7 +4,7 @@
 ``TRAIN_TASKS``: each entry's ``add_task(subparsers)`` adds one ``attnkit train TASK``.
 """
 
-from attnkit.cli import demo, evaluate, predict, train, train_seq2seq, translate
+from attnkit.cli import demo, evaluate, explain, predict, train, train_seq2seq, train_vision, translate
 
-TRAIN_TASKS = [train.add_classify, train_seq2seq.add_task]
-REGISTRY = [train.register, evaluate.register, predict.register, translate.register, demo.register]
+TRAIN_TASKS = [train.add_classify, train_vision.add_task, train_seq2seq.add_task]
+REGISTRY = [train.register, evaluate.register, predict.register, translate.register, explain.register, demo.register]
