@@ -7,6 +7,7 @@ from attnkit.models.rnn_decoders import BahdanauDecoder, LuongDecoder, PlainDeco
 from attnkit.models.rnn_seq2seq import ATTENTIONS, RNNSeq2Seq, RNNSeq2SeqOutput, build_rnn_attention, build_rnn_seq2seq
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq, TransformerSeq2SeqOutput
+from attnkit.models.visual import VisualAttentionClassifier, VisualAttentionOutput, visual_attention_classifier
 
 __all__ = [
     "ATTENTIONS",
@@ -26,8 +27,11 @@ __all__ = [
     "TransformerEncoderLayer",
     "TransformerSeq2Seq",
     "TransformerSeq2SeqOutput",
+    "VisualAttentionClassifier",
+    "VisualAttentionOutput",
     "build_pooling",
     "build_rnn_attention",
     "build_rnn_seq2seq",
     "build_seq2seq",
+    "visual_attention_classifier",
 ]
