@@ -181,10 +181,10 @@ def test_wrong_inputs_are_one_clear_line(which, extra, message, classifier, visi
 
 
 def test_unsupported_kinds_and_non_checkpoints_are_refused(tmp_path, capsys):
-    other = save_checkpoint(tmp_path / "seq2seq", torch.nn.Linear(2, 2), model_config={"kind": "seq2seq"})
+    other = save_checkpoint(tmp_path / "speech", torch.nn.Linear(2, 2), model_config={"kind": "speech"})
     assert main(["explain", "--checkpoint", str(other), "--text", "hi", "--out", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
-    assert "kind 'seq2seq'" in err and "supported kinds: classifier, vision" in err
+    assert "kind 'speech'" in err and "supported kinds: classifier, vision, seq2seq" in err
     (tmp_path / "model.pt").write_bytes(b"pickle")
     assert main(["explain", "--checkpoint", str(tmp_path / "model.pt"), "--text", "hi", "--out", "x.html"]) == 2
     assert "refusing to load a .pt file" in capsys.readouterr().err

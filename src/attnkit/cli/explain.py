@@ -5,6 +5,7 @@ The checkpoint's ``config.json`` says its kind, and the kind says what to explai
 | kind | input | report |
 |---|---|---|
 | ``classifier`` | ``--text`` (repeatable), ``--file`` (one text per line) or stdin | HAN: sentences and words shaded; pooled: tokens shaded, one row per head |
+| ``seq2seq`` | ``--text`` (repeatable), ``--file`` or stdin | the source × target alignment; for the Transformer every layer and head and the encoder's attention rollout |
 | ``vision`` | ``--index N`` (repeatable; test images of the built-in data) or ``--file`` (``.npy`` or a picture) | the image and each head's attention map laid over it |
 """
 
@@ -15,11 +16,12 @@ from pathlib import Path
 
 from attnkit.cli.common import add_runtime_options, apply_runtime
 
-SUPPORTED_KINDS = ("classifier", "vision")
+SUPPORTED_KINDS = ("classifier", "vision", "seq2seq")
 
 EXAMPLES = """examples:
   attnkit explain --checkpoint runs/ff/best --text "Stale and overpriced." --text "Lovely tea." --out report.html
   attnkit explain --checkpoint runs/ff/best --file reviews.txt --out report.html
+  attnkit explain --checkpoint runs/g2p/best --text "attention" --text "padding" --out g2p.html
   attnkit explain --checkpoint runs/digits/best --index 0 --index 7 --out digits.html
   attnkit explain --checkpoint runs/digits/best --file my_digit.png --out mine.html
 """
@@ -48,18 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """``path`` itself when it holds a ``config.json``, else ``path/best`` when that does (a run directory)."""
-    path = Path(path)
-    if not (path / "config.json").is_file() and (path / "best" / "config.json").is_file():
-        return path / "best"
-    return path
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit explain``."""
     apply_runtime(args)
-    from attnkit.training.checkpoint import read_config
+    from attnkit.training.checkpoint import read_config, resolve_checkpoint
 
     checkpoint = resolve_checkpoint(args.checkpoint)
     kind = read_config(checkpoint).get("kind")
@@ -67,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         written = _explain_classifier(args, checkpoint)
     elif kind == "vision":
         written = _explain_vision(args, checkpoint)
+    elif kind == "seq2seq":
+        written = _explain_seq2seq(args, checkpoint)
     else:
         raise ValueError(
             f"{checkpoint}: attnkit explain cannot explain a checkpoint of kind {kind!r} yet; "
@@ -124,3 +120,49 @@ def _explain_vision(args: argparse.Namespace, checkpoint: Path) -> Path:
             )
         )
     return write_report(args.out, sections, title=args.title or "What the visual attention model looked at")
+
+
+def _explain_seq2seq(args: argparse.Namespace, checkpoint: Path) -> Path:
+    import torch
+
+    from attnkit.cli.predict import read_texts
+    from attnkit.explain.html import write_report
+    from attnkit.explain.sections import alignment_section, transformer_section
+    from attnkit.training.seq2seq import translate_texts
+    from attnkit.training.seq2seq_run import load_seq2seq
+
+    if args.index:
+        raise ValueError(
+            "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
+        )
+    loaded = load_seq2seq(checkpoint)
+    texts = read_texts(args)
+    translations = translate_texts(
+        loaded.model, loaded.source_tokenizer, loaded.target_tokenizer, texts, need_weights=True
+    )
+    sections = []
+    for number, (text, translation) in enumerate(zip(texts, translations, strict=True), start=1):
+        source_tokens = loaded.source_tokenizer.tokens(text)
+        target_tokens = [loaded.target_tokenizer.id_to_token(i) for i in translation.token_ids]
+        heading = f"{number}. {text} → {translation.text}"
+        weights = translation.attention  # RNN [T, S]; Transformer [T, L, H, S]
+        if weights.dim() == 2:
+            sections.append(alignment_section(weights, source_tokens, target_tokens, title=heading))
+            continue
+        # the Transformer: the last layer's head-averaged alignment, then every layer and head
+        sections.append(alignment_section(weights[:, -1].mean(1), source_tokens, target_tokens, title=heading))
+        source_ids = torch.tensor([loaded.source_tokenizer.encode(text)])
+        with torch.no_grad():
+            _, encoder_layers = loaded.model.encode(
+                source_ids, torch.ones_like(source_ids, dtype=torch.bool), need_weights=True
+            )
+        sections.append(
+            transformer_section(
+                source_tokens,
+                target_tokens,
+                encoder_layers=[layer[0] for layer in encoder_layers],  # [H, S, S]
+                cross_layers=[weights[:, layer].transpose(0, 1) for layer in range(weights.shape[1])],  # [H, T, S]
+                title=f"{number}. every layer and head",
+            )
+        )
+    return write_report(args.out, sections, title=args.title or "What the translation model attended to")

@@ -79,6 +79,14 @@ class CheckpointError(ValueError):
 # ---------------------------------------------------------------------------------------------------- writing
 
 
+def resolve_checkpoint(path: str | Path) -> Path:
+    """``path`` itself when it holds a ``config.json``, else ``path/best`` when that does (a run directory)."""
+    path = Path(path)
+    if not (path / "config.json").is_file() and (path / "best" / "config.json").is_file():
+        return path / "best"
+    return path
+
+
 def save_checkpoint(
     directory: str | Path,
     model: nn.Module,

@@ -51,7 +51,13 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config
+from attnkit.training.checkpoint import (
+    CONFIG_FILE,
+    CheckpointError,
+    load_model_weights,
+    read_config,
+    resolve_checkpoint,
+)
 from attnkit.training.loop import FitConfig, FitResult, fit
 from attnkit.training.seq2seq import METRIC_KINDS, SELECTION, Seq2SeqTask, Translation, metric_kind, translate_texts
 
@@ -387,14 +393,6 @@ class LoadedSeq2Seq:
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
     config: Seq2SeqConfig
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """``path`` itself when it holds a ``config.json``, else ``path/best`` when that does (a run directory)."""
-    path = Path(path)
-    if not (path / CONFIG_FILE).is_file() and (path / "best" / CONFIG_FILE).is_file():
-        return path / "best"
-    return path
 
 
 def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
