@@ -43,3 +43,46 @@ def is_main_process() -> bool:
     import os
 
     return os.environ.get("RANK", "0") == "0"
+
+
+def add_training_options(
+    parser: argparse.ArgumentParser,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float = 0.0,
+    patience: int | None = 3,
+) -> argparse._ArgumentGroup:
+    """The ``training`` options every ``attnkit train TASK`` shares; returns the group for the task's own."""
+    fit = parser.add_argument_group("training")
+    fit.add_argument("--epochs", type=int, default=epochs, help=f"(default {epochs})")
+    fit.add_argument("--batch-size", type=int, default=batch_size, help=f"(default {batch_size})")
+    fit.add_argument("--lr", type=float, default=lr, help=f"AdamW learning rate (default {lr:g})")
+    fit.add_argument("--weight-decay", type=float, default=weight_decay, help=f"(default {weight_decay:g})")
+    fit.add_argument(
+        "--patience",
+        type=int,
+        default=patience,
+        help=f"early stopping patience in epochs (default {'off' if patience is None else patience})",
+    )
+    fit.add_argument("--max-minutes", type=float, default=None, help="time budget: stop cleanly after this long")
+    fit.add_argument("--out", required=True, help="run directory (best/, last/, metrics.json)")
+    fit.add_argument("--resume", action="store_true", help="continue from OUT/last")
+    return fit
+
+
+def fit_config_from_args(args: argparse.Namespace, **overrides):
+    """The :class:`~attnkit.training.loop.FitConfig` the shared training options describe (plus ``overrides``)."""
+    from attnkit.training.loop import FitConfig
+
+    return FitConfig(
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        patience=args.patience,
+        seed=args.seed,
+        progress=not args.no_progress,
+        max_minutes=args.max_minutes,
+        **overrides,
+    )

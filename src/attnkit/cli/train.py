@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli.common import add_data_options, add_runtime_options, apply_runtime, is_main_process
+from attnkit.cli.common import (
+    add_data_options,
+    add_runtime_options,
+    add_training_options,
+    apply_runtime,
+    fit_config_from_args,
+    is_main_process,
+)
 
 EXAMPLES = """examples:
   attnkit train classify --data fine-foods --model han --out runs/ff
@@ -50,17 +57,9 @@ def add_classify(tasks: argparse._SubParsersAction) -> None:
     model.add_argument("--max-tokens", type=int, default=800, help="pooled: tokens kept per document")
     model.add_argument("--max-sentences", type=int, default=30, help="HAN: sentences kept per document")
     model.add_argument("--max-words", type=int, default=50, help="HAN: words kept per sentence")
-    fit = classify.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=10)
-    fit.add_argument("--batch-size", type=int, default=32)
-    fit.add_argument("--lr", type=float, default=2e-3)
-    fit.add_argument("--weight-decay", type=float, default=0.0)
-    fit.add_argument("--patience", type=int, default=3, help="early stopping patience in epochs (default 3)")
+    fit = add_training_options(classify, epochs=10, batch_size=32, lr=2e-3)
     fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
-    fit.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training")
     fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
-    fit.add_argument("--out", required=True, help="checkpoint directory (best/, last/, metrics.json)")
-    fit.add_argument("--resume", action="store_true", help="continue from OUT/last")
     add_runtime_options(classify)
     classify.set_defaults(handler=run_classify)
 
@@ -70,7 +69,6 @@ def run_classify(args: argparse.Namespace) -> int:
     apply_runtime(args)
     from attnkit.training.classification import ClassifierConfig
     from attnkit.training.classifier_run import load_data, train_classifier
-    from attnkit.training.loop import FitConfig
 
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
     config = ClassifierConfig(
@@ -87,15 +85,7 @@ def run_classify(args: argparse.Namespace) -> int:
         heads=args.heads,
         dropout=args.dropout,
     )
-    fit_config = FitConfig(
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        patience=args.patience,
-        seed=args.seed,
-        progress=not args.no_progress,
-        max_minutes=args.max_minutes,
-    )
+    fit_config = fit_config_from_args(args)
     report = train_classifier(
         data,
         config,

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli.common import add_runtime_options, apply_runtime, is_main_process
+from attnkit.cli.common import (
+    add_runtime_options,
+    add_training_options,
+    apply_runtime,
+    fit_config_from_args,
+    is_main_process,
+)
 
 ATTENTIONS = ("luong-dot", "luong-general", "luong-concat", "local-m", "local-p", "bahdanau", "none")
 
@@ -91,17 +97,9 @@ def add_task(tasks: argparse._SubParsersAction) -> None:
     tf.add_argument("--post-norm", action="store_true", help="post-norm layers (default: pre-norm)")
     tf.add_argument("--share-embeddings", action="store_true", help="one table for both sides (shared vocabulary)")
 
-    fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=20)
-    fit.add_argument("--batch-size", type=int, default=64)
-    fit.add_argument("--lr", type=float, default=1e-3)
-    fit.add_argument("--weight-decay", type=float, default=0.0)
+    fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
     fit.add_argument("--label-smoothing", type=float, default=0.1)
-    fit.add_argument("--patience", type=int, default=3, help="early stopping patience in epochs (default 3)")
-    fit.add_argument("--max-minutes", type=float, default=None, help="time budget: stop cleanly after this long")
     fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
-    fit.add_argument("--out", required=True, help="run directory (best/, last/, tokenizers/, metrics.json)")
-    fit.add_argument("--resume", action="store_true", help="continue from OUT/last")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -137,7 +135,6 @@ def model_options(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
     apply_runtime(args)
-    from attnkit.training.loop import FitConfig
     from attnkit.training.seq2seq_run import load_data, subset, train_seq2seq
 
     options = model_options(args)
@@ -158,15 +155,7 @@ def run(args: argparse.Namespace) -> int:
         f"{data.name}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test pairs "
         f"({data.source_level} -> {data.target_level})"
     )
-    fit_config = FitConfig(
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        patience=args.patience,
-        seed=args.seed,
-        progress=not args.no_progress,
-        max_minutes=args.max_minutes,
-    )
+    fit_config = fit_config_from_args(args)
     report = train_seq2seq(
         data,
         options,

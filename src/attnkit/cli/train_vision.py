@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli.common import add_runtime_options, apply_runtime
+from attnkit.cli.common import add_runtime_options, add_training_options, apply_runtime, fit_config_from_args
 
 EXAMPLES = """examples:
   attnkit train vision --data digits --out runs/digits
@@ -43,12 +43,7 @@ def add_task(tasks: argparse._SubParsersAction) -> None:
     model.add_argument("--heads", type=int, default=4, help="attention heads = attention maps per image (default 4)")
     model.add_argument("--positions", choices=["sinusoidal-2d", "none"], default="sinusoidal-2d")
     model.add_argument("--dropout", type=float, default=0.1)
-    fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=40)
-    fit.add_argument("--batch-size", type=int, default=64)
-    fit.add_argument("--lr", type=float, default=5e-4)
-    fit.add_argument("--weight-decay", type=float, default=0.01)
-    fit.add_argument("--patience", type=int, default=None, help="early stopping patience in epochs (default: off)")
+    fit = add_training_options(parser, epochs=40, batch_size=64, lr=5e-4, weight_decay=0.01, patience=None)
     fit.add_argument(
         "--select",
         choices=["loss", "accuracy"],
@@ -58,9 +53,6 @@ def add_task(tasks: argparse._SubParsersAction) -> None:
     fit.add_argument("--shift", type=int, default=1, help="augment: random translations up to N pixels (default 1)")
     fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
     fit.add_argument("--limit", type=int, default=None, help="train on the first N training images (smoke runs)")
-    fit.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training")
-    fit.add_argument("--out", required=True, help="checkpoint directory (best/, last/, metrics.json)")
-    fit.add_argument("--resume", action="store_true", help="continue from OUT/last")
     add_runtime_options(parser)
     parser.set_defaults(handler=run_vision)
 
@@ -69,7 +61,6 @@ def run_vision(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
     apply_runtime(args)
     from attnkit.data.images import load_image_dataset
-    from attnkit.training.loop import FitConfig
     from attnkit.training.vision import VisionConfig, train_vision
 
     data = load_image_dataset(args.data)
@@ -84,16 +75,8 @@ def run_vision(args: argparse.Namespace) -> int:
         positions=args.positions,
         dropout=args.dropout,
     )
-    fit_config = FitConfig(
-        epochs=args.epochs,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        patience=args.patience,
-        select_metric=args.select,
-        select_mode="min" if args.select == "loss" else "max",
-        seed=args.seed,
-        progress=not args.no_progress,
-        max_minutes=args.max_minutes,
+    fit_config = fit_config_from_args(
+        args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
     )
     report = train_vision(
         data,
