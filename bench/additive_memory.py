@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from attnkit.functional import additive_scores, additive_scores_reference
-from bench import common
+from bench import common, timing
 
 NAME = "additive_memory"
 TARGET_MEMORY = 1 / 16
@@ -139,8 +139,8 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
     diffs = check_values(config)  # also the warm-up of both
     inputs = make_inputs(config)
     fns = {impl: (lambda impl=impl: forward_backward(impl, *inputs)) for impl in IMPLEMENTATIONS}
-    stats: dict[str, int] = {}
-    samples = common.compare(fns, repeats=repeats, warmup=0, quiet=not quick, stats=stats)
+    timings = timing.compare(fns, repeats=repeats, warmup=0, quiet=not quick)
+    print(timings.summary("additive time"), flush=True)
     size = f"B={config.batch} Tq=Tk={config.length} Dh={config.hidden}"
     ours, naive = memory["attnkit"], memory["naive"]
     rows = [
@@ -153,8 +153,8 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
         common.Row(
             "additive fwd+bwd time",
             size,
-            common.median(samples["attnkit"]),
-            common.median(samples["naive"]),
+            timings.median("attnkit"),
+            timings.median("naive"),
             "naive",
             "s",
             TARGET_TIME,
@@ -164,7 +164,7 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
         "quick": quick,
         "config": {**config.__dict__, "repeats": repeats},
         "rows": common.rows_payload(rows),
-        "details": {"memory_bytes": memory, "samples_s": samples, "max_abs_diff": diffs, "timing": stats},
+        "details": {"memory_bytes": memory, "max_abs_diff": diffs, **timings.to_json()},
     }
     return rows, payload
 

@@ -1,12 +1,11 @@
-"""Shared benchmark machinery: fair timing, a results table, JSON with machine info.
+"""Shared benchmark machinery: set-up, parity checks, a results table, JSON with machine info.
 
-Fairness rules every benchmark follows:
+Rules every benchmark follows:
 
 * ``torch.set_num_threads(2)`` (the CI machine has two cores);
-* warm-up runs first, then the attnkit and peer runs **alternate** inside one process, with the order flipped on
-  every repeat, so background load and cache/allocator state hit both sides equally;
-* the figure reported is the **median** of the repeats (every sample is kept in the JSON);
-* outputs are checked to match before anything is timed.
+* outputs are checked to match before anything is timed (:func:`check_close`);
+* attnkit and its peer are timed in alternated rounds in one process, the figure being a median
+  (:mod:`bench.timing`); every sample is kept in the JSON.
 """
 
 from __future__ import annotations
@@ -16,9 +15,7 @@ import json
 import math
 import os
 import platform
-import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,8 +24,6 @@ import torch
 THREADS = 2
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 QUICK_RESULTS_DIR = RESULTS_DIR / "quick"  # git-ignored: smoke runs never overwrite the published figures
-QUIET_BUSY = 0.15  # a round starts when the CPUs were at most 15 % busy over a quarter of a second...
-QUIET_TIMEOUT = 30.0  # ...or after this many seconds of waiting (the round is then counted as under load)
 
 
 @dataclass
@@ -82,94 +77,6 @@ def machine_info() -> dict[str, object]:
         "platform": platform.platform(),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
-
-
-def time_once(fn: Callable[[], object]) -> float:
-    """Wall-clock seconds of one call of ``fn``."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def cpu_busy_fraction(window: float = 0.25) -> float:
-    """Fraction of all CPUs' time spent busy during the next ``window`` seconds (from ``/proc/stat``; 0 elsewhere)."""
-
-    def totals() -> tuple[int, int]:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-        return sum(fields), idle
-
-    try:
-        total0, idle0 = totals()
-        time.sleep(window)
-        total1, idle1 = totals()
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    elapsed = total1 - total0
-    return 0.0 if elapsed <= 0 else 1.0 - (idle1 - idle0) / elapsed
-
-
-def wait_for_quiet(threshold: float = QUIET_BUSY, timeout: float = QUIET_TIMEOUT) -> bool:
-    """Wait (up to ``timeout`` s) until other processes leave the CPUs mostly idle; return whether they did.
-
-    Other people's jobs on a 2-core machine stall every parallel region of ours; starting each timing round on a
-    quiet machine keeps that noise out of most samples (alternation and medians take care of the rest).
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        if cpu_busy_fraction() <= threshold:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-
-
-def compare(
-    fns: dict[str, Callable[[], object]],
-    *,
-    repeats: int,
-    warmup: int = 1,
-    inner: int = 1,
-    quiet: bool = True,
-    stats: dict[str, int] | None = None,
-) -> dict[str, list[float]]:
-    """Time every function in ``fns``, alternating them, and return seconds per call for each repeat.
-
-    Args:
-        fns: name -> zero-argument callable (all run in this process).
-        repeats: number of timed samples per function; each round runs every function once, the order flipping
-            from round to round.
-        warmup: untimed calls of each function first.
-        inner: calls per sample (the sample is their mean), for functions too short to time one by one.
-        quiet: start each round only when the machine is idle (see :func:`wait_for_quiet`).
-        stats: if given, receives ``rounds`` and ``rounds_started_under_load``.
-
-    Returns:
-        name -> list of ``repeats`` samples (seconds per call).
-    """
-    names = list(fns)
-    for _ in range(warmup):
-        for name in names:
-            fns[name]()
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    under_load = 0
-    for r in range(repeats):
-        if quiet and not wait_for_quiet():
-            under_load += 1
-        for name in names if r % 2 == 0 else reversed(names):
-            fn = fns[name]
-            start = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            samples[name].append((time.perf_counter() - start) / inner)
-    if stats is not None:
-        stats["rounds"] = stats.get("rounds", 0) + repeats
-        stats["rounds_started_under_load"] = stats.get("rounds_started_under_load", 0) + under_load
-    return samples
-
-
-def median(samples: Sequence[float]) -> float:
-    """Median of the samples."""
-    return statistics.median(samples)
 
 
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -245,11 +152,16 @@ def all_finite_positive(values: Sequence[float]) -> bool:
     return all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in values)
 
 
-def parse_args(argv: Sequence[str] | None, description: str) -> argparse.Namespace:
-    """The command line every benchmark module shares: ``--quick``, ``--repeats``, ``--out``."""
-    parser = argparse.ArgumentParser(description=description)
+def parse_args(
+    argv: Sequence[str] | None, description: str, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    """The command line every benchmark module shares: ``--quick``, ``--repeats``, ``--out``.
+
+    Pass ``parser`` to add options of your own first.
+    """
+    parser = parser or argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test (figures mean nothing)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed samples per side (default per benchmark)")
+    parser.add_argument("--repeats", type=int, default=None, help="clean rounds wanted (default per benchmark)")
     parser.add_argument(
         "--out",
         type=Path,

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 import attnkit
-from bench import common
+from bench import common, timing
 
 NAME = "mha"
 TARGET = 0.80
@@ -108,15 +108,15 @@ def bench_length(
     padding = key_padding(config.batch, length, generator)
     steps = make_steps(torch_mha, ours, x, padding)
     diffs = check_parity(steps, x)
-    stats: dict[str, int] = {}
-    samples = common.compare(steps, repeats=repeats, warmup=2, quiet=quiet, stats=stats)
-    ak, default, no_weights = (common.median(samples[k]) for k in ("attnkit", "torch", "torch_no_weights"))
+    timings = timing.compare(steps, repeats=repeats, warmup=2, quiet=quiet)
+    ak, default, no_weights = (timings.median(k) for k in ("attnkit", "torch", "torch_no_weights"))
     size = f"E={config.embed_dim} H={config.num_heads} B={config.batch} T={length}"
     rows = [
         common.Row("mha fwd+bwd", size, ak, default, "torch, need_weights=True (default)", "s", TARGET),
         common.Row("mha fwd+bwd", size, ak, no_weights, "torch, need_weights=False", "s", None),
     ]
-    detail = {"size": size, "length": length, "samples_s": samples, "max_abs_diff": diffs, "timing": stats}
+    print(timings.summary(f"mha T={length}"), flush=True)
+    detail = {"size": size, "length": length, "max_abs_diff": diffs, **timings.to_json()}
     return rows, detail
 
 

@@ -23,11 +23,12 @@ import torch.nn.functional as F
 from attnkit import masks
 from attnkit.functional import masked_softmax
 from attnkit.functional.sdpa import scaled_dot_product_attention
-from bench import common
+from bench import common, timing
 
 NAME = "sdpa_weights"
 TARGET_NO_WEIGHTS = 1.05
 TARGET_WEIGHTS = 1.5
+INNER = 3  # calls per sample: one call is ~40 ms, short against the 10 ms tick that measures other processes' load
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def check_values(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.
     return diffs
 
 
-def time_inference(q, k, v, mask, repeats: int, **timing) -> dict[str, list[float]]:
+def time_inference(q, k, v, mask, repeats: int, quiet: bool) -> timing.Timings:
     """Forward without autograd (plain tensors; the weights path under ``no_grad``): the two targeted rows."""
 
     def attnkit_weights() -> object:
@@ -86,17 +87,17 @@ def time_inference(q, k, v, mask, repeats: int, **timing) -> dict[str, list[floa
         "attnkit": lambda: scaled_dot_product_attention(q, k, v, mask),
         "attnkit_weights": attnkit_weights,
     }
-    return common.compare(fns, repeats=repeats, warmup=3, **timing)
+    return timing.compare(fns, repeats=repeats, warmup=3, inner=INNER, quiet=quiet)
 
 
-def time_training(config: Config, repeats: int, **timing) -> dict[str, list[float]]:
+def time_training(config: Config, repeats: int, quiet: bool) -> timing.Timings:
     """Forward with grad enabled (inputs require grad, graph built): SDPA vs attnkit's weights path."""
     q, k, v, mask = make_inputs(config, requires_grad=True)
     fns: dict[str, Callable[[], object]] = {
         "sdpa_grad": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
         "attnkit_weights_grad": lambda: scaled_dot_product_attention(q, k, v, mask, need_weights=True),
     }
-    return common.compare(fns, repeats=repeats, warmup=3, **timing)
+    return timing.compare(fns, repeats=repeats, warmup=3, inner=INNER, quiet=quiet)
 
 
 def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Row], dict[str, object]]:
@@ -106,23 +107,22 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
     repeats = repeats or config.repeats
     q, k, v, mask = make_inputs(config)
     diffs = check_values(q, k, v, mask)
-    stats: dict[str, int] = {}
-    timing = {"quiet": not quick, "stats": stats}
-    samples = time_inference(q, k, v, mask, repeats, **timing) | time_training(config, repeats, **timing)
-    med = {name: common.median(values) for name, values in samples.items()}
+    inference = time_inference(q, k, v, mask, repeats, quiet=not quick)
+    training = time_training(config, repeats, quiet=not quick)
+    print(inference.summary("sdpa inference"), training.summary("sdpa grad on"), sep="\n", flush=True)
+    sdpa, ours, ours_weights = (inference.median(n) for n in ("sdpa", "attnkit", "attnkit_weights"))
+    sdpa_grad, ours_grad = training.median("sdpa_grad"), training.median("attnkit_weights_grad")
     size = f"B={config.batch} H={config.heads} T={config.length} Dh={config.head_dim}"
     rows = [
-        common.Row("sdpa fwd, no weights", size, med["attnkit"], med["sdpa"], "F.sdpa", "s", TARGET_NO_WEIGHTS),
-        common.Row(
-            "sdpa fwd, weights, no_grad", size, med["attnkit_weights"], med["sdpa"], "F.sdpa", "s", TARGET_WEIGHTS
-        ),
-        common.Row("sdpa fwd, weights, grad on", size, med["attnkit_weights_grad"], med["sdpa_grad"], "F.sdpa", "s"),
+        common.Row("sdpa fwd, no weights", size, ours, sdpa, "F.sdpa", "s", TARGET_NO_WEIGHTS),
+        common.Row("sdpa fwd, weights, no_grad", size, ours_weights, sdpa, "F.sdpa", "s", TARGET_WEIGHTS),
+        common.Row("sdpa fwd, weights, grad on", size, ours_grad, sdpa_grad, "F.sdpa, grad on", "s"),
     ]
     payload = {
         "quick": quick,
         "config": {**config.__dict__, "repeats": repeats, "mask": "key padding [B, 1, 1, T], lengths in [T/2, T]"},
         "rows": common.rows_payload(rows),
-        "details": {"samples_s": samples, "max_abs_diff": diffs, "timing": stats},
+        "details": {"max_abs_diff": diffs, "inference": inference.to_json(), "training": training.to_json()},
     }
     return rows, payload
 

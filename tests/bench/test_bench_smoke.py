@@ -10,8 +10,19 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
-from bench import additive_memory, common, mha, run_all, sdpa_weights
+from bench import additive_memory, common, mha, run_all, sdpa_weights, timing
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_state():
+    """The benchmarks pin two threads and seed the global RNG: give the other tests theirs back."""
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
+    yield
+    torch.set_num_threads(threads)
+    torch.set_rng_state(rng)
+
 
 ROW_KEYS = {"benchmark", "size", "attnkit", "peer", "peer_name", "unit", "target", "ratio", "met"}
 MACHINE_KEYS = {"torch", "cpu", "threads", "python", "platform"}
@@ -38,10 +49,13 @@ def _check_rows(rows: list[dict], expected: int) -> None:
             assert row["met"] == (row["ratio"] <= row["target"])
 
 
-def _check_samples(samples: dict[str, list[float]], names: set[str]) -> None:
-    assert set(samples) == names
-    for values in samples.values():
-        assert values and common.all_finite_positive(values)
+def _check_timings(timings: dict, names: set[str]) -> None:
+    assert set(timings["samples_s"]) == names
+    rounds = len(timings["others_cores_per_round"])
+    assert rounds == timings["requested_rounds"]  # quick runs time exactly the requested rounds
+    for values in timings["samples_s"].values():
+        assert len(values) == rounds and common.all_finite_positive(values)
+    assert 0 <= timings["clean_rounds"] <= rounds and isinstance(timings["contended"], bool)
 
 
 def test_mha_quick(tmp_path: Path, capsys) -> None:
@@ -52,7 +66,7 @@ def test_mha_quick(tmp_path: Path, capsys) -> None:
     details = document["details"]
     assert [d["length"] for d in details] == list(mha.QUICK.lengths)
     for detail in details:
-        _check_samples(detail["samples_s"], {"attnkit", "torch", "torch_no_weights"})
+        _check_timings(detail, {"attnkit", "torch", "torch_no_weights"})
         assert all(diff <= 1e-4 for diff in detail["max_abs_diff"].values())
 
 
@@ -62,7 +76,8 @@ def test_sdpa_weights_quick(tmp_path: Path, capsys) -> None:
     document = _load(tmp_path / "sdpa_weights.json")
     _check_rows(document["rows"], 3)
     details = document["details"]
-    _check_samples(details["samples_s"], {"sdpa", "attnkit", "attnkit_weights", "sdpa_grad", "attnkit_weights_grad"})
+    _check_timings(details["inference"], {"sdpa", "attnkit", "attnkit_weights"})
+    _check_timings(details["training"], {"sdpa_grad", "attnkit_weights_grad"})
     assert all(diff <= 1e-5 for diff in details["max_abs_diff"].values())
 
 
@@ -72,22 +87,36 @@ def test_additive_memory_quick(tmp_path: Path, capsys) -> None:
     document = _load(tmp_path / "additive_memory.json")
     _check_rows(document["rows"], 3)
     details = document["details"]
-    _check_samples(details["samples_s"], {"attnkit", "naive"})
+    _check_timings(details, {"attnkit", "naive"})
     for figures in details["memory_bytes"].values():
         assert set(figures) == {"baseline_rss", "peak_rss", "increase", "ru_maxrss"}
         assert common.all_finite_positive(list(figures.values()))
         assert figures["increase"] == figures["peak_rss"] - figures["baseline_rss"]
 
 
+def test_run_all_finds_the_core_benchmarks_first() -> None:
+    names = [module.NAME for module in run_all.discover()]
+    assert names[:3] == ["mha", "sdpa_weights", "additive_memory"]
+    assert not {"common", "timing", "run_all"} & set(names)
+
+
 def test_run_all_writes_every_file(tmp_path: Path, monkeypatch) -> None:
-    # The memory children (two fresh Python processes) are covered above; stub them here to keep the suite short.
+    # The core three only (other benchmarks have their own smoke tests), and the memory children (two fresh Python
+    # processes, covered above) stubbed, to keep the suite short.
+    only = ["--only", "additive_memory", "mha", "sdpa_weights"]  # run in discovery order, not this one
     stub = {"baseline_rss": 100, "peak_rss": 150, "increase": 50, "ru_maxrss": 150}
     monkeypatch.setattr(additive_memory, "measure_memory", lambda impl, quick: dict(stub))
-    run_all.main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
-    core = _load(tmp_path / "core.json")
-    assert core["files"] == [f"{m.NAME}.json" for m in run_all.MODULES]
-    assert all((tmp_path / name).is_file() for name in core["files"])
-    _check_rows(core["rows"], 2 * len(mha.QUICK.lengths) + 3 + 3)
+    run_all.main(["--quick", "--repeats", "1", "--out", str(tmp_path), *only])
+    summary = _load(tmp_path / "summary.json")
+    assert summary["files"] == ["mha.json", "sdpa_weights.json", "additive_memory.json"]
+    assert all((tmp_path / name).is_file() for name in summary["files"])
+    _check_rows(summary["rows"], 2 * len(mha.QUICK.lengths) + 3 + 3)
+
+
+def test_run_all_refuses_unknown_names(capsys) -> None:
+    with pytest.raises(SystemExit):
+        run_all.main(["--quick", "--only", "no_such_benchmark"])
+    assert "unknown benchmark" in capsys.readouterr().err
 
 
 def test_row_ratio_and_target() -> None:
@@ -99,9 +128,16 @@ def test_row_ratio_and_target() -> None:
     assert "yes" in table and "NO" in table
 
 
-def test_check_close_refuses_different_results() -> None:
-    import torch
+def test_medians_use_clean_rounds_unless_too_few() -> None:
+    clean = timing.Timings({"a": [1.0, 9.0, 2.0, 3.0]}, others_cores=[0.0, 1.5, 0.1, 0.0], requested=3)
+    assert clean.clean_rounds == [0, 2, 3] and not clean.contended
+    assert clean.median("a") == 2.0  # the contended 9.0 is set aside
+    loaded = timing.Timings({"a": [1.0, 9.0, 8.0]}, others_cores=[0.0, 1.5, 1.0], requested=3)
+    assert loaded.contended and loaded.median("a") == 8.0  # too few clean rounds: all of them, flagged
+    assert "CONTENDED" in loaded.summary("x")
 
+
+def test_check_close_refuses_different_results() -> None:
     a = torch.zeros(3)
     assert common.check_close("same", a, a) == 0.0
     with pytest.raises(AssertionError, match="different"):
