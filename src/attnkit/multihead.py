@@ -28,6 +28,22 @@ from attnkit.scores import ScaledDotScore, Score
 __all__ = ["MultiHeadAttention"]
 
 
+def _linear_rows(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, rows: torch.Tensor | None
+) -> torch.Tensor:
+    """``F.linear`` on the rows where ``rows`` is True, zeros elsewhere: x ``[B, T, Din]``, rows ``[B, T]`` -> ``[B, T, Dout]``.
+
+    The packed fast path: padded rows cost no matmul work. ``rows=None`` is plain ``F.linear``.
+    """
+    if rows is None:
+        return F.linear(x, weight, bias)
+    flat = x.reshape(-1, x.shape[-1])  # [B·T, Din]
+    index = rows.reshape(-1).nonzero().squeeze(1)  # [N] real rows
+    packed = F.linear(flat.index_select(0, index), weight, bias)  # [N, Dout]
+    out = flat.new_zeros(flat.shape[0], weight.shape[0]).index_copy(0, index, packed)
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with one mask polarity (True = attend) and batch-first tensors.
 
@@ -92,6 +108,7 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor | None = None,
         *,
         key_mask: torch.Tensor | None = None,
+        query_mask: torch.Tensor | None = None,
         attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
@@ -105,6 +122,9 @@ class MultiHeadAttention(nn.Module):
             key: ``[B, Tk, kdim]``; ``None`` for self-attention (then ``value`` must be ``None`` too).
             value: ``[B, Tk, vdim]``; defaults to ``key``.
             key_mask: ``[B, Tk]`` bool, True where the key is real (with a cache: all steps held after this one).
+            query_mask: ``[B, Tq]`` bool, True where the query is real. Masked queries get a zero output and zero
+                weights, and their rows are skipped by the projections (the packed fast path: padding costs
+                no matmul work there).
             attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, True = attend.
             causal: add :func:`attnkit.masks.causal` (bottom-right aligned, right with a cache).
             need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
@@ -131,19 +151,25 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("cache= is for self-attention (key=None); cross-attention keys do not grow")
         value = key if value is None else value
 
+        if query_mask is not None and masks.as_bool_mask(query_mask, "query_mask").shape != query.shape[:2]:
+            raise ValueError(
+                f"query_mask must have shape [B, Tq] = {tuple(query.shape[:2])}, got {tuple(query_mask.shape)}"
+            )
         offset = cache.size if cache is not None else 0
         if key_value is not None:
-            q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
+            q = self._split_heads(_linear_rows(query, self.q_proj.weight, self.q_proj.bias, query_mask))
             k, v = key_value
         elif key is query and value is query and self._same_input_dims:
-            # self-attention: one [B·T, E] x [E, 3E] matmul, and one gradient for the input instead of three
+            # self-attention: one [B·T, E] x [E, 3E] matmul, and one gradient for the input instead of three;
+            # with both masks, only rows that are a real query or a real key are projected
             weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
             bias = (
                 None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
             )
-            q, k, v = (self._split_heads(t) for t in F.linear(query, weight, bias).chunk(3, dim=-1))
+            rows = query_mask | key_mask if query_mask is not None and key_mask is not None and cache is None else None
+            q, k, v = (self._split_heads(t) for t in _linear_rows(query, weight, bias, rows).chunk(3, dim=-1))
         else:
-            q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
+            q = self._split_heads(_linear_rows(query, self.q_proj.weight, self.q_proj.bias, query_mask))
             k, v = self.project_key_value(key, value)  # [B, H, Tk, Dh]
         if self.rotary is not None:
             q, k = self.rotary(q, offset=offset), self.rotary(k, offset=offset)
@@ -161,7 +187,10 @@ class MultiHeadAttention(nn.Module):
             weights = self.distribution(self.score(q, k), mask, query=q)  # [B, H, Tq, Tk]
             context = F.dropout(weights, dropout, training=dropout > 0) @ v.to(weights.dtype)
         context = context.transpose(1, 2).reshape(batch, tq, self.embed_dim)  # [B, Tq, E]
-        return AttentionOutput(self.out_proj(context.to(query.dtype)), weights if need_weights else None)
+        output = _linear_rows(context.to(query.dtype), self.out_proj.weight, self.out_proj.bias, query_mask)
+        if need_weights and query_mask is not None:
+            weights = weights * query_mask[:, None, :, None]
+        return AttentionOutput(output, weights if need_weights else None)
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:

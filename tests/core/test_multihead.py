@@ -171,3 +171,22 @@ def test_precomputed_key_value_equals_cross_attention(fast_path):
     torch.testing.assert_close(out.weights, expected.weights)
     with pytest.raises(ValueError, match="key_value= replaces key"):
         mha(query, memory, key_value=projected)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_query_mask_packs_rows_and_zeroes_padded_queries_in_values_and_gradients(causal):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(3, 6, 16)
+    mask = key_padding([6, 3, 1], 6)
+    x_packed, x_plain = x.clone().requires_grad_(), x.clone().requires_grad_()
+    packed = mha(x_packed, key_mask=mask, query_mask=mask, causal=causal, need_weights=True)
+    plain = mha(x_plain, key_mask=mask, causal=causal, need_weights=True)
+    keep = mask[..., None]
+    torch.testing.assert_close(packed.context, plain.context * keep, atol=1e-6, rtol=1e-5)
+    assert (packed.context[~mask] == 0).all() and (packed.weights.transpose(1, 2)[~mask] == 0).all()
+    upstream = torch.randn_like(packed.context)
+    (packed.context * upstream).sum().backward()
+    (plain.context * upstream * keep).sum().backward()
+    torch.testing.assert_close(x_packed.grad, x_plain.grad, atol=1e-6, rtol=1e-5)
+    assert (x_packed.grad[~mask] == 0).all()
