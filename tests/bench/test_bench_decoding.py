@@ -1,0 +1,68 @@
+"""Smoke test of ``bench/decoding.py`` in ``--quick`` mode: it runs, checks parity, writes well-formed JSON.
+
+No timing assertions: the figures of a quick run mean nothing; only their shape is checked. The parity the
+benchmark relies on (``nn.TransformerDecoder`` holding attnkit's weights emits attnkit's tokens) is checked here
+on its own too, so a broken weight copy cannot hide behind a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench import common, decoding
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    """The benchmark pins torch to two threads: give the other tests theirs back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_decoding_quick_writes_rows_throughput_and_timings(tmp_path: Path, capsys) -> None:
+    rows = decoding.main(["--quick", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert "greedy decode" in printed and "tokens/s" in printed
+    document = json.loads((tmp_path / "decoding.json").read_text())
+    assert document["quick"] is True and document["tokens_identical"] is True
+    assert document["machine"]["threads"] == common.THREADS
+    assert len(rows) == len(document["rows"]) == 1
+    row = document["rows"][0]
+    assert row["target"] == 1 / decoding.SPEEDUP_TARGET and row["unit"] == "s"
+    assert math.isclose(row["ratio"], row["attnkit"] / row["peer"]) and row["met"] == (row["ratio"] <= row["target"])
+    figures = document["throughput"]
+    tokens = decoding.QUICK.batch * decoding.QUICK.steps
+    assert math.isclose(figures["attnkit_tokens_per_s"], tokens / row["attnkit"])
+    assert math.isclose(figures["speedup"], row["peer"] / row["attnkit"])
+    details = document["details"]
+    assert set(details["samples_s"]) == {"attnkit", "recompute"}
+    assert all(
+        len(v) == decoding.QUICK.repeats and common.all_finite_positive(v) for v in details["samples_s"].values()
+    )
+
+
+def test_the_peer_holds_attnkits_weights_and_decodes_every_step() -> None:
+    torch.set_num_threads(1)  # tiny ops: one thread is fastest, above all on a busy machine
+    torch.manual_seed(0)
+    config = decoding.QUICK
+    model = decoding.build_model(config)
+    decoder = decoding.torch_decoder(model, config)
+    source = torch.randint(4, config.vocab, (3, 5))
+    mask = torch.ones_like(source, dtype=torch.bool)
+    with torch.no_grad():
+        memory, _ = model.encode(source, mask)
+        prefix = torch.randint(4, config.vocab, (3, 7))
+        ours = model(source, mask, prefix).logits  # [B, T, V]: teacher forcing through attnkit's layers
+        x = model._embed(prefix, model.target_embedding, model.target_positions, 0)
+        causal = torch.nn.Transformer.generate_square_subsequent_mask(7)
+        theirs = model.output(decoder(x, memory, tgt_mask=causal, tgt_is_causal=True))
+    torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=1e-5)
+    tokens = decoding.cached_greedy(model, source, 20)
+    assert tokens.shape == (3, 20)  # <eos> disabled: every one of the 20 steps ran
+    assert torch.equal(tokens, decoding.recompute_greedy(model, decoder, memory, 20))
