@@ -7,6 +7,10 @@
   (attnkit's default is ``need_weights=False``): the issue's target, attnkit ≤ 0.80× torch;
 * with ``need_weights=False`` — torch's own SDPA path, the like-for-like comparison (reported, no target).
 
+attnkit runs twice: with ``key_mask`` alone (every row projected, like torch), and packed — ``query_mask`` set to the
+same mask, as self-attention over a padded batch allows: padded rows then get a zero output and skip every
+projection matmul. The packed outputs equal torch's at every real position (checked).
+
 Key padding: lengths uniform in [T/2, T] with one full-length row, the same mask for both (torch's
 ``key_padding_mask`` is True at padding, attnkit's ``key_mask`` is its negation). Outputs and input gradients are
 checked to match before timing. Run: ``python -m bench.mha [--quick]``.
@@ -79,10 +83,21 @@ def make_steps(
         out.backward(grad_out)
         return out
 
-    return {"attnkit": attnkit_step, "torch": torch_default_step, "torch_no_weights": torch_no_weights_step}
+    def attnkit_packed_step() -> torch.Tensor:
+        reset()
+        out = ours(x, key_mask=key_mask, query_mask=key_mask).context
+        out.backward(grad_out)
+        return out
+
+    return {
+        "attnkit": attnkit_step,
+        "attnkit_packed": attnkit_packed_step,
+        "torch": torch_default_step,
+        "torch_no_weights": torch_no_weights_step,
+    }
 
 
-def check_parity(steps: dict[str, Callable[[], torch.Tensor]], x: torch.Tensor) -> dict[str, float]:
+def check_parity(steps: dict[str, Callable[[], torch.Tensor]], x: torch.Tensor, real: torch.Tensor) -> dict[str, float]:
     """Outputs (≤ 1e-5) and input gradients (≤ 1e-5 + 1e-5 · largest) must match across the variants; return diffs."""
     results = {}
     for name, step in steps.items():
@@ -94,6 +109,10 @@ def check_parity(steps: dict[str, Callable[[], torch.Tensor]], x: torch.Tensor) 
         out, grad = results[name]
         diffs[f"{name}_output"] = common.check_close(f"{name} output", out, ref_out, atol=1e-5)
         diffs[f"{name}_grad_input"] = common.check_close(f"{name} input gradient", grad, ref_grad, rtol=1e-5)
+    packed, _ = results["attnkit_packed"]
+    diffs["attnkit_packed_output"] = common.check_close("packed output", packed[real], ref_out[real], atol=1e-5)
+    if packed[~real].abs().max() if (~real).any() else 0:
+        raise AssertionError("packed output is not zero at padded positions")
     return diffs
 
 
@@ -107,13 +126,19 @@ def bench_length(
     x = torch.randn(config.batch, length, config.embed_dim, generator=generator).requires_grad_(True)
     padding = key_padding(config.batch, length, generator)
     steps = make_steps(torch_mha, ours, x, padding)
-    diffs = check_parity(steps, x)
+    diffs = check_parity(steps, x, ~padding)
     timings = timing.compare(steps, repeats=repeats, warmup=2, quiet=quiet)
-    ak, default, no_weights = (timings.median(k) for k in ("attnkit", "torch", "torch_no_weights"))
+    ak, packed, default, no_weights = (
+        timings.median(k) for k in ("attnkit", "attnkit_packed", "torch", "torch_no_weights")
+    )
     size = f"E={config.embed_dim} H={config.num_heads} B={config.batch} T={length}"
     rows = [
         common.Row("mha fwd+bwd", size, ak, default, "torch, need_weights=True (default)", "s", TARGET),
         common.Row("mha fwd+bwd", size, ak, no_weights, "torch, need_weights=False", "s", None),
+        common.Row(
+            "mha fwd+bwd packed (query_mask)", size, packed, default, "torch, need_weights=True (default)", "s", TARGET
+        ),
+        common.Row("mha fwd+bwd packed (query_mask)", size, packed, no_weights, "torch, need_weights=False", "s", None),
     ]
     print(timings.summary(f"mha T={length}"), flush=True)
     detail = {"size": size, "length": length, "max_abs_diff": diffs, **timings.to_json()}

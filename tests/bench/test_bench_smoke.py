@@ -62,11 +62,11 @@ def test_mha_quick(tmp_path: Path, capsys) -> None:
     mha.main(["--quick", "--out", str(tmp_path)])
     assert "ratio" in capsys.readouterr().out  # the table was printed
     document = _load(tmp_path / "mha.json")
-    _check_rows(document["rows"], 2 * len(mha.QUICK.lengths))
+    _check_rows(document["rows"], 4 * len(mha.QUICK.lengths))
     details = document["details"]
     assert [d["length"] for d in details] == list(mha.QUICK.lengths)
     for detail in details:
-        _check_timings(detail, {"attnkit", "torch", "torch_no_weights"})
+        _check_timings(detail, {"attnkit", "attnkit_packed", "torch", "torch_no_weights"})
         assert all(diff <= 1e-4 for diff in detail["max_abs_diff"].values())
 
 

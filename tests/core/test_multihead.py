@@ -190,3 +190,12 @@ def test_query_mask_packs_rows_and_zeroes_padded_queries_in_values_and_gradients
     (plain.context * upstream * keep).sum().backward()
     torch.testing.assert_close(x_packed.grad, x_plain.grad, atol=1e-6, rtol=1e-5)
     assert (x_packed.grad[~mask] == 0).all()
+
+
+def test_gather_rows_gradcheck_float64():
+    from attnkit.multihead import gather_rows
+
+    x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([4, 0, 2])
+    assert torch.autograd.gradcheck(lambda t: gather_rows(t, index), (x,))
+    torch.testing.assert_close(gather_rows(x, index), x[index])
