@@ -9,8 +9,8 @@ add noise equally to both sides. Hence:
 * during each round we measure the CPU time **other** processes used (system busy time minus ours); a round where
   they averaged more than :data:`CONTENDED_CORES` is *contended*, and extra rounds are run (up to twice the
   requested number) to collect the requested count of clean ones;
-* the figure is the **median of the clean rounds** (of all rounds, flagged ``contended``, when fewer than three are
-  clean). Every sample and every round's load stay in the JSON.
+* the figure is the **median of the clean rounds** (of all rounds, flagged ``contended``, when fewer than three or
+  than half the requested number are clean: rerun then). Every sample and every round's load stay in the JSON.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ QUIET_BUSY = 0.15  # a round starts when the CPUs were at most 15 % busy over a 
 QUIET_TIMEOUT = 20.0  # ...or after this many seconds of waiting...
 QUIET_BUDGET = 120.0  # ...and at most this long in total per comparison (under steady load, stop waiting)
 CONTENDED_CORES = 0.2  # other processes using more than 0.2 of a core on average during a round: contended
-MIN_CLEAN = 3  # fewer clean rounds than this: report the median of all rounds, flagged
+MIN_CLEAN = 3  # fewer clean rounds than this, or than half the requested count: median of all rounds, flagged
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -81,7 +81,8 @@ class Timings:
     @property
     def contended(self) -> bool:
         """True if too few rounds were clean and the medians include contended rounds."""
-        return len(self.clean_rounds) < min(MIN_CLEAN, len(self.others_cores))
+        needed = max(MIN_CLEAN, (self.requested + 1) // 2)
+        return len(self.clean_rounds) < min(needed, len(self.others_cores))
 
     def median(self, name: str) -> float:
         """Median seconds per call of ``name`` over the clean rounds (all rounds if :attr:`contended`)."""
