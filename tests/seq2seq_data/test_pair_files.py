@@ -79,7 +79,7 @@ def test_many_bad_rows_are_summarised(tmp_path):
     [
         ("p.xlsx", b"a\tb\n", "cannot tell the file type"),
         ("empty.tsv", b"\n\n", "no pairs found"),
-        ("latin.tsv", b"ok\tfine\ncaf\xe9\tcoffee\n", r"latin\.tsv:2: byte 0xe9 is not valid UTF-8"),
+        ("latin.tsv", b"ok\tfine\ncaf\xe9\tcoffee\n", r"latin\.tsv:2: byte 0xe9 at column 4 is not valid UTF-8"),
     ],
 )
 def test_file_level_errors(tmp_path, name, content, message):

@@ -83,7 +83,7 @@ def read_rows(
     fmt = file_format or detect_format(path)
     if fmt not in ("csv", "tsv", "jsonl"):
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv or jsonl")
-    text = _decode(path)
+    text = read_utf8(path)
     records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt)
     columns = [text_column] if label_column is None else [text_column, label_column]
     rows = FileRows(path=path, texts=[], labels=None if label_column is None else [], lines=[])
@@ -147,7 +147,8 @@ def load_files(
     )
 
 
-def _decode(path: Path) -> str:
+def read_utf8(path: Path) -> str:
+    """The file's text (UTF-8, BOM allowed); ``DataError`` naming ``file:line`` for bytes that are not UTF-8."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from attnkit.data.files import DataError
+from attnkit.data.files import DataError, read_utf8
 from attnkit.data.seq2seq.dataset import Level, Pair, Seq2SeqData, hash_order
 
 __all__ = ["FORMATS", "DataError", "PairFileError", "load_pair_files", "read_pairs"]
@@ -72,7 +72,7 @@ def read_pairs(
     if fmt not in ("tsv", "csv", "jsonl"):
         known = ", ".join(FORMATS)
         raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
-    text = _read_text(path)
+    text = read_utf8(path)
     if fmt == "jsonl":
         rows = _jsonl_rows(text, source_key, target_key)
     else:
@@ -139,23 +139,6 @@ def _first_per_source(pairs: list[Pair]) -> list[Pair]:
     for source, target in pairs:
         first.setdefault(source, (source, target))
     return list(first.values())
-
-
-def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a file") from None
-    except OSError as error:
-        raise DataError(f"{path}: cannot read ({error.strerror})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        start = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
-        line = raw.count(b"\n", 0, start) + 1
-        raise DataError(f"{path}:{line}: byte 0x{raw[start]:02x} is not valid UTF-8; save the file as UTF-8") from None
 
 
 def _pair(source: object, target: object, source_name: str, target_name: str) -> Pair | str:
