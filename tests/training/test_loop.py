@@ -12,7 +12,7 @@ from _toy_training import ToyModel, ToyTask, batch_functions, make_data, run
 from safetensors.torch import load_file
 from torch import nn
 
-from attnkit.training.checkpoint import load_model_weights, read_metadata
+from attnkit.training.checkpoint import load_model_weights, read_metadata, read_trainer_state
 from attnkit.training.loop import FitConfig, FitResult, fit
 
 QUIET = {"progress": False, "seed": 7, "lr": 0.01, "patience": None}
@@ -145,6 +145,21 @@ def test_early_stopping_after_patience_epochs_without_improvement():
     assert result.stopped_early and result.stop_reason == "early_stopping"
     assert_same_weights(weights(task.model), task.snapshots[1])
     assert task.model.training  # the mode it came in with
+
+
+def test_lr_decay_multiplies_the_rate_after_each_epoch_without_improvement_and_survives_a_resume(tmp_path):
+    scripted = [1.0, 1.1, 0.9, 1.2, 1.3]  # epochs 2, 4 and 5 do not improve
+    config = FitConfig(epochs=5, lr=0.1, lr_decay=0.5, patience=None, select_metric="loss", select_mode="min")
+    config.progress = False
+    lrs = []
+    for epochs in range(1, 6):  # one epoch per call, resumed each time: the rate must come back from the checkpoint
+        task = ScriptedTask(scripted[epochs - 1 :])
+        config.epochs = epochs
+        fit(task, constant_batches(), lambda: [], config, checkpoint_dir=tmp_path, resume=True)
+        lrs.append(read_trainer_state(tmp_path / "last")["optimizer"]["param_groups"][0]["lr"])
+    assert lrs == pytest.approx([0.1, 0.05, 0.05, 0.025, 0.0125])
+    with pytest.raises(ValueError, match=r"lr_decay must be in \(0, 1\], got 1.5"):
+        FitConfig(lr_decay=1.5)
 
 
 def test_a_nan_metric_never_counts_as_an_improvement():

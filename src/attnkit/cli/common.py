@@ -59,6 +59,12 @@ def add_training_options(
     fit.add_argument("--epochs", type=int, default=epochs, help=f"(default {epochs})")
     fit.add_argument("--batch-size", type=int, default=batch_size, help=f"(default {batch_size})")
     fit.add_argument("--lr", type=float, default=lr, help=f"AdamW learning rate (default {lr:g})")
+    fit.add_argument(
+        "--lr-decay",
+        type=float,
+        default=1.0,
+        help="multiply the learning rate by this after each epoch without improvement (default 1: constant)",
+    )
     fit.add_argument("--weight-decay", type=float, default=weight_decay, help=f"(default {weight_decay:g})")
     fit.add_argument(
         "--patience",
@@ -79,6 +85,7 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
     return FitConfig(
         epochs=args.epochs,
         lr=args.lr,
+        lr_decay=args.lr_decay,
         weight_decay=args.weight_decay,
         patience=args.patience,
         seed=args.seed,

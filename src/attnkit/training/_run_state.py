@@ -35,9 +35,11 @@ if TYPE_CHECKING:
 __all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_copy", "start_run"]
 
 LAST, BEST = "last", "best"
+# Settings added after checkpoints were first written: their value in a checkpoint that predates them.
+_SETTING_DEFAULTS = {"lr_decay": 1.0}
 _STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
-_RESULT_SETTINGS = ("seed", "lr", "weight_decay", "grad_clip", "select_metric", "select_mode")
+_RESULT_SETTINGS = ("seed", "lr", "lr_decay", "weight_decay", "grad_clip", "select_metric", "select_mode")
 
 
 @dataclass
@@ -140,7 +142,7 @@ def _check_same_run(
     differences = [
         f"{name}={saved.get(name)!r} then, {getattr(config, name)!r} now"
         for name in _RESULT_SETTINGS
-        if saved.get(name) != getattr(config, name)
+        if saved.get(name, _SETTING_DEFAULTS.get(name)) != getattr(config, name)
     ]
     if differences:
         raise ValueError(

@@ -102,7 +102,10 @@ class FitConfig:
 
     Attributes:
         epochs: the most epochs to train (in total, counting the epochs of a resumed run).
-        lr: AdamW's learning rate.
+        lr: AdamW's (initial) learning rate.
+        lr_decay: after every validated epoch that does not improve the selection metric, the learning rate is
+            multiplied by this factor (0 < lr_decay <= 1; 1.0 keeps it constant). The rate lives in the optimiser's
+            state, so a resumed run carries on with the decayed value.
         weight_decay: AdamW's decoupled weight decay, applied to matrices and embeddings only (parameters with two
             or more dimensions), not to biases and norm gains.
         grad_clip: the largest global gradient norm, or None for no clipping.
@@ -119,6 +122,7 @@ class FitConfig:
 
     epochs: int = 10
     lr: float = 1e-3
+    lr_decay: float = 1.0
     weight_decay: float = 0.0
     grad_clip: float | None = 1.0
     patience: int | None = 3
@@ -136,6 +140,8 @@ class FitConfig:
             problems.append(f"epochs must be >= 0, got {self.epochs}")
         if not self.lr > 0:
             problems.append(f"lr must be > 0, got {self.lr}")
+        if not 0 < self.lr_decay <= 1:
+            problems.append(f"lr_decay must be in (0, 1], got {self.lr_decay}")
         if not self.weight_decay >= 0:
             problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.grad_clip is not None and not self.grad_clip > 0:
@@ -267,6 +273,7 @@ def fit(
             run.best_weights, run.bad_epochs = cpu_copy(model), 0
         else:
             run.bad_epochs += 1
+            _decay_learning_rate(optimizer, config.lr_decay)
         train_loss, seconds = totals["loss"] / totals["steps"], time.monotonic() - epoch_started
         record = EpochRecord(epoch, train_loss, metrics, seconds, steps, partial)
         run.epoch = epoch
@@ -385,6 +392,12 @@ def _improves(value: float, best: float | None, mode: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- helpers
+
+
+def _decay_learning_rate(optimizer: torch.optim.Optimizer, factor: float) -> None:
+    """Multiply every parameter group's learning rate by ``factor`` (a plateau step; 1.0 does nothing)."""
+    for group in optimizer.param_groups:
+        group["lr"] *= factor
 
 
 def _make_optimizer(model: nn.Module, config: FitConfig) -> torch.optim.AdamW:
