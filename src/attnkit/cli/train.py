@@ -48,6 +48,12 @@ def add_classify(tasks: argparse._SubParsersAction) -> None:
     model.add_argument(
         "--pooling", choices=["attention", "multihead", "mean", "max"], default="attention", help="pooled only"
     )
+    model.add_argument(
+        "--attention-padding",
+        choices=["masked", "unmasked", "renormalised"],
+        default="masked",
+        help="pooled attention: mask padding (default), score it like tokens, or renormalise after softmax",
+    )
     model.add_argument("--heads", type=int, default=4, help="multihead pooling / transformer heads (default 4)")
     model.add_argument("--embed-dim", type=int, default=128)
     model.add_argument("--hidden", type=int, default=64, help="GRU hidden size per direction (default 64)")
@@ -82,6 +88,7 @@ def run_classify(args: argparse.Namespace) -> int:
         hidden=args.hidden,
         encoder=args.encoder,
         pooling=args.pooling,
+        attention_padding=args.attention_padding,
         heads=args.heads,
         dropout=args.dropout,
     )

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder
+from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedPooling
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
 
@@ -20,12 +21,19 @@ __all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "build_pool
 POOLINGS = ("attention", "multihead", "mean", "max")
 
 
-def build_pooling(name: str, dim: int, *, heads: int = 4) -> nn.Module:
-    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``."""
-    if name == "attention":
-        return AttentionPooling(dim)
-    if name == "multihead":
-        return AttentionPooling(dim, heads=heads)
+def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked") -> nn.Module:
+    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``.
+
+    ``padding`` says how attention pooling treats padded positions (see :mod:`attnkit.models.padding`):
+    ``masked`` (the default and the right way), ``unmasked`` or ``renormalised`` (the masking experiment's
+    alternatives). Mean and max pooling are always masked.
+    """
+    if padding not in PADDING_MODES:
+        raise ValueError(f"unknown padding mode {padding!r}; choose from {', '.join(PADDING_MODES)}")
+    if name in ("attention", "multihead"):
+        distribution = RenormalisedSoftmax() if padding == "renormalised" else None
+        pooling = AttentionPooling(dim, heads=1 if name == "attention" else heads, distribution=distribution)
+        return UnmaskedPooling(pooling) if padding == "unmasked" else pooling
     if name == "mean":
         return MeanPooling()
     if name == "max":

@@ -31,6 +31,7 @@ from attnkit.data.batching import (
 from attnkit.data.sentences import SentenceSplitter, encode_documents
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
+from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import build_pooling
 
 __all__ = [
@@ -68,6 +69,7 @@ class ClassifierConfig:
     hidden: int = 64
     encoder: str = "bigru"
     pooling: str = "attention"
+    attention_padding: str = "masked"  # masked | unmasked | renormalised: see attnkit.models.padding
     heads: int = 4
     layers: int = 2
     dropout: float = 0.3
@@ -77,6 +79,8 @@ class ClassifierConfig:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
+        if self.attention_padding not in PADDING_MODES:
+            raise ValueError(f"attention_padding must be one of {PADDING_MODES}, got {self.attention_padding!r}")
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""
@@ -116,7 +120,7 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         num_classes,
         embed_dim=config.embed_dim,
         encoder=encoder,
-        pooling=build_pooling(config.pooling, feature_dim, heads=config.heads),
+        pooling=build_pooling(config.pooling, feature_dim, heads=config.heads, padding=config.attention_padding),
         dropout=config.dropout,
     )
 
