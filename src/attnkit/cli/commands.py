@@ -4,7 +4,15 @@
 ``TRAIN_TASKS``: each entry's ``add_task(subparsers)`` adds one ``attnkit train TASK``.
 """
 
-from attnkit.cli import demo, evaluate, explain, predict, train, train_seq2seq, train_vision, translate
+from attnkit.cli import demo, evaluate, experiment, explain, predict, train, train_seq2seq, train_vision, translate
 
 TRAIN_TASKS = [train.add_classify, train_vision.add_task, train_seq2seq.add_task]
-REGISTRY = [train.register, evaluate.register, predict.register, translate.register, explain.register, demo.register]
+REGISTRY = [
+    train.register,
+    evaluate.register,
+    predict.register,
+    translate.register,
+    explain.register,
+    experiment.register,
+    demo.register,
+]

@@ -153,6 +153,8 @@ def train_classifier(
             "best_valid": result.best_metrics,
             "test": test_metrics,
             "train_seconds": round(train_seconds, 1),
+            "wall_time": round(result.wall_time, 1),  # the whole run's training time, resumed parts included
+            "stop_reason": result.stop_reason,
             "num_parameters": report.num_parameters,
         }
         (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,0 +1,77 @@
+"""``attnkit experiment NAME``: regenerate one results table of ``docs/results.md`` (see
+:mod:`attnkit.experiments`). Finished runs under ``--runs`` are reused and interrupted ones resumed."""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = """examples:
+  attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
+  attnkit experiment classification --data r8 --seeds 3
+  attnkit experiment masking --data 20ng --seeds 5
+  attnkit experiment g2p
+  attnkit experiment bible
+  attnkit experiment luong
+  attnkit experiment report                                   re-render docs/results.md from docs/results/*.json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``experiment``."""
+    parser = sub.add_parser(
+        "experiment",
+        help="regenerate a results table (docs/results.md)",
+        description="Train the runs behind one table of docs/results.md (reusing finished ones, resuming "
+        "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("name", choices=["classification", "masking", "g2p", "bible", "luong", "report"])
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        default=None,
+        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng)",
+    )
+    parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
+    parser.add_argument("--only", nargs="+", default=None, help="g2p/bible/luong: just these runs (by name)")
+    parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
+    parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads per run (default: torch's)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``attnkit experiment``."""
+    from pathlib import Path
+
+    from attnkit.experiments.common import ExperimentPaths
+
+    paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))
+    if not paths.docs.is_dir():
+        raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
+    if args.only and args.name not in ("g2p", "bible", "luong"):
+        raise ValueError("--only is for the g2p, bible and luong experiments")
+    if args.name == "classification":
+        from attnkit.experiments.classification import DATASETS, run_classification
+
+        run_classification(list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads)
+    elif args.name == "masking":
+        from attnkit.experiments.masking import run_masking
+
+        if args.data and len(args.data) != 1:
+            raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
+        run_masking(args.data[0] if args.data else "20ng", args.seeds or 5, paths, threads=args.threads)
+    elif args.name == "report":
+        from attnkit.experiments.report import render_results
+
+        print(render_results(paths))
+        return 0
+    else:
+        from attnkit.experiments.seq2seq import run_seq2seq_experiment
+
+        if args.data:
+            raise ValueError(f"--data is for classification and masking; {args.name} has its own task")
+        run_seq2seq_experiment(args.name, paths, threads=args.threads, runs=args.only)
+    print(paths.docs / "results.md")
+    return 0

@@ -1,0 +1,116 @@
+"""Render ``docs/results.md`` from what the experiments recorded (``docs/results/*.json``) and the hand-written
+fragments beside them (``docs/results/*.md``: the demo and vision sections, and each table's notes on what was
+tried). ``attnkit experiment report`` re-renders it; every experiment does so when it finishes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnkit.experiments.common import ExperimentPaths, read_json
+
+__all__ = ["render_results"]
+
+INTRO = """# Results
+
+Every figure here comes from a command in this repository, run on the project's standard machine (2 CPU cores,
+no GPU). This page is generated: `attnkit experiment report` rebuilds it from `docs/results/*.json` (written by
+the `attnkit experiment ...` commands quoted below) and the hand-written notes in `docs/results/*.md`. Each
+experiment reuses finished runs under `runs/experiments/` and resumes interrupted ones, so re-running its command
+regenerates its table; delete the run directories to train from scratch.
+"""
+
+NOT_RUN = "_Not run yet: `{command}`._\n"
+
+
+def render_results(paths: ExperimentPaths) -> Path:
+    """Write ``paths.docs / "results.md"`` and return its path."""
+    results = paths.results
+    sections = [
+        INTRO,
+        _fragment(results / "demo.md"),
+        _classification(read_json(results / "classification.json")),
+        _fragment(results / "classification_notes.md"),
+        _masking(read_json(results / "masking.json")),
+        _fragment(results / "masking_notes.md"),
+    ]
+    from attnkit.experiments.seq2seq import render_sections
+
+    sections += render_sections(results)
+    sections.append(_fragment(results / "vision.md"))
+    target = paths.docs / "results.md"
+    target.write_text("\n".join(section.rstrip() + "\n" for section in sections if section))
+    return target
+
+
+def _fragment(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def _classification(table: dict | None) -> str:
+    lines = ["## Document classification: 20ng, R8, R52 (Text GCN splits) and fine-foods", ""]
+    if not table:
+        return "\n".join(lines) + "\n" + NOT_RUN.format(command="attnkit experiment classification --seeds 3")
+    lines += [
+        "Test accuracy (%), mean ± standard deviation over seeds; the model is selected on a validation split carved",
+        "from the training data. TF-IDF + LR is `attnkit.training.baselines` fitted on the same training split.",
+        "",
+        "| data | attnkit model (seeds) | TF-IDF + LR | Text GCN | target | met | minutes / run | command |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for data, row in table.items():
+        seeds = len(row["runs"])
+        mean, std = row["test_accuracy_mean"], row["test_accuracy_std"]
+        published = "–" if row["published_text_gcn"] is None else f"{row['published_text_gcn']:.2f}"
+        met = "yes" if mean >= row["target"] else "**no**"
+        lines.append(
+            f"| {data} | {mean:.2f} ± {std:.2f} ({seeds}) | {row['baseline']['test_accuracy']:.2f} | {published} "
+            f"| ≥ {row['target']:.2f} | {met} | {row['minutes_mean']:.1f} | `{row['command']}` |"
+        )
+    lines += ["", "One run of each row, as a training command:", ""]
+    lines += [f"- {data}: `{row['run_command']}`" for data, row in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _masking(summary: dict | None) -> str:
+    lines = ["## The masking experiment: does masking padding in attention pooling matter?", ""]
+    if not summary:
+        return "\n".join(lines) + "\n" + NOT_RUN.format(command="attnkit experiment masking --data 20ng --seeds 5")
+    modes = summary["modes"]
+    lines += [
+        f"`{summary['command']}`: embeddings + one-head attention pooling on `{summary['data']}`, trained on random",
+        f"(padding-heavy) batches, {summary['seeds']} seeds per variant (one run: `{summary['run_command']}`).",
+        "Accuracy (%) on the test split read in random batches of the training batch size, and in length-bucketed",
+        "batches; attention mass on padding = the pooling weight a document puts on padded positions, averaged.",
+        "",
+        "| padding | test accuracy, random batches | test accuracy, bucketed batches | attention mass on padding |",
+        "|---|---|---|---|",
+    ]
+    names = {
+        "masked": "(a) masked in the softmax",
+        "unmasked": "(b) not masked (scored like tokens)",
+        "renormalised": "(c) softmax, × mask, renormalised",
+    }
+    for mode, row in modes.items():
+        lines.append(
+            f"| {names.get(mode, mode)} | {row['test_accuracy_mean']:.2f} ± {row['test_accuracy_std']:.2f} "
+            f"| {row['bucketed_test_accuracy_mean']:.2f} ± {row['bucketed_test_accuracy_std']:.2f} "
+            f"| {row['padding_mass_mean']:.3f} ± {row['padding_mass_std']:.3f} |"
+        )
+    if {"masked", "unmasked", "renormalised"} <= set(modes):
+        lines += ["", _masking_sentence(modes)]
+    return "\n".join(lines) + "\n"
+
+
+def _masking_sentence(modes: dict) -> str:
+    a, b, c = modes["masked"], modes["unmasked"], modes["renormalised"]
+    gap = b["test_accuracy_mean"] - a["test_accuracy_mean"]
+    shift = b["bucketed_test_accuracy_mean"] - b["test_accuracy_mean"]
+    return (
+        f"What it shows: (a) and (c) put no weight on padding and agree in accuracy to "
+        f"{abs(a['test_accuracy_mean'] - c['test_accuracy_mean']):.2f} points (their weights are equal up to "
+        f"rounding, as `tests/models/test_padding_modes.py` checks to 1e-6). Without a mask, (b) sends "
+        f"{100 * b['padding_mass_mean']:.1f}% of its attention to padding and scores {gap:+.2f} points against (a) "
+        f"on the batches it was trained on, and {shift:+.2f} points more when the same test documents come in "
+        "bucketed batches: its prediction for a document depends on how much padding its batch companions gave it."
+    )

@@ -1,0 +1,219 @@
+"""The sequence-to-sequence results: G2P on CMUdict, Bible EN->ES with and without attention (BLEU by source
+length, as in Bahdanau et al. 2015, Fig. 2), and Luong et al. 2015's attention variants side by side.
+
+    attnkit experiment g2p      # Transformer and RNN with attention on the 12,000 held-out CMUdict words
+    attnkit experiment bible    # no attention vs Luong vs Bahdanau vs Transformer; BLEU by length, as a PNG
+    attnkit experiment luong    # global dot / general / concat, local-m, local-p on CMUdict
+
+Each trains (or reuses, or resumes) its runs under ``runs/experiments/NAME/`` with the commands in
+:data:`EXPERIMENTS`, writes ``docs/results/NAME.json`` and re-renders ``docs/results.md``. Model selection uses the
+validation split only; the test split is decoded once per run, greedily.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnkit.experiments.common import ExperimentPaths, command_line, read_json, run_command, write_json
+
+__all__ = ["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "render_sections", "run_seq2seq_experiment"]
+
+_G2P_FIT = "--epochs 200 --patience 6 --lr-decay 0.5"
+_BIBLE_FIT = "--epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 8"
+_LUONG_FIT = "--model rnn --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 6"
+
+
+@dataclass(frozen=True)
+class Seq2SeqExperiment:
+    """One results table: a task and the named runs compared on it (``attnkit train seq2seq`` options each)."""
+
+    name: str
+    data: str
+    title: str
+    runs: dict[str, str]
+
+    def train_argv(self, run: str, out: Path) -> list[str]:
+        """The ``attnkit`` arguments of one run (``--resume``: an interrupted run continues where it stopped)."""
+        options = shlex.split(self.runs[run])
+        return ["train", "seq2seq", "--data", self.data, *options, "--seed", "0", "--out", str(out), "--resume"]
+
+
+EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
+    "g2p": Seq2SeqExperiment(
+        "g2p",
+        "cmudict",
+        "Grapheme-to-phoneme on CMUdict (12,000 held-out words)",
+        {
+            "transformer": f"--model transformer --max-minutes 60 {_G2P_FIT} --label-smoothing 0.1",
+            "rnn-luong-general": f"--model rnn --attention luong-general --max-minutes 20 {_G2P_FIT}",
+        },
+    ),
+    "bible": Seq2SeqExperiment(
+        "bible",
+        "bible-en-es",
+        "Bible EN→ES (King James → Reina-Valera 1909), held-out chapters",
+        {
+            "none": f"--model rnn --attention none {_BIBLE_FIT}",
+            "luong-general": f"--model rnn --attention luong-general {_BIBLE_FIT}",
+            "bahdanau": f"--model rnn --attention bahdanau {_BIBLE_FIT}",
+            "transformer": f"--model transformer {_BIBLE_FIT}",
+        },
+    ),
+    "luong": Seq2SeqExperiment(
+        "luong",
+        "cmudict",
+        "Luong et al. 2015's attention variants (GRU encoder-decoder, CMUdict)",
+        {
+            "global dot": f"--attention luong-dot {_LUONG_FIT}",
+            "global general": f"--attention luong-general {_LUONG_FIT}",
+            "global concat": f"--attention luong-concat {_LUONG_FIT}",
+            "local-m (general)": f"--attention local-m {_LUONG_FIT}",
+            "local-p (general)": f"--attention local-p {_LUONG_FIT}",
+        },
+    ),
+}
+# Source-length buckets (English words) for BLEU by length: (low, high) inclusive.
+LENGTH_BUCKETS = ((1, 15), (16, 25), (26, 35), (36, 45), (46, 1000))
+
+
+def run_seq2seq_experiment(
+    name: str, paths: ExperimentPaths, *, threads: int | None = None, runs: list[str] | None = None
+) -> dict:
+    """Train (or reuse) the experiment's runs (all, or those named in ``runs``), write and return its JSON."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    experiment = EXPERIMENTS[name]
+    unknown = sorted(set(runs or []) - set(experiment.runs))
+    if unknown:
+        raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(experiment.runs)}")
+    summary_path = paths.results / f"{name}.json"
+    summary = read_json(summary_path) or {"runs": {}}
+    summary.update(title=experiment.title, data=experiment.data, command=command_line(["experiment", name]))
+    for run in runs or list(experiment.runs):
+        out = paths.runs / name / _slug(run)
+        argv = experiment.train_argv(run, out)
+        metrics = read_json(out / "metrics.json")
+        if read_json(out / "command.json") != argv or not (metrics and metrics.get("test")):
+            out.mkdir(parents=True, exist_ok=True)
+            write_json(out / "command.json", argv)
+            run_command(argv + ["--no-progress"] + ([] if threads is None else ["--threads", str(threads)]))
+            metrics = read_json(out / "metrics.json")
+        row = {
+            "command": command_line(argv),
+            "test": metrics["test"],
+            "best_valid": metrics["best_valid"],
+            "best_epoch": metrics["best_epoch"],
+            "epochs_run": metrics["epochs_run"],
+            "minutes": round(metrics["train_seconds"] / 60, 1),
+            "num_parameters": metrics["num_parameters"],
+        }
+        if name == "bible":
+            row["bleu_by_length"] = bleu_by_length(out / "best")
+        summary["runs"][run] = row
+        write_json(summary_path, summary)
+    if name == "bible":
+        plot_bleu_by_length(summary, paths.results / "bible_bleu_by_length.png")
+        write_json(summary_path, summary)
+    from attnkit.experiments.report import render_results
+
+    render_results(paths)
+    return summary
+
+
+def bleu_by_length(checkpoint: Path) -> list[dict]:
+    """Corpus BLEU of the test split in each source-length bucket (greedy decoding)."""
+    from attnkit.data.seq2seq import load_task
+    from attnkit.training.seq2seq_run import evaluate_seq2seq, load_seq2seq
+
+    loaded = load_seq2seq(checkpoint)
+    task = load_task(loaded.config.data)
+    pairs, references = task.split("test"), task.references_for("test")
+    buckets = []
+    for low, high in LENGTH_BUCKETS:
+        chosen = [i for i, (source, _) in enumerate(pairs) if low <= len(source.split()) <= high]
+        if not chosen:
+            continue
+        metrics = evaluate_seq2seq(loaded, [pairs[i] for i in chosen], [references[i] for i in chosen])
+        buckets.append({"low": low, "high": high, "count": len(chosen), "bleu": round(metrics["bleu"], 2)})
+    return buckets
+
+
+def plot_bleu_by_length(summary: dict, target: Path) -> None:
+    """BLEU against source length, one line per model (matplotlib's Agg canvas; no pyplot, no display)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 4.0))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for run, row in summary["runs"].items():
+        buckets = row.get("bleu_by_length") or []
+        if buckets:
+            labels = [_bucket_label(b) for b in buckets]
+            axes.plot(labels, [b["bleu"] for b in buckets], marker="o", label=run)
+    axes.set_xlabel("source length (English words)")
+    axes.set_ylabel("test BLEU (greedy)")
+    axes.set_title("Bible EN→ES: BLEU by source length")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=100)
+    summary["plot"] = target.name
+
+
+def render_sections(results: Path) -> list[str]:
+    """The markdown sections of the three experiments (or a line saying how to run each)."""
+    sections = []
+    for name, experiment in EXPERIMENTS.items():
+        summary = read_json(results / f"{name}.json")
+        lines = [f"## {experiment.title}", ""]
+        if not summary or not summary.get("runs"):
+            lines.append(f"_Not run yet: `attnkit experiment {name}`._")
+        else:
+            lines += _table(name, summary)
+        notes = results / f"{name}_notes.md"
+        if notes.exists():
+            lines += ["", notes.read_text().rstrip()]
+        sections.append("\n".join(lines) + "\n")
+    return sections
+
+
+def _table(name: str, summary: dict) -> list[str]:
+    lines = [f"`{summary['command']}` (one command per row below; greedy decoding, seed 0)", ""]
+    text = summary["data"] == "bible-en-es"
+    if text:
+        lines += [
+            "| model | test BLEU | test chrF | valid BLEU | minutes | epochs | command |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines += [
+            "| model | test WER % | test PER % | valid WER % | minutes | epochs | command |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    for run, row in summary["runs"].items():
+        test, valid = row["test"], row["best_valid"]
+        first, second, selected = ("bleu", "chrf", "bleu") if text else ("wer", "per", "wer")
+        lines.append(
+            f"| {run} | {test[first]:.2f} | {test[second]:.2f} | {valid[selected]:.2f} | {row['minutes']:.1f} "
+            f"| {row['epochs_run']} | `{row['command']}` |"
+        )
+    if text and summary.get("plot"):
+        labels = [_bucket_label(b) for b in next(iter(summary["runs"].values()))["bleu_by_length"]]
+        lines += ["", "Test BLEU by source length (English words):", ""]
+        lines += ["| model | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+        for run, row in summary["runs"].items():
+            lines.append(f"| {run} | " + " | ".join(f"{b['bleu']:.2f}" for b in row["bleu_by_length"]) + " |")
+        lines += ["", f"![BLEU by source length](results/{summary['plot']})"]
+    return lines
+
+
+def _bucket_label(bucket: dict) -> str:
+    return f"{bucket['low']}+" if bucket["high"] >= 1000 else f"{bucket['low']}–{bucket['high']}"
+
+
+def _slug(run: str) -> str:
+    return "".join(c if c.isalnum() or c == "-" else "-" for c in run).strip("-")

@@ -1,0 +1,136 @@
+"""The experiments behind docs/results.md: their commands parse, the page renders from recorded JSON, and the
+masking experiment's padding statistics measure what they claim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attnkit.cli import build_parser, main
+from attnkit.experiments import classification, masking
+from attnkit.experiments.common import ExperimentPaths, mean_std
+from attnkit.experiments.report import render_results
+from attnkit.experiments.seq2seq import EXPERIMENTS
+
+POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
+NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
+
+
+def all_training_commands() -> list[list[str]]:
+    commands = [classification.train_argv(data, 0, Path("out")) for data in classification.DATASETS]
+    commands += [masking.train_argv("20ng", mode, 0, Path("out")) for mode in ("masked", "unmasked", "renormalised")]
+    commands += [e.train_argv(run, Path("out")) for e in EXPERIMENTS.values() for run in e.runs]
+    return commands
+
+
+@pytest.mark.parametrize("argv", all_training_commands(), ids=lambda argv: " ".join(argv[:4]))
+def test_every_experiment_command_is_a_valid_attnkit_command_within_its_time_budget(argv):
+    args = build_parser().parse_args(argv)
+    assert args.resume and args.max_minutes is not None
+    limit = 60 if args.data == "cmudict" else 20  # the issues' training budgets per run
+    assert 0 < args.max_minutes <= limit
+
+
+def test_mean_std():
+    assert mean_std([1.0, 2.0, 3.0]) == (2.0, 1.0)
+    assert mean_std([5.0]) == (5.0, 0.0)
+
+
+def write(path: Path, value: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+
+
+def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_path):
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    run = {"seed": 0, "test_accuracy": 96.5, "valid_accuracy": 96.0, "best_epoch": 4, "minutes": 3.0}
+    write(
+        paths.results / "classification.json",
+        {
+            "r8": {
+                "command": "attnkit experiment classification --data r8 --seeds 2",
+                "run_command": "attnkit train classify --data r8 ...",
+                "runs": [run, {**run, "seed": 1, "test_accuracy": 97.5}],
+                "test_accuracy_mean": 97.0,
+                "test_accuracy_std": 0.7071,
+                "minutes_mean": 3.0,
+                "baseline": {"test_accuracy": 97.67, "minutes": 0.1},
+                "published_text_gcn": 97.07,
+                "target": 98.0,
+            }
+        },
+    )
+    mode = {
+        "runs": [],
+        "test_accuracy_mean": 80.0,
+        "test_accuracy_std": 0.5,
+        "bucketed_test_accuracy_mean": 80.1,
+        "bucketed_test_accuracy_std": 0.4,
+        "padding_mass_mean": 0.0,
+        "padding_mass_std": 0.0,
+    }
+    write(
+        paths.results / "masking.json",
+        {
+            "data": "20ng",
+            "seeds": 5,
+            "command": "attnkit experiment masking --data 20ng --seeds 5",
+            "run_command": "attnkit train classify ...",
+            "modes": {
+                "masked": mode,
+                "unmasked": {**mode, "test_accuracy_mean": 75.0, "padding_mass_mean": 0.4},
+                "renormalised": {**mode, "test_accuracy_mean": 80.02},
+            },
+        },
+    )
+    (paths.results / "demo.md").write_text("## The demo\n\nhand-written\n")
+    page = render_results(paths).read_text()
+    assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
+    assert "## The demo\n\nhand-written" in page
+    assert "(b) sends 40.0% of its attention to padding and scores -5.00 points against (a)" in page
+    assert "_Not run yet: `attnkit experiment g2p`._" in page and "_Not run yet: `attnkit experiment bible`._" in page
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """A masked and an unmasked attention-pooling classifier trained briefly on a small separable CSV."""
+    root = tmp_path_factory.mktemp("masking")
+    rows = [(t, "pos") for t in POSITIVE] * 6 + [(t, "neg") for t in NEGATIVE] * 6
+    train = root / "train.csv"
+    train.write_text("text,label\n" + "\n".join(f'"{text}",{label}' for text, label in rows) + "\n")
+    runs = {}
+    for mode in ("masked", "unmasked"):
+        out = root / mode
+        status = main(
+            ["train", "classify", "--data", str(train), "--model", "pooled", "--encoder", "none",
+             "--attention-padding", mode, "--random-batches", "--embed-dim", "16", "--epochs", "3",
+             "--batch-size", "4", "--vocab-size", "100", "--out", str(out), "--no-progress"]
+        )  # fmt: skip
+        assert status == 0
+        runs[mode] = out / "best"
+    return runs
+
+
+def test_padding_statistics_masked_puts_no_weight_on_padding_unmasked_does(tiny_runs):
+    texts = POSITIVE + NEGATIVE + ["great"]  # one short document: every batch it lands in carries padding
+    labels = [1, 1, 1, 0, 0, 0, 1]
+    masked = masking.padding_statistics(tiny_runs["masked"], texts, labels, batch_size=7)
+    unmasked = masking.padding_statistics(tiny_runs["unmasked"], texts, labels, batch_size=7)
+    assert masked["padding_mass"] == 0.0
+    assert unmasked["padding_mass"] > 0.01
+    assert 0 <= masked["test_accuracy"] <= 100
+
+
+def test_experiment_command_errors(tmp_path, capsys):
+    assert main(["experiment", "classification", "--data", "imdb", "--docs", str(tmp_path)]) == 2
+    assert "no classification setting for imdb" in capsys.readouterr().err
+    assert main(["experiment", "masking", "--only", "x", "--docs", str(tmp_path)]) == 2
+    assert "--only is for the g2p, bible and luong experiments" in capsys.readouterr().err
+    assert main(["experiment", "bible", "--only", "lstm", "--docs", str(tmp_path)]) == 2
+    assert "bible has no run lstm" in capsys.readouterr().err
+    assert main(["experiment", "report", "--docs", str(tmp_path / "missing")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["experiment", "report", "--docs", str(tmp_path)]) == 0
+    assert (tmp_path / "results.md").read_text().startswith("# Results")
