@@ -134,8 +134,7 @@ def train_classifier(
     train_seconds = time.perf_counter() - started
 
     test_metrics = None
-    if data.test_texts:
-        load_model_weights(model, out_dir / "best")
+    if data.test_texts:  # fit has left the best epoch's weights in the model
         test_metrics = evaluate_classifier(model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size)
     report = TrainReport(
         fit=result,
