@@ -6,16 +6,25 @@ and, when ``need_weights=True``, the exact per-head weights are computed alongsi
 ``distribution(score(q, k), mask) @ v`` — also the reference the fast path is tested against (set
 ``module.fast_path = False`` to force it).
 
+Projections: the query, key and value weights (and biases) live back to back in one storage, so self-attention
+runs one ``[B·T, E] x [E, 3E]`` matmul on them in place — no ``torch.cat`` of the weights in forward, no split
+of their gradient in backward (:class:`_PackedLinear`). Rows that no output depends on are skipped: padded keys
+(``key_mask``) get no key/value projection, padded queries (``query_mask``) no query or output projection. The
+readable reference — three ``nn.Linear`` calls on every row — runs with ``module.fused_projections = False``.
+
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)
-    E  embed_dim   Dh  head_dim = E / H
+    E  embed_dim   Dh  head_dim = E / H   N  rows actually projected   P  output rows of packed projections
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from attnkit import masks
 from attnkit.distributions import Distribution, Softmax
@@ -49,20 +58,99 @@ def gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return _GatherRows.apply(x, index)
 
 
-def _linear_rows(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, rows: torch.Tensor | None
-) -> torch.Tensor:
-    """``F.linear`` on the rows where ``rows`` is True, zeros elsewhere: x ``[B, T, Din]``, rows ``[B, T]`` -> ``[B, T, Dout]``.
+def _on_rows(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """A row-wise ``fn`` on the rows of x ``[B, T, Din]`` where ``rows [B, T]`` is True, zeros elsewhere -> ``[B, T, Dout]``.
 
-    The packed fast path: padded rows cost no matmul work. ``rows=None`` is plain ``F.linear``.
+    The packed fast path: skipped rows cost no matmul work. ``rows=None`` (or every row kept) is plain ``fn(x)``.
     """
     if rows is None:
-        return F.linear(x, weight, bias)
+        return fn(x)
     flat = x.reshape(-1, x.shape[-1])  # [B·T, Din]
-    index = rows.reshape(-1).nonzero().squeeze(1)  # [N] real rows
-    packed = F.linear(gather_rows(flat, index), weight, bias)  # [N, Dout]
-    out = flat.new_zeros(flat.shape[0], weight.shape[0]).index_copy(0, index, packed)
-    return out.view(*x.shape[:-1], weight.shape[0])
+    index = rows.reshape(-1).nonzero().squeeze(1)  # [N] kept rows
+    if index.numel() == flat.shape[0]:
+        return fn(x)
+    packed = fn(gather_rows(flat, index))  # [N, Dout]
+    out = packed.new_zeros(flat.shape[0], packed.shape[-1]).index_copy(0, index, packed)
+    return out.view(*x.shape[:-1], packed.shape[-1])
+
+
+def packed_view(parts: Sequence[torch.Tensor]) -> torch.Tensor | None:
+    """``torch.cat(parts)`` as a view, without a copy, if the parts lie back to back in one storage; else None.
+
+    The view is detached: gradients are :class:`_PackedLinear`'s business.
+    """
+    first = parts[0]
+    expected = first.data_ptr()
+    for part in parts:
+        if (
+            part.data_ptr() != expected
+            or not part.is_contiguous()
+            or part.dtype != first.dtype
+            or part.device != first.device
+            or part.shape[1:] != first.shape[1:]
+        ):
+            return None
+        expected += part.numel() * part.element_size()
+    needed = expected - first.data_ptr() + first.storage_offset() * first.element_size()
+    if first.untyped_storage().nbytes() < needed:  # adjacent in memory but not one storage
+        return None
+    rows = sum(part.shape[0] for part in parts)
+    return first.detach().as_strided((rows, *first.shape[1:]), first.stride(), first.storage_offset())
+
+
+class _PackedLinear(torch.autograd.Function):
+    """``F.linear(x, cat(weights), cat(biases))`` for weights (and biases) that lie back to back in one storage.
+
+    Forward multiplies by the packed weight in place; backward computes one ``[P, Din]`` weight gradient and hands
+    each part its rows (views): no ``torch.cat`` in either direction. The parts are saved individually, so an
+    in-place change to any of them before backward raises as it would for ``F.linear``.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, has_bias: bool, *params: torch.Tensor) -> torch.Tensor:
+        parts = len(params) // 2 if has_bias else len(params)
+        weights, biases = params[:parts], params[parts:]
+        ctx.save_for_backward(x, *weights)
+        ctx.has_bias, ctx.sizes = has_bias, [w.shape[0] for w in weights]
+        return F.linear(x, packed_view(weights), packed_view(biases) if has_bias else None)  # [..., P]
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        x, *weights = ctx.saved_tensors
+        parts = len(weights)
+        needs = ctx.needs_input_grad
+        grad_x = grad_weights = grad_biases = None
+        if needs[0]:
+            weight = packed_view(weights)
+            grad_x = grad @ (torch.cat(weights) if weight is None else weight)  # [..., Din]
+        flat = grad.reshape(-1, grad.shape[-1])  # [M, P]
+        if any(needs[2 : 2 + parts]):
+            grad_weights = (flat.t() @ x.reshape(-1, x.shape[-1])).split(ctx.sizes)  # P x [., Din]
+        if ctx.has_bias and any(needs[2 + parts :]):
+            grad_biases = flat.sum(0).split(ctx.sizes)
+        grad_weights = grad_weights or (None,) * parts
+        grad_biases = grad_biases or (None,) * (parts if ctx.has_bias else 0)
+        return (grad_x, None, *grad_weights, *grad_biases)
+
+
+def packed_linear(x: torch.Tensor, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None):
+    """``F.linear(x, torch.cat(weights), torch.cat(biases))`` -> ``[..., P]``, reading the weights in place when
+    they are packed (see :func:`packed_view`) and falling back to the concatenation otherwise."""
+    params = [*weights, *(biases or ())]
+    if packed_view(weights) is None or (biases is not None and packed_view(biases) is None):
+        return F.linear(x, torch.cat(weights), None if biases is None else torch.cat(biases))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *params)):
+        return _PackedLinear.apply(x, biases is not None, *params)
+    return F.linear(x, packed_view(weights), None if biases is None else packed_view(biases))
+
+
+def _pack_after_load(module: MultiHeadAttention, _incompatible_keys: object) -> None:
+    module.pack_projections()  # load_state_dict(assign=True) puts new tensors in place
+
+
+def _same_rows(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
+    return a is b or (a is not None and b is not None and a.shape == b.shape and torch.equal(a, b))
 
 
 class MultiHeadAttention(nn.Module):
@@ -77,6 +165,10 @@ class MultiHeadAttention(nn.Module):
         score: a :class:`~attnkit.scores.Score` on ``[B, H, T, Dh]`` tensors (default :class:`ScaledDotScore`).
         distribution: a :class:`~attnkit.distributions.Distribution` (default :class:`Softmax`).
         rotary: optional :class:`~attnkit.positions.RotaryPositions` applied to queries and keys.
+
+    ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` are ordinary ``nn.Linear`` modules (their names are the
+    ``state_dict`` keys); when ``kdim = vdim = E`` the first three share one storage (kept so across ``.to()``,
+    ``load_state_dict(assign=True)``, copies and pickling).
     """
 
     def __init__(
@@ -107,7 +199,53 @@ class MultiHeadAttention(nn.Module):
         self._same_input_dims = (kdim or embed_dim) == embed_dim and (vdim or embed_dim) == embed_dim
         # The SDPA path computes exactly ScaledDotScore + Softmax; anything else takes the generic path.
         self.fast_path = type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
+        # Packed projections and skipped rows; False: the readable reference (nn.Linear on every row).
+        self.fused_projections = True
+        self.pack_projections()
+        self.register_load_state_dict_post_hook(_pack_after_load)
 
+    # ------------------------------------------------------------------------------------------- packing
+    def _projection_params(self, name: str) -> list[torch.Tensor | None]:
+        return [getattr(proj, name) for proj in (self.q_proj, self.k_proj, self.v_proj)]
+
+    def pack_projections(self) -> None:
+        """Lay the query, key and value weights (and biases) back to back in one storage, values unchanged.
+
+        Called on construction and after ``.to()``, ``load_state_dict`` and unpickling; parameters stay the same
+        objects (only their ``.data`` moves), so optimizers keep tracking them. A no-op where they are packed
+        already, differ in input size, or are not plain parameters (e.g. under a parametrization).
+        """
+        if not self._same_input_dims:
+            return
+        for name in ("weight", "bias"):
+            params = self._projection_params(name)
+            if not all(isinstance(p, nn.Parameter) for p in params) or packed_view(params) is not None:
+                continue
+            if len({(p.dtype, p.device) for p in params}) != 1:
+                continue
+            with torch.no_grad():
+                packed = torch.cat([p.detach() for p in params])  # [3E(, E)]
+            for param, part in zip(params, packed.split([p.shape[0] for p in params]), strict=True):
+                param.data = part
+
+    def _apply(self, fn, recurse: bool = True):  # .to(), .half(), .cuda(): one new storage per parameter
+        module = super()._apply(fn, recurse)
+        self.pack_projections()
+        return module
+
+    def __setstate__(self, state: dict) -> None:  # copy.deepcopy and pickle clone each parameter apart
+        super().__setstate__(state)
+        self.pack_projections()
+
+    def _project(self, x: torch.Tensor, projections: str, rows: torch.Tensor | None) -> torch.Tensor:
+        """``x [B, T, E]`` through the packed projections named by letters (``"qkv"``, ``"q"``, ``"kv"``), on ``rows``
+        only -> ``[B, T, len(projections)·E]``."""
+        modules = [{"q": self.q_proj, "k": self.k_proj, "v": self.v_proj}[c] for c in projections]
+        weights = [m.weight for m in modules]
+        biases = None if modules[0].bias is None else [m.bias for m in modules]
+        return _on_rows(lambda t: packed_linear(t, weights, biases), x, rows)
+
+    # ------------------------------------------------------------------------------------------- forward
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # [B, H, T, Dh]
@@ -143,6 +281,7 @@ class MultiHeadAttention(nn.Module):
             key: ``[B, Tk, kdim]``; ``None`` for self-attention (then ``value`` must be ``None`` too).
             value: ``[B, Tk, vdim]``; defaults to ``key``.
             key_mask: ``[B, Tk]`` bool, True where the key is real (with a cache: all steps held after this one).
+                In self-attention without a cache, padded keys are not projected at all (nothing reads them).
             query_mask: ``[B, Tq]`` bool, True where the query is real. Masked queries get a zero output and zero
                 weights, and their rows are skipped by the projections (the packed fast path: padding costs
                 no matmul work there).
@@ -177,21 +316,20 @@ class MultiHeadAttention(nn.Module):
                 f"query_mask must have shape [B, Tq] = {tuple(query.shape[:2])}, got {tuple(query_mask.shape)}"
             )
         offset = cache.size if cache is not None else 0
-        if key_value is not None:
-            q = self._split_heads(_linear_rows(query, self.q_proj.weight, self.q_proj.bias, query_mask))
-            k, v = key_value
-        elif key is query and value is query and self._same_input_dims:
-            # self-attention: one [B·T, E] x [E, 3E] matmul, and one gradient for the input instead of three;
-            # with both masks, only rows that are a real query or a real key are projected
-            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
-            bias = (
-                None if self.q_proj.bias is None else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-            )
-            rows = query_mask | key_mask if query_mask is not None and key_mask is not None and cache is None else None
-            q, k, v = (self._split_heads(t) for t in _linear_rows(query, weight, bias, rows).chunk(3, dim=-1))
+        fused = self.fused_projections
+        if key_value is None and key is query and value is query and self._same_input_dims and fused:
+            # self-attention: one [B·T, E] x [E, 3E] matmul on the packed weights and one gradient for the input;
+            # padded keys (without a cache) skip the key/value projection, padded queries the query projection
+            key_rows = key_mask if cache is None else None
+            if _same_rows(query_mask, key_rows):
+                q, k, v = self._project(query, "qkv", query_mask).chunk(3, dim=-1)  # 3 x [B, T, E]
+            else:
+                q = self._project(query, "q", query_mask)
+                k, v = self._project(query, "kv", key_rows).chunk(2, dim=-1)
+            q, k, v = (self._split_heads(t) for t in (q, k, v))  # [B, H, T, Dh]
         else:
-            q = self._split_heads(_linear_rows(query, self.q_proj.weight, self.q_proj.bias, query_mask))
-            k, v = self.project_key_value(key, value)  # [B, H, Tk, Dh]
+            q = self._split_heads(self._project(query, "q", query_mask) if fused else self.q_proj(query))
+            k, v = key_value if key_value is not None else self.project_key_value(key, value)  # [B, H, Tk, Dh]
         if self.rotary is not None:
             q, k = self.rotary(q, offset=offset), self.rotary(k, offset=offset)
         if cache is not None:
@@ -199,7 +337,8 @@ class MultiHeadAttention(nn.Module):
 
         batch, tq, tk = query.shape[0], q.shape[2], k.shape[2]
         scores_shape = (batch, self.num_heads, tq, tk)
-        causal_mask = masks.causal(tq, tk, device=query.device) if causal else None
+        # one query under the (bottom-right aligned) causal mask sees every key: nothing to mask
+        causal_mask = masks.causal(tq, tk, device=query.device) if causal and tq > 1 else None
         mask = masks.attention_mask(scores_shape, key_mask=key_mask, attn_mask=masks.combine(attn_mask, causal_mask))
         dropout = self.dropout if self.training else 0.0
         if self.fast_path:
@@ -207,8 +346,12 @@ class MultiHeadAttention(nn.Module):
         else:
             weights = self.distribution(self.score(q, k), mask, query=q)  # [B, H, Tq, Tk]
             context = F.dropout(weights, dropout, training=dropout > 0) @ v.to(weights.dtype)
-        context = context.transpose(1, 2).reshape(batch, tq, self.embed_dim)  # [B, Tq, E]
-        output = _linear_rows(context.to(query.dtype), self.out_proj.weight, self.out_proj.bias, query_mask)
+        context = context.transpose(1, 2).reshape(batch, tq, self.embed_dim).to(query.dtype)  # [B, Tq, E]
+        if fused:
+            output = _on_rows(self.out_proj, context, query_mask)
+        else:
+            output = self.out_proj(context)
+            output = output if query_mask is None else output * query_mask[..., None].to(output.dtype)
         if need_weights and query_mask is not None:
             weights = weights * query_mask[:, None, :, None]
         return AttentionOutput(output, weights if need_weights else None)

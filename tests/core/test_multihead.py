@@ -199,3 +199,139 @@ def test_gather_rows_gradcheck_float64():
     index = torch.tensor([4, 0, 2])
     assert torch.autograd.gradcheck(lambda t: gather_rows(t, index), (x,))
     torch.testing.assert_close(gather_rows(x, index), x[index])
+
+
+# ------------------------------------------------------------------ packed projections (one storage for q, k, v)
+
+
+def _reference_of(mha: MultiHeadAttention) -> MultiHeadAttention:
+    """The same weights on the readable path: three nn.Linear calls on every row."""
+    reference = MultiHeadAttention(mha.embed_dim, mha.num_heads, bias=mha.q_proj.bias is not None)
+    reference.load_state_dict(mha.state_dict())
+    reference.fused_projections = False
+    return reference
+
+
+def _is_packed(mha: MultiHeadAttention) -> bool:
+    from attnkit.multihead import packed_view
+
+    projections = (mha.q_proj, mha.k_proj, mha.v_proj)
+    packed = packed_view([p.weight for p in projections])
+    bias_ok = mha.q_proj.bias is None or packed_view([p.bias for p in projections]) is not None
+    return packed is not None and bias_ok
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("masking", ["none", "key", "query", "same", "different"])
+def test_fused_projections_equal_the_readable_reference_in_values_and_gradients(masking, need_weights, causal, bias):
+    torch.manual_seed(0)
+    fused = MultiHeadAttention(16, 4, bias=bias)
+    reference = _reference_of(fused)
+    assert _is_packed(fused)
+    x = torch.randn(3, 6, 16)
+    key_mask = key_padding([6, 3, 1], 6)
+    query_mask = {"query": key_mask, "same": key_mask.clone(), "different": key_padding([5, 6, 2], 6)}.get(masking)
+    key_mask = key_mask if masking in ("key", "same", "different") else None
+    outputs = []
+    for mha in (fused, reference):
+        xi = x.clone().requires_grad_()
+        out = mha(xi, key_mask=key_mask, query_mask=query_mask, causal=causal, need_weights=need_weights)
+        upstream = torch.linspace(-1, 1, out.context.numel()).view_as(out.context)
+        (out.context * upstream).sum().backward()
+        outputs.append((out, xi.grad))
+    (out_f, grad_f), (out_r, grad_r) = outputs
+    torch.testing.assert_close(out_f.context, out_r.context, atol=1e-5, rtol=1e-5)
+    if need_weights:
+        torch.testing.assert_close(out_f.weights, out_r.weights, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(grad_f, grad_r, atol=1e-5, rtol=1e-4)
+    for (name, p_f), p_r in zip(fused.named_parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p_f.grad, p_r.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_packed_projections_keep_state_dict_keys_and_follow_optimizer_steps_and_loads():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    assert list(mha.state_dict()) == [
+        f"{p}.{w}" for p in ("q_proj", "k_proj", "v_proj", "out_proj") for w in ("weight", "bias")
+    ]
+    x = torch.randn(2, 5, 16)
+    optimizer = torch.optim.SGD(mha.parameters(), lr=0.5)
+    mha(x).context.square().sum().backward()
+    optimizer.step()  # in place: the packed storage sees the new values
+    assert _is_packed(mha)
+    torch.testing.assert_close(mha(x).context, _reference_of(mha)(x).context)
+    # a load (copying in place, or assigning new tensors) changes what the fused path computes
+    other = MultiHeadAttention(16, 4)
+    for assign in (False, True):
+        mha.load_state_dict(other.state_dict(), assign=assign)
+        assert _is_packed(mha)
+        torch.testing.assert_close(mha(x).context, other(x).context)
+    mha.load_state_dict({k: v.clone() for k, v in other.state_dict().items()}, assign=True)
+    assert _is_packed(mha)
+
+
+def test_packing_survives_dtype_moves_copies_and_pickling_and_optimizers_keep_their_parameters():
+    import copy
+    import io
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    params = list(mha.parameters())
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    mha.double()
+    assert _is_packed(mha) and all(a is b for a, b in zip(params, mha.parameters(), strict=True))
+    expected = _reference_of(mha).double()(x).context
+    buffer = io.BytesIO()
+    torch.save(mha, buffer)
+    buffer.seek(0)
+    for clone in (copy.deepcopy(mha), torch.load(buffer, weights_only=False)):
+        assert _is_packed(clone)
+        torch.testing.assert_close(clone(x).context, expected)
+        clone.q_proj.weight.data.add_(1.0)  # a copy owns its storage
+        torch.testing.assert_close(mha(x).context, expected)
+
+
+def test_unpacked_parameters_fall_back_to_concatenation():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    reference = _reference_of(mha)
+    mha.k_proj.weight = nn.Parameter(mha.k_proj.weight.detach().clone())  # no longer next to q and v
+    assert not _is_packed(mha)
+    x = torch.randn(2, 5, 16, requires_grad=True)
+    torch.testing.assert_close(mha(x).context, reference(x).context)
+    mha(x).context.sum().backward()
+    assert mha.k_proj.weight.grad is not None
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_packed_linear_gradcheck_float64(bias):
+    from attnkit.multihead import packed_linear, packed_view
+
+    torch.manual_seed(0)
+    storage = torch.randn(3 * 4 * 3 + 3 * 4, dtype=torch.float64)
+    weights = [storage[i * 12 : (i + 1) * 12].view(4, 3).detach().requires_grad_() for i in range(3)]
+    biases = [storage[36 + i * 4 : 36 + (i + 1) * 4].detach().requires_grad_() for i in range(3)] if bias else None
+    assert packed_view(weights) is not None  # leaves that share one storage
+    x = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+
+    def fn(x, *params):
+        return packed_linear(x, params[:3], params[3:] or None)
+
+    assert torch.autograd.gradcheck(fn, (x, *weights, *(biases or ())))
+    expected = torch.nn.functional.linear(x, torch.cat(weights), None if biases is None else torch.cat(biases))
+    torch.testing.assert_close(fn(x, *weights, *(biases or ())), expected)
+
+
+def test_packed_linear_detects_in_place_changes_before_backward():
+    from attnkit.multihead import packed_linear
+
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    projections = (mha.q_proj, mha.k_proj, mha.v_proj)
+    out = packed_linear(x, [p.weight for p in projections], [p.bias for p in projections])
+    with torch.no_grad():
+        mha.v_proj.weight.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
