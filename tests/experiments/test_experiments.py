@@ -134,3 +134,22 @@ def test_experiment_command_errors(tmp_path, capsys):
     assert "no such directory" in capsys.readouterr().err
     assert main(["experiment", "report", "--docs", str(tmp_path)]) == 0
     assert (tmp_path / "results.md").read_text().startswith("# Results")
+
+
+def test_a_finished_run_of_the_same_command_is_reused_and_any_other_is_trained(tmp_path, monkeypatch):
+    from attnkit.experiments import common
+
+    calls = []
+
+    def fake_run(argv):
+        calls.append(argv)
+        (tmp_path / "metrics.json").write_text(json.dumps({"test": {"accuracy": 0.5}}))
+
+    monkeypatch.setattr(common, "run_command", fake_run)
+    argv = ["train", "classify", "--data", "r8", "--out", str(tmp_path), "--resume"]
+    assert common.ensure_run(argv, tmp_path, threads=1) == {"test": {"accuracy": 0.5}}
+    assert calls == [[*argv, "--no-progress", "--threads", "1"]]
+    common.ensure_run(argv, tmp_path)  # finished, same command: reused
+    assert len(calls) == 1
+    common.ensure_run([*argv, "--seed", "1"], tmp_path)  # another command in the same directory: trained
+    assert len(calls) == 2

@@ -12,7 +12,7 @@ import shlex
 import time
 from pathlib import Path
 
-from attnkit.experiments.common import ExperimentPaths, command_line, mean_std, read_json, run_command, write_json
+from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
 
 __all__ = ["DATASETS", "SETTINGS", "TARGETS", "run_classification", "train_argv"]
 
@@ -86,12 +86,7 @@ def run_classification(
 
 def _run(data: str, seed: int, out: Path, threads: int | None) -> dict:
     """One seed's run: trained unless ``out`` already holds a finished run of the same command."""
-    argv = train_argv(data, seed, out)
-    if read_json(out / "command.json") != argv or not _finished(out):
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "command.json", argv)
-        run_command(argv + ["--no-progress"] + ([] if threads is None else ["--threads", str(threads)]))
-    metrics = read_json(out / "metrics.json")
+    metrics = ensure_run(train_argv(data, seed, out), out, threads=threads)
     return {
         "seed": seed,
         "test_accuracy": round(100 * metrics["test"]["accuracy"], 2),
@@ -100,11 +95,6 @@ def _run(data: str, seed: int, out: Path, threads: int | None) -> dict:
         "minutes": round(metrics.get("wall_time", metrics["train_seconds"]) / 60, 1),
         "stop_reason": metrics.get("stop_reason"),
     }
-
-
-def _finished(out: Path) -> bool:
-    metrics = read_json(out / "metrics.json")
-    return bool(metrics) and metrics.get("test") is not None
 
 
 def _baseline(data: str) -> dict:

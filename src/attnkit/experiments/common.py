@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ExperimentPaths", "command_line", "mean_std", "read_json", "run_command", "write_json"]
+__all__ = ["ExperimentPaths", "command_line", "ensure_run", "mean_std", "read_json", "run_command", "write_json"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,19 @@ def run_command(argv: Sequence[str]) -> None:
     status = main(list(argv))
     if status != 0:
         raise RuntimeError(f"{command_line(argv)} exited with status {status}")
+
+
+def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None) -> dict:
+    """The ``metrics.json`` of the training run ``attnkit argv...`` writing to ``out``: reused when ``out`` holds a
+    finished run of exactly this command (``out/command.json``), trained (or resumed, with ``--resume`` in
+    ``argv``) otherwise."""
+    metrics = read_json(out / "metrics.json")
+    if read_json(out / "command.json") != list(argv) or not (metrics and metrics.get("test")):
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "command.json", list(argv))
+        run_command([*argv, "--no-progress", *([] if threads is None else ["--threads", str(threads)])])
+        metrics = read_json(out / "metrics.json")
+    return metrics
 
 
 def read_json(path: Path) -> Any | None:

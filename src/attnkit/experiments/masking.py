@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.experiments.common import ExperimentPaths, command_line, mean_std, read_json, run_command, write_json
+from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, write_json
 from attnkit.models.padding import PADDING_MODES
 
 __all__ = ["BATCH_SIZE", "MODEL_ARGS", "padding_statistics", "run_masking", "train_argv"]
@@ -55,12 +55,7 @@ def run_masking(data: str, seeds: int, paths: ExperimentPaths, *, threads: int |
         for seed in range(seeds):
             out = paths.runs / "masking" / data / mode / f"seed{seed}"
             argv = train_argv(data, mode, seed, out)
-            metrics = read_json(out / "metrics.json")
-            if read_json(out / "command.json") != argv or not (metrics and metrics.get("test")):
-                out.mkdir(parents=True, exist_ok=True)
-                write_json(out / "command.json", argv)
-                run_command(argv + ["--no-progress"] + ([] if threads is None else ["--threads", str(threads)]))
-                metrics = read_json(out / "metrics.json")
+            metrics = ensure_run(argv, out, threads=threads)
             statistics = padding_statistics(out / "best", dataset.test_texts, dataset.test_labels, seed=seed)
             runs.append(
                 {"seed": seed, "bucketed_test_accuracy": round(100 * metrics["test"]["accuracy"], 2)} | statistics

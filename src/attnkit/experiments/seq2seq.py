@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.experiments.common import ExperimentPaths, command_line, read_json, run_command, write_json
+from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
 
 __all__ = ["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "render_sections", "run_seq2seq_experiment"]
 
@@ -94,12 +94,7 @@ def run_seq2seq_experiment(
     for run in runs or list(experiment.runs):
         out = paths.runs / name / _slug(run)
         argv = experiment.train_argv(run, out)
-        metrics = read_json(out / "metrics.json")
-        if read_json(out / "command.json") != argv or not (metrics and metrics.get("test")):
-            out.mkdir(parents=True, exist_ok=True)
-            write_json(out / "command.json", argv)
-            run_command(argv + ["--no-progress"] + ([] if threads is None else ["--threads", str(threads)]))
-            metrics = read_json(out / "metrics.json")
+        metrics = ensure_run(argv, out, threads=threads)
         row = {
             "command": command_line(argv),
             "test": metrics["test"],
