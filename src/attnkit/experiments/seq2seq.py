@@ -20,9 +20,9 @@ from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run
 
 __all__ = ["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "render_sections", "run_seq2seq_experiment"]
 
-_G2P_FIT = "--epochs 200 --patience 6 --lr-decay 0.5"
-_BIBLE_FIT = "--epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 8"
-_LUONG_FIT = "--model rnn --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 6"
+_G2P_FIT = "--batch-size 256 --lr 2e-3 --epochs 200 --patience 6 --lr-decay 0.5"
+_BIBLE_FIT = "--batch-size 128 --lr 2e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 8"
+_LUONG_FIT = "--model rnn --batch-size 256 --lr 2e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 6"
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
         "cmudict",
         "Grapheme-to-phoneme on CMUdict (12,000 held-out words)",
         {
-            "transformer": f"--model transformer --max-minutes 60 {_G2P_FIT} --label-smoothing 0.1",
+            "transformer": f"--model transformer --max-minutes 40 {_G2P_FIT} --label-smoothing 0.1",
             "rnn-luong-general": f"--model rnn --attention luong-general --max-minutes 20 {_G2P_FIT}",
         },
     ),
