@@ -47,22 +47,24 @@ class KVCache(nn.Module):
 
     def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append ``keys, values [B, H, T, Dh]``; return all held keys and values ``[B, H, size, Dh]`` (views)."""
+        held_keys, held_values = self.keys, self.values  # one module attribute lookup each (decoding calls this a lot)
+        batch, heads, capacity, head_dim = held_keys.shape
+        steps = keys.shape[2] if keys.dim() == 4 else 0
         if keys.shape != values.shape:
             raise ValueError(f"keys {tuple(keys.shape)} and values {tuple(values.shape)} must have one shape")
-        expected = (self.keys.shape[0], self.keys.shape[1], keys.shape[2], self.keys.shape[3])
-        if tuple(keys.shape) != expected:
+        if keys.shape != (batch, heads, steps, head_dim):
+            expected = (batch, heads, steps, head_dim)
             raise ValueError(
                 f"KVCache.update expects keys of shape [B, H, T, Dh] = {expected}, got {tuple(keys.shape)}"
             )
-        end = self.size + keys.shape[2]
-        if end > self.max_len:
-            raise ValueError(
-                f"KVCache overflow: holding {self.size} steps, adding {keys.shape[2]}, capacity {self.max_len}"
-            )
-        self.keys[:, :, self.size : end] = keys
-        self.values[:, :, self.size : end] = values
+        start = self.size
+        end = start + steps
+        if end > capacity:
+            raise ValueError(f"KVCache overflow: holding {start} steps, adding {steps}, capacity {capacity}")
+        held_keys.narrow(2, start, steps).copy_(keys)
+        held_values.narrow(2, start, steps).copy_(values)
         self.size = end
-        return self.keys[:, :, :end], self.values[:, :, :end]
+        return held_keys.narrow(2, 0, end), held_values.narrow(2, 0, end)
 
     def reset(self) -> None:
         """Forget every step (the buffers are kept and overwritten)."""

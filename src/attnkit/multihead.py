@@ -101,18 +101,20 @@ def packed_view(parts: Sequence[torch.Tensor]) -> torch.Tensor | None:
 class _PackedLinear(torch.autograd.Function):
     """``F.linear(x, cat(weights), cat(biases))`` for weights (and biases) that lie back to back in one storage.
 
-    Forward multiplies by the packed weight in place; backward computes one ``[P, Din]`` weight gradient and hands
-    each part its rows (views): no ``torch.cat`` in either direction. The parts are saved individually, so an
-    in-place change to any of them before backward raises as it would for ``F.linear``.
+    ``weight`` and ``bias`` are their :func:`packed_view`: forward multiplies by it in place; backward computes one
+    ``[P, Din]`` weight gradient and hands each part its rows (views): no ``torch.cat`` in either direction. The
+    parts are saved individually, so an in-place change to any of them before backward raises as it would for
+    ``F.linear``.
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, has_bias: bool, *params: torch.Tensor) -> torch.Tensor:
-        parts = len(params) // 2 if has_bias else len(params)
-        weights, biases = params[:parts], params[parts:]
-        ctx.save_for_backward(x, *weights)
-        ctx.has_bias, ctx.sizes = has_bias, [w.shape[0] for w in weights]
-        return F.linear(x, packed_view(weights), packed_view(biases) if has_bias else None)  # [..., P]
+    def forward(
+        ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *params: torch.Tensor
+    ) -> torch.Tensor:
+        parts = len(params) // 2 if bias is not None else len(params)
+        ctx.save_for_backward(x, *params[:parts])
+        ctx.has_bias, ctx.sizes = bias is not None, [w.shape[0] for w in params[:parts]]
+        return F.linear(x, weight, bias)  # [..., P]
 
     @staticmethod
     @once_differentiable
@@ -125,24 +127,36 @@ class _PackedLinear(torch.autograd.Function):
             weight = packed_view(weights)
             grad_x = grad @ (torch.cat(weights) if weight is None else weight)  # [..., Din]
         flat = grad.reshape(-1, grad.shape[-1])  # [M, P]
-        if any(needs[2 : 2 + parts]):
+        if any(needs[3 : 3 + parts]):
             grad_weights = (flat.t() @ x.reshape(-1, x.shape[-1])).split(ctx.sizes)  # P x [., Din]
-        if ctx.has_bias and any(needs[2 + parts :]):
+        if ctx.has_bias and any(needs[3 + parts :]):
             grad_biases = flat.sum(0).split(ctx.sizes)
         grad_weights = grad_weights or (None,) * parts
         grad_biases = grad_biases or (None,) * (parts if ctx.has_bias else 0)
-        return (grad_x, None, *grad_weights, *grad_biases)
+        return (grad_x, None, None, *grad_weights, *grad_biases)
 
 
-def packed_linear(x: torch.Tensor, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor] | None):
+def packed_linear(
+    x: torch.Tensor,
+    weights: Sequence[torch.Tensor],
+    biases: Sequence[torch.Tensor] | None = None,
+    packed: tuple[torch.Tensor | None, torch.Tensor | None] | None = None,
+) -> torch.Tensor:
     """``F.linear(x, torch.cat(weights), torch.cat(biases))`` -> ``[..., P]``, reading the weights in place when
-    they are packed (see :func:`packed_view`) and falling back to the concatenation otherwise."""
-    params = [*weights, *(biases or ())]
-    if packed_view(weights) is None or (biases is not None and packed_view(biases) is None):
+    they are packed and falling back to the concatenation otherwise.
+
+    ``packed``: their ``(packed_view(weights), packed_view(biases))`` if the caller keeps them (see
+    :func:`packed_view`; None where not packed).
+    """
+    if packed is None:
+        packed = packed_view(weights), None if biases is None else packed_view(biases)
+    weight, bias = packed
+    if weight is None or (biases is not None and bias is None):
         return F.linear(x, torch.cat(weights), None if biases is None else torch.cat(biases))
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *params)):
-        return _PackedLinear.apply(x, biases is not None, *params)
-    return F.linear(x, packed_view(weights), None if biases is None else packed_view(biases))
+    params = [*weights, *(biases or ())]
+    if torch.is_grad_enabled() and (x.requires_grad or any(t.requires_grad for t in params)):
+        return _PackedLinear.apply(x, weight, bias, *params)
+    return F.linear(x, weight, bias)
 
 
 def _pack_after_load(module: MultiHeadAttention, _incompatible_keys: object) -> None:
@@ -201,6 +215,7 @@ class MultiHeadAttention(nn.Module):
         self.fast_path = type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
         # Packed projections and skipped rows; False: the readable reference (nn.Linear on every row).
         self.fused_projections = True
+        self._packed_views: dict[str, tuple] = {}  # letters -> (parameters' data_ptrs, packed views)
         self.pack_projections()
         self.register_load_state_dict_post_hook(_pack_after_load)
 
@@ -237,13 +252,32 @@ class MultiHeadAttention(nn.Module):
         super().__setstate__(state)
         self.pack_projections()
 
-    def _project(self, x: torch.Tensor, projections: str, rows: torch.Tensor | None) -> torch.Tensor:
-        """``x [B, T, E]`` through the packed projections named by letters (``"qkv"``, ``"q"``, ``"kv"``), on ``rows``
-        only -> ``[B, T, len(projections)·E]``."""
-        modules = [{"q": self.q_proj, "k": self.k_proj, "v": self.v_proj}[c] for c in projections]
+    def __getstate__(self) -> dict:
+        return {**super().__getstate__(), "_packed_views": {}}  # views of this module's storage: rebuilt
+
+    def _packed_projections(self, letters: str):
+        """``(weights, biases or None, (packed weight view, packed bias view))`` of the projections ``letters``.
+
+        The views are kept between calls and rebuilt when any parameter's ``data_ptr`` changes (a kept view holds
+        the old storage alive, so new storage can never reuse its address).
+        """
+        modules = [{"q": self.q_proj, "k": self.k_proj, "v": self.v_proj}[c] for c in letters]
         weights = [m.weight for m in modules]
         biases = None if modules[0].bias is None else [m.bias for m in modules]
-        return _on_rows(lambda t: packed_linear(t, weights, biases), x, rows)
+        key = (weights[0].dtype, *(t.data_ptr() for t in (*weights, *(biases or ()))))
+        cached = self._packed_views.get(letters)
+        if cached is None or cached[0] != key:
+            cached = key, (packed_view(weights), None if biases is None else packed_view(biases))
+            self._packed_views[letters] = cached
+        return weights, biases, cached[1]
+
+    def _project(self, x: torch.Tensor, letters: str, rows: torch.Tensor | None) -> torch.Tensor:
+        """``x [B, T, E]`` through the projections named by ``letters`` (``"qkv"``, ``"kv"``, ``"q"``) at once, on
+        ``rows`` only -> ``[B, T, len(letters)·E]``."""
+        if letters == "q":
+            return _on_rows(self.q_proj, x, rows)
+        weights, biases, packed = self._packed_projections(letters)
+        return _on_rows(lambda t: packed_linear(t, weights, biases, packed), x, rows)
 
     # ------------------------------------------------------------------------------------------- forward
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -339,7 +373,10 @@ class MultiHeadAttention(nn.Module):
         scores_shape = (batch, self.num_heads, tq, tk)
         # one query under the (bottom-right aligned) causal mask sees every key: nothing to mask
         causal_mask = masks.causal(tq, tk, device=query.device) if causal and tq > 1 else None
-        mask = masks.attention_mask(scores_shape, key_mask=key_mask, attn_mask=masks.combine(attn_mask, causal_mask))
+        mask = None
+        if key_mask is not None or attn_mask is not None or causal_mask is not None:
+            combined = masks.combine(attn_mask, causal_mask)
+            mask = masks.attention_mask(scores_shape, key_mask=key_mask, attn_mask=combined)  # [B|1, H|1, Tq|1, Tk]
         dropout = self.dropout if self.training else 0.0
         if self.fast_path:
             context, weights = scaled_dot_product_attention(q, k, v, mask, dropout=dropout, need_weights=need_weights)

@@ -110,6 +110,32 @@ def test_cached_decoding_equals_recomputing_the_prefix_every_step(name):
     )
 
 
+@pytest.mark.parametrize("tie_output", [True, False])
+@pytest.mark.parametrize("positions", ["sinusoidal", "rotary"])
+def test_transformer_decoding_without_padding_skips_the_memory_mask_and_equals_recomputation(positions, tie_output):
+    model = transformer(positions=positions, tie_output=tie_output)
+    source, _ = sources()
+    full = torch.ones_like(source, dtype=torch.bool)  # no padding: the steps attend without a mask
+    state = model.start_decoding(source, full, beams=2, max_steps=4)
+    assert state.step_memory_mask is None and state.output_weight_t.shape == (16, VOCAB)
+    assert model.start_decoding(*sources(), max_steps=4).step_memory_mask is not None
+    assert_same_hypotheses(greedy(model, source, full, max_len=9), greedy(Recompute(model), source, full, max_len=9))
+    assert_same_hypotheses(
+        beam_search(model, source, full, beam_size=3, max_len=9),
+        beam_search(Recompute(model), source, full, beam_size=3, max_len=9),
+    )
+
+
+def test_transformer_decode_step_logits_equal_the_output_layer():
+    model = transformer()
+    source, mask = sources()
+    state = model.start_decoding(source, mask, max_steps=3)
+    tokens = torch.full((source.shape[0],), BOS)
+    logits, _ = model.decode_step(tokens, state)
+    expected = model(source, mask, tokens[:, None]).logits[:, 0]  # the teacher-forced path, nn.Linear output
+    torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_beam_size_one_equals_greedy(name):
     model = MODELS[name]()

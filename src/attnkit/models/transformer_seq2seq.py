@@ -60,14 +60,14 @@ def attend_memory(
     attention: MultiHeadAttention,
     query: torch.Tensor,
     memory_kv: MemoryKV,
-    memory_mask: torch.Tensor,
+    memory_mask: torch.Tensor | None,
     *,
     need_weights: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``attention(query, memory, key_mask=memory_mask)`` with the keys and values already projected.
 
     Args:
-        query: ``[B, Tq, D]``. memory_kv: from :func:`project_memory`. memory_mask: ``[B, S]`` bool.
+        query: ``[B, Tq, D]``. memory_kv: from :func:`project_memory`. memory_mask: ``[B, S]`` bool (None: all real).
 
     Returns:
         ``(context [B, Tq, D], weights [B, H, Tq, S] or None)``.
@@ -114,7 +114,7 @@ class TransformerDecoderLayer(nn.Module):
         self,
         x: torch.Tensor,
         memory_kv: MemoryKV,
-        memory_mask: torch.Tensor,
+        memory_mask: torch.Tensor | None,
         *,
         cache: KVCache | None = None,
         need_weights: bool = False,
@@ -159,13 +159,22 @@ class TransformerSeq2SeqOutput:
 
 @dataclass
 class TransformerDecodingState:
-    """Per decoder layer a :class:`KVCache` and the source's cross-attention keys/values ``[N, H, S, Dh]``."""
+    """Per decoder layer a :class:`KVCache` and the source's cross-attention keys/values ``[N, H, S, Dh]``.
+
+    Also what every step would otherwise rebuild: ``step_memory_mask`` is ``memory_mask``, or None when every
+    source position is real (nothing to mask), and ``output_weight_t`` the output projection's weight as a
+    contiguous ``[D, V]`` (``h @ W_t`` reads it in order; ``F.linear`` with one row per hypothesis is ~2x slower).
+    Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again.
+    """
 
     caches: list[KVCache]
     memory_kv: list[MemoryKV]
     memory_mask: torch.Tensor  # [N, S]
     group_size: int = 1
     step: int = 0
+    step_memory_mask: torch.Tensor | None = None  # [N, S], None if all True
+    output_weight_t: torch.Tensor | None = None  # [D, V]
+    output_bias: torch.Tensor | None = None  # [V]
 
 
 class TransformerSeq2Seq(nn.Module):
@@ -328,7 +337,16 @@ class TransformerSeq2Seq(nn.Module):
             KVCache(rows, max_steps, self.heads, self.dim // self.heads, dtype=memory.dtype, device=memory.device)
             for _ in self.decoder_layers
         ]
-        return TransformerDecodingState(caches, memory_kv, expand_for_beams(source_mask, beams), group_size=beams)
+        memory_mask = expand_for_beams(source_mask, beams)  # [N, S]
+        return TransformerDecodingState(
+            caches,
+            memory_kv,
+            memory_mask,
+            group_size=beams,
+            step_memory_mask=None if bool(memory_mask.all()) else memory_mask,
+            output_weight_t=self.output.weight.t().contiguous(),  # [D, V]
+            output_bias=self.output.bias,
+        )
 
     def decode_step(
         self, tokens: torch.Tensor, state: TransformerDecodingState, *, need_weights: bool = False
@@ -337,10 +355,16 @@ class TransformerSeq2Seq(nn.Module):
         x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
         cross = []
         for layer, cache, memory_kv in zip(self.decoder_layers, state.caches, state.memory_kv, strict=True):
-            x, _, cross_weights = layer(x, memory_kv, state.memory_mask, cache=cache, need_weights=need_weights)
+            x, _, cross_weights = layer(x, memory_kv, state.step_memory_mask, cache=cache, need_weights=need_weights)
             cross.append(cross_weights)
         state.step += 1
-        logits = self.output(self.decoder_norm(x))[:, 0]  # [N, V]
+        hidden = self.decoder_norm(x[:, 0])  # [N, D]
+        if state.output_weight_t is None:
+            logits = self.output(hidden)  # [N, V]
+        elif state.output_bias is None:
+            logits = hidden @ state.output_weight_t
+        else:
+            logits = torch.addmm(state.output_bias, hidden, state.output_weight_t)
         weights = torch.stack(cross, dim=1)[:, :, :, 0] if need_weights else None  # [N, L, H, S]
         return logits, weights
 
