@@ -27,7 +27,7 @@ __all__ = ["BATCH_SIZE", "MODEL_ARGS", "padding_statistics", "run_masking", "tra
 BATCH_SIZE = 32
 MODEL_ARGS = ["--model", "pooled", "--encoder", "none", "--pooling", "attention", "--embed-dim", "128"]
 FIT_ARGS = ["--random-batches", "--batch-size", str(BATCH_SIZE), "--dropout", "0.3", "--lr", "2e-3"]
-FIT_ARGS += ["--epochs", "8", "--patience", "3", "--max-minutes", "2.5"]
+FIT_ARGS += ["--epochs", "8", "--patience", "3", "--max-minutes", "2"]
 
 
 def train_argv(data: str, mode: str, seed: int, out: Path) -> list[str]:
