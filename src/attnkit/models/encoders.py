@@ -4,20 +4,30 @@ Both map ``x [B, T, D_in]`` and ``mask [B, T]`` (True = real token) to ``[B, T, 
 positions are zero for the GRU and never read by the attention that follows, and real positions do not
 depend on how much padding there is.
 
+The Transformer encoder also runs on *packed* documents (:meth:`TransformerEncoder.forward_packed`): the
+real tokens of every document, concatenated — ``x[mask]`` of a padded batch — with their lengths. Every
+position-wise op (projections, feed-forward, norms, dropout) then runs once over ``N`` real tokens and never
+over padding, and attention runs per document on PyTorch's fused SDPA kernel without any mask. The padded
+:meth:`~TransformerEncoder.forward` is its reference (tests compare values and gradients).
+
 Shape glossary:
-    B  batch   T  positions   D_in  input features   D_out  output features
+    B  batch (documents)   T  positions   N  real tokens of all documents (packed)
+    D_in  input features   D_out  output features   H  heads   Dh  head features
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
-__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward"]
+__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward", "packed_self_attention"]
 
 
 class BiGRUEncoder(nn.Module):
@@ -55,10 +65,62 @@ class BiGRUEncoder(nn.Module):
         return out * mask[..., None].to(out.dtype)
 
 
-def feed_forward(dim: int, ff_dim: int | None, dropout: float) -> nn.Sequential:
-    """The Transformer's position-wise block: ``Linear(D, F) -> GELU -> Dropout -> Linear(F, D)``, ``F = 4·D`` by default."""
+def feed_forward(
+    dim: int, ff_dim: int | None, dropout: float, *, activation: Callable[[], nn.Module] = nn.GELU
+) -> nn.Sequential:
+    """The Transformer's position-wise block: ``Linear(D, F) -> activation -> Dropout -> Linear(F, D)``.
+
+    ``F = 4·D`` by default; ``activation`` builds the non-linearity (``nn.GELU`` by default, ``nn.ReLU`` as in
+    the original Transformer and ``nn.TransformerEncoderLayer``).
+    """
     hidden = ff_dim or 4 * dim
-    return nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+    return nn.Sequential(nn.Linear(dim, hidden), activation(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+
+
+def _as_lengths(lengths: Sequence[int] | torch.Tensor, tokens: int) -> list[int]:
+    """Lengths as Python ints, checked to sum to the packed input's ``N``."""
+    lengths = lengths.tolist() if isinstance(lengths, torch.Tensor) else [int(n) for n in lengths]
+    if any(n < 0 for n in lengths) or sum(lengths) != tokens:
+        raise ValueError(f"lengths must be >= 0 and sum to the packed input's N={tokens}, got {lengths}")
+    return lengths
+
+
+def packed_self_attention(attention: MultiHeadAttention, x: torch.Tensor, lengths: Sequence[int]) -> torch.Tensor:
+    """Self-attention within each of the packed documents: x ``[N, E]``, ``lengths`` summing to N -> ``[N, E]``.
+
+    Document ``b`` is rows ``sum(lengths[:b]) : sum(lengths[:b + 1])`` of ``x`` and attends to itself only. Equal
+    to ``attention(padded, key_mask=mask).context[mask]`` for the padded batch ``padded[mask] = x``.
+
+    With the SDPA path (``attention.fast_path``): one fused ``[N, E] x [E, 3E]`` projection, then the fused SDPA
+    kernel per document with no mask at all, then one output projection. The q/k/v split and the regrouping use
+    ``split``/``cat``, whose backward is a single ``cat``/``split`` (slicing would add one full-size zero gradient
+    per document). Otherwise (another score, or ``fast_path = False``): the module itself, one document at a time.
+    Attention dropout (``attention.dropout`` > 0 while training) is applied to the weights, which sends PyTorch's
+    SDPA to its slow math kernel: prefer dropout on the residual branches.
+    """
+    if not (attention.fast_path and attention._same_input_dims):
+        # the reference: the module on each document alone, [n, E] each (nothing to attend for n = 0)
+        parts = [attention(part[None]).context[0] if len(part) else part for part in x.split(lengths)]
+        return torch.cat(parts) if parts else x[:0]
+    heads, head_dim, embed_dim = attention.num_heads, attention.head_dim, attention.embed_dim
+    weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight])
+    bias = attention.q_proj.bias
+    if bias is not None:
+        bias = torch.cat([bias, attention.k_proj.bias, attention.v_proj.bias])
+    queries, keys, values = (t.split(lengths) for t in F.linear(x, weight, bias).split(embed_dim, dim=-1))
+    dropout = attention.dropout if attention.training else 0.0
+    contexts = []
+    for q, k, v, n in zip(queries, keys, values, lengths, strict=True):
+        if n == 0:
+            contexts.append(q)  # [0, E]
+            continue
+        q, k, v = (t.view(1, n, heads, head_dim).transpose(1, 2) for t in (q, k, v))  # [1, H, n, Dh]
+        if attention.rotary is not None:
+            q, k = attention.rotary(q), attention.rotary(k)
+        context = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)  # [1, H, n, Dh]: no mask, fused
+        contexts.append(context.transpose(1, 2).reshape(n, embed_dim))
+    context = torch.cat(contexts) if contexts else x[:0]  # [N, E]
+    return attention.out_proj(context)
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -66,10 +128,13 @@ class TransformerEncoderLayer(nn.Module):
 
     Args:
         dim: model size. heads: attention heads. ff_dim: feed-forward size (default ``4·dim``).
-        dropout: on residual branches. attention_dropout: on attention weights (default 0: keeps the
-            SDPA fast kernel; attention dropout forces PyTorch's slow math path).
+        dropout: on the residual branches (the attention output and the feed-forward output) and inside the
+            feed-forward block. attention_dropout: on the attention weights (default 0: keeps the fused SDPA
+            kernel; any attention dropout sends PyTorch's SDPA to its slow math path, which materialises every
+            ``[T, T]`` weight matrix — ``nn.TransformerEncoderLayer`` does this by default).
         norm_first: pre-norm (True) or post-norm (False).
         rotary: optional :class:`~attnkit.positions.RotaryPositions` for the self-attention.
+        activation: builds the feed-forward non-linearity (default ``nn.GELU``; ``nn.ReLU`` as in torch's layer).
     """
 
     def __init__(
@@ -82,10 +147,11 @@ class TransformerEncoderLayer(nn.Module):
         attention_dropout: float = 0.0,
         norm_first: bool = True,
         rotary: RotaryPositions | None = None,
+        activation: Callable[[], nn.Module] = nn.GELU,
     ) -> None:
         super().__init__()
         self.attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
-        self.feed_forward = feed_forward(dim, ff_dim, dropout)
+        self.feed_forward = feed_forward(dim, ff_dim, dropout, activation=activation)
         self.norm_attention, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
@@ -104,9 +170,28 @@ class TransformerEncoderLayer(nn.Module):
             x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
         return x, attended.weights
 
+    def forward_packed(self, x: torch.Tensor, lengths: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Packed documents x ``[N, D]`` with ``lengths [B]`` (summing to N) -> ``[N, D]``.
+
+        The same layer as :meth:`forward` on the padded batch, at the real positions only; see
+        :func:`packed_self_attention`.
+        """
+        lengths = _as_lengths(lengths, x.shape[0])
+        if self.norm_first:
+            x = x + self.dropout(packed_self_attention(self.attention, self.norm_attention(x), lengths))
+            x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
+        else:
+            x = self.norm_attention(x + self.dropout(packed_self_attention(self.attention, x, lengths)))
+            x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
+        return x
+
 
 class TransformerEncoder(nn.Module):
-    """Sinusoidal positions + a stack of :class:`TransformerEncoderLayer` (+ a final norm when pre-norm)."""
+    """Sinusoidal positions + a stack of :class:`TransformerEncoderLayer` (+ a final norm when pre-norm).
+
+    Runs on a padded batch (:meth:`forward`) or on packed documents (:meth:`forward_packed`, the fast way to
+    train on documents of very different lengths). Arguments as :class:`TransformerEncoderLayer`.
+    """
 
     def __init__(
         self,
@@ -116,12 +201,22 @@ class TransformerEncoder(nn.Module):
         *,
         ff_dim: int | None = None,
         dropout: float = 0.1,
+        attention_dropout: float = 0.0,
         norm_first: bool = True,
+        activation: Callable[[], nn.Module] = nn.GELU,
     ) -> None:
         super().__init__()
         self.positions = SinusoidalPositions(dim)
         self.layers = nn.ModuleList(
-            TransformerEncoderLayer(dim, heads, ff_dim=ff_dim, dropout=dropout, norm_first=norm_first)
+            TransformerEncoderLayer(
+                dim,
+                heads,
+                ff_dim=ff_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                norm_first=norm_first,
+                activation=activation,
+            )
             for _ in range(num_layers)
         )
         self.final_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
@@ -138,3 +233,24 @@ class TransformerEncoder(nn.Module):
             if weights is not None:
                 all_weights.append(weights)
         return self.final_norm(x), all_weights
+
+    def forward_packed(self, x: torch.Tensor, lengths: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Packed documents -> encoded packed documents, ``[N, D]`` -> ``[N, D]``.
+
+        Args:
+            x: ``[N, D]``, the real tokens of every document one after the other (``padded[mask]`` for a padded
+                batch whose ``mask`` is a prefix of each row).
+            lengths: ``[B]`` tokens per document, summing to ``N`` (0 allowed).
+
+        Returns:
+            ``[N, D]``, equal to ``forward(padded, mask)[0][mask]``; no attention weights.
+        """
+        lengths = _as_lengths(lengths, x.shape[0])
+        if lengths:  # positions restart at 0 in every document: one gather from the table, not one add per document
+            table = self.positions(x.new_zeros(1, max(lengths), x.shape[-1]))[0]  # [T, D] (x · 1 + P)
+            counts = torch.tensor(lengths, device=x.device)
+            starts = torch.repeat_interleave(counts.cumsum(0) - counts, counts)  # [N] first row of each token's doc
+            x = x + table[torch.arange(x.shape[0], device=x.device) - starts]
+        for layer in self.layers:
+            x = layer.forward_packed(x, lengths)
+        return self.final_norm(x)
