@@ -85,6 +85,38 @@ def test_inference_weights_path_equals_the_autograd_formula():
     assert (weights[0, :, 3] == 0).all() and (context[0, :, 3] == 0).all()
 
 
+@pytest.mark.parametrize("mask_kind", ["none", "key padding", "full"])
+@pytest.mark.parametrize("shape", [(1, 3, 5, 4, 8), (2, 3, 9, 6, 4)])  # odd head counts: a last, partial block
+def test_inference_weights_path_equals_the_readable_formula(mask_kind, shape):
+    from attnkit.functional import masked_softmax
+
+    batch, heads, tq, tk, dh = shape
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(batch, heads, tq, dh, generator=g)
+    k, v = torch.randn(batch, heads, tk, dh, generator=g), torch.randn(batch, heads, tk, dh, generator=g)
+    mask = {
+        "none": None,
+        "key padding": torch.arange(tk) < torch.tensor([tk, 2])[:batch, None, None, None],  # [B, 1, 1, Tk]
+        "full": torch.rand(batch, heads, tq, tk, generator=g) > 0.4,
+    }[mask_kind]
+    with torch.no_grad():
+        context, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    expected = masked_softmax((q @ k.transpose(-1, -2)) * dh**-0.5, mask)
+    torch.testing.assert_close(weights, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(context, expected @ v, atol=1e-5, rtol=1e-5)
+
+
+def test_empty_huge_pages_is_an_ordinary_tensor():
+    from attnkit.functional.sdpa import HUGE_PAGES_MIN_BYTES, empty_huge_pages
+
+    for numel in (10, 3 * HUGE_PAGES_MIN_BYTES // 4 + 123):  # below and above the threshold
+        out = empty_huge_pages(numel, dtype=torch.float32, device=torch.device("cpu"))
+        assert out.shape == (numel,) and out.dtype == torch.float32 and out.is_contiguous()
+        values = torch.randn(numel)
+        out.copy_(values)
+        assert torch.equal(out, values)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_fully_masked_rows_give_zero_context_and_gradient_without_nan(dtype, need_weights):
