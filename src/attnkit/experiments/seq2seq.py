@@ -22,7 +22,7 @@ __all__ = ["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "render_section
 
 _G2P_FIT = "--batch-size 256 --lr 2e-3 --epochs 200 --patience 6 --lr-decay 0.5"
 _BIBLE_FIT = "--batch-size 128 --lr 2e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 8"
-_LUONG_FIT = "--model rnn --batch-size 256 --lr 2e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 5"
+_LUONG_FIT = "--model rnn --batch-size 64 --lr 1e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 5"
 
 
 @dataclass(frozen=True)
