@@ -7,8 +7,9 @@
   (attnkit's default is ``need_weights=False``): the issue's target, attnkit ≤ 0.80× torch;
 * with ``need_weights=False`` — torch's own SDPA path, the like-for-like comparison (reported, no target).
 
-attnkit runs twice: with ``key_mask`` alone (every row projected, like torch), and packed — ``query_mask`` set to the
-same mask, as self-attention over a padded batch allows: padded rows then get a zero output and skip every
+attnkit runs twice: with ``key_mask`` alone (every query row projected, like torch — padded rows still get torch's
+output — but padded keys skip the key/value projection, since nothing reads them), and packed — ``query_mask`` set
+to the same mask, as self-attention over a padded batch allows: padded rows then get a zero output and skip every
 projection matmul. The packed outputs equal torch's at every real position (checked).
 
 Key padding: lengths uniform in [T/2, T] with one full-length row, the same mask for both (torch's
