@@ -89,7 +89,9 @@ def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_p
     page = render_results(paths).read_text()
     assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
     assert "## The demo\n\nhand-written" in page
-    assert "(b) sends 40.0% of its attention to padding and scores -5.00 points against (a)" in page
+    assert (
+        "(b) learned to send only 40.0% of its attention to padding; it scored -5.00 points against (a), beyond" in page
+    )
     assert "_Not run yet: `attnkit experiment g2p`._" in page and "_Not run yet: `attnkit experiment bible`._" in page
 
 
