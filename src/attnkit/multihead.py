@@ -276,6 +276,8 @@ class MultiHeadAttention(nn.Module):
         ``rows`` only -> ``[B, T, len(letters)·E]``."""
         if letters == "q":
             return _on_rows(self.q_proj, x, rows)
+        if letters == "qkv":
+            return _on_rows(self.project_query_key_value, x, rows)
         weights, biases, packed = self._packed_projections(letters)
         return _on_rows(lambda t: packed_linear(t, weights, biases, packed), x, rows)
 
@@ -283,6 +285,16 @@ class MultiHeadAttention(nn.Module):
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # [B, H, T, Dh]
+
+    def project_query_key_value(self, x: torch.Tensor) -> torch.Tensor:
+        """Self-attention's three projections of x ``[..., E]`` in one matmul -> ``[..., 3E]`` (q, k, v in order).
+
+        Reads the packed weights in place (see the module docstring); needs ``kdim = vdim = E``.
+        """
+        if not self._same_input_dims:
+            raise ValueError("project_query_key_value needs kdim = vdim = embed_dim")
+        weights, biases, packed = self._packed_projections("qkv")
+        return packed_linear(x, weights, biases, packed)
 
     def project_key_value(
         self, key: torch.Tensor, value: torch.Tensor | None = None

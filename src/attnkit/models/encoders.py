@@ -91,7 +91,7 @@ def packed_self_attention(attention: MultiHeadAttention, x: torch.Tensor, length
     Document ``b`` is rows ``sum(lengths[:b]) : sum(lengths[:b + 1])`` of ``x`` and attends to itself only. Equal
     to ``attention(padded, key_mask=mask).context[mask]`` for the padded batch ``padded[mask] = x``.
 
-    With the SDPA path (``attention.fast_path``): one fused ``[N, E] x [E, 3E]`` projection, then the fused SDPA
+    With the SDPA path (``attention.fast_path``): one ``[N, E] x [E, 3E]`` projection on the module's packed weights, then the fused SDPA
     kernel per document with no mask at all, then one output projection. The q/k/v split and the regrouping use
     ``split``/``cat``, whose backward is a single ``cat``/``split`` (slicing would add one full-size zero gradient
     per document). Otherwise (another score, or ``fast_path = False``): the module itself, one document at a time.
@@ -103,11 +103,8 @@ def packed_self_attention(attention: MultiHeadAttention, x: torch.Tensor, length
         parts = [attention(part[None]).context[0] if len(part) else part for part in x.split(lengths)]
         return torch.cat(parts) if parts else x[:0]
     heads, head_dim, embed_dim = attention.num_heads, attention.head_dim, attention.embed_dim
-    weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight])
-    bias = attention.q_proj.bias
-    if bias is not None:
-        bias = torch.cat([bias, attention.k_proj.bias, attention.v_proj.bias])
-    queries, keys, values = (t.split(lengths) for t in F.linear(x, weight, bias).split(embed_dim, dim=-1))
+    qkv = attention.project_query_key_value(x)  # [N, 3E]: the packed weights, read in place
+    queries, keys, values = (t.split(lengths) for t in qkv.split(embed_dim, dim=-1))
     dropout = attention.dropout if attention.training else 0.0
     contexts = []
     for q, k, v, n in zip(queries, keys, values, lengths, strict=True):
