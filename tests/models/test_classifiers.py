@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
-from attnkit.models.pooled import POOLINGS, build_pooling
+from attnkit.models.pooled import POOLINGS, bigram_ids, build_pooling
 
 
 def nested_batch(documents, extra_sentences=0, extra_words=0, vocab=30):
@@ -82,3 +82,50 @@ def test_pooled_classifier_ignores_padding(encoder, pooling):
         alone = model(ids[b : b + 1, :n], mask[b : b + 1, :n])
         torch.testing.assert_close(batched.logits[b], alone.logits[0], atol=1e-5, rtol=1e-5)
         assert (batched.pooling.weights[b, :, n:] == 0).all()
+
+
+def test_bigram_ids_by_hand():
+    ids = torch.tensor([[3, 5, 7, 0], [2, 4, 0, 0]])
+    mask = ids > 0
+    got = bigram_ids(ids, mask, buckets=10)
+    # (a * 1000003 + b) % 10 + 1; positions whose successor is padding (or the end) get 0
+    expected = torch.tensor(
+        [[(3 * 1000003 + 5) % 10 + 1, (5 * 1000003 + 7) % 10 + 1, 0, 0], [(2 * 1000003 + 4) % 10 + 1, 0, 0, 0]]
+    )
+    assert torch.equal(got, expected)
+    assert got.max() <= 10 and got[mask].min() >= 0
+    with pytest.raises(ValueError, match="buckets"):
+        bigram_ids(ids, mask, buckets=0)
+
+
+def test_bigram_order_matters_and_padding_does_not():
+    torch.manual_seed(0)
+    model = PooledClassifier(30, 3, embed_dim=16, bigram_buckets=50, dropout=0.0).eval()
+    ids = torch.tensor([[4, 9, 11, 0, 0]])
+    mask = ids > 0
+    padded = model(ids, mask).logits
+    alone = model(ids[:, :3], mask[:, :3]).logits
+    torch.testing.assert_close(padded, alone, atol=1e-6, rtol=1e-6)
+    # a bag of words would not see the order; with bigrams a permutation changes the logits
+    swapped = model(torch.tensor([[9, 4, 11]]), torch.ones(1, 3, dtype=torch.bool)).logits
+    assert not torch.allclose(alone, swapped)
+    words_only = PooledClassifier(30, 3, embed_dim=16, dropout=0.0).eval()
+    torch.testing.assert_close(
+        words_only(ids[:, :3], mask[:, :3]).logits,
+        words_only(torch.tensor([[9, 4, 11]]), torch.ones(1, 3, dtype=torch.bool)).logits,
+        atol=1e-6,
+        rtol=1e-6,
+    )
+
+
+def test_the_config_builds_bigram_buckets_for_the_pooled_model_only():
+    from attnkit.training.classification import ClassifierConfig, build_classifier
+
+    config = ClassifierConfig(model="pooled", encoder="none", bigram_buckets=64, label_names=["a", "b"])
+    model = build_classifier(config, vocab_size=50)
+    assert model.bigram_embedding.num_embeddings == 65
+    assert ClassifierConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(ValueError, match="pooled-classifier option"):
+        ClassifierConfig(model="han", bigram_buckets=64)
+    with pytest.raises(ValueError, match="bigram_buckets must be >= 0"):
+        ClassifierConfig(model="pooled", bigram_buckets=-1)

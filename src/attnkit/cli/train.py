@@ -56,6 +56,12 @@ def add_classify(tasks: argparse._SubParsersAction) -> None:
     )
     model.add_argument("--heads", type=int, default=4, help="multihead pooling / transformer heads (default 4)")
     model.add_argument("--embed-dim", type=int, default=128)
+    model.add_argument(
+        "--bigram-buckets",
+        type=int,
+        default=0,
+        help="pooled: add hashed word-bigram embeddings with this many buckets, fastText-style (default 0: off)",
+    )
     model.add_argument("--hidden", type=int, default=64, help="GRU hidden size per direction (default 64)")
     model.add_argument("--dropout", type=float, default=0.3)
     model.add_argument("--tokenizer", choices=["word", "wordpiece", "bpe"], default="word")
@@ -91,6 +97,7 @@ def run_classify(args: argparse.Namespace) -> int:
         attention_padding=args.attention_padding,
         heads=args.heads,
         dropout=args.dropout,
+        bigram_buckets=args.bigram_buckets,
     )
     fit_config = fit_config_from_args(args)
     report = train_classifier(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder
@@ -16,7 +17,7 @@ from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedP
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
 
-__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "build_pooling"]
+__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling"]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
 
@@ -41,6 +42,23 @@ def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked
     raise ValueError(f"unknown pooling {name!r}; choose from {', '.join(POOLINGS)}")
 
 
+_BIGRAM_MULTIPLIER = 1_000_003  # a prime above any vocabulary size: (a, b) -> a·M + b is one-to-one
+
+
+def bigram_ids(token_ids: torch.Tensor, mask: torch.Tensor, buckets: int) -> torch.Tensor:
+    """Hashed word bigrams, fastText-style: token_ids ``[B, T]``, mask ``[B, T]`` -> bigram ids ``[B, T]``.
+
+    Position ``t`` holds the bigram ``(token t, token t+1)`` hashed into ``1 .. buckets``; 0 (the embedding's
+    padding row) where token ``t + 1`` is padding or past the end, so a document's ids do not depend on how much
+    padding follows it. The hash is ``(a·1000003 + b) mod buckets``: deterministic, the same on every machine.
+    """
+    if buckets < 1:
+        raise ValueError(f"buckets must be >= 1, got {buckets}")
+    pairs = token_ids[:, :-1] * _BIGRAM_MULTIPLIER + token_ids[:, 1:]  # [B, T-1]
+    ids = (pairs % buckets + 1) * (mask[:, :-1] & mask[:, 1:])  # [B, T-1]
+    return F.pad(ids, (0, 1))  # [B, T]: the last position has no successor
+
+
 @dataclass
 class PooledClassifierOutput:
     """``logits [B, C]`` and the pooling's ``AttentionOutput(pooled [B, ·], weights [B, heads, T])``."""
@@ -56,6 +74,8 @@ class PooledClassifier(nn.Module):
         vocab_size: embedding rows; id ``padding_idx`` is padding.
         num_classes: ``C``.
         embed_dim: ``E``.
+        bigram_buckets: if > 0, each position's vector also adds the embedding of its hashed word bigram
+            (:func:`bigram_ids`; fastText's n-gram features, here under the same pooling); 0 = words only.
         encoder: ``None``, a :class:`BiGRUEncoder` or a :class:`TransformerEncoder` taking ``E`` inputs.
         pooling: a pooling module taking the encoder's output size (default: one-head attention pooling).
         dropout: before the classifier.
@@ -71,9 +91,14 @@ class PooledClassifier(nn.Module):
         pooling: nn.Module | None = None,
         dropout: float = 0.3,
         padding_idx: int = 0,
+        bigram_buckets: int = 0,
     ) -> None:
         super().__init__()
+        if bigram_buckets < 0:
+            raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.bigram_buckets = bigram_buckets
+        self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
         feature_dim = getattr(encoder, "output_dim", embed_dim)
         self.pooling = pooling if pooling is not None else AttentionPooling(feature_dim)
@@ -84,6 +109,8 @@ class PooledClassifier(nn.Module):
     def forward(self, token_ids: torch.Tensor, mask: torch.Tensor) -> PooledClassifierOutput:
         """token_ids ``[B, T]`` (long), mask ``[B, T]`` (True = real) -> logits ``[B, C]`` and pooling weights."""
         x = self.embedding(token_ids)  # [B, T, E]
+        if self.bigram_embedding is not None:
+            x = x + self.bigram_embedding(bigram_ids(token_ids, mask, self.bigram_buckets))  # [B, T, E]
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]
         elif isinstance(self.encoder, TransformerEncoder):

@@ -73,12 +73,17 @@ class ClassifierConfig:
     heads: int = 4
     layers: int = 2
     dropout: float = 0.3
+    bigram_buckets: int = 0  # pooled: hashed word-bigram embeddings (0 = words only)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
         if self.encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
+        if self.bigram_buckets < 0:
+            raise ValueError(f"bigram_buckets must be >= 0, got {self.bigram_buckets}")
+        if self.bigram_buckets and self.model != "pooled":
+            raise ValueError("bigram_buckets is a pooled-classifier option (--model pooled)")
         if self.attention_padding not in PADDING_MODES:
             raise ValueError(f"attention_padding must be one of {PADDING_MODES}, got {self.attention_padding!r}")
 
@@ -122,6 +127,7 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         encoder=encoder,
         pooling=build_pooling(config.pooling, feature_dim, heads=config.heads, padding=config.attention_padding),
         dropout=config.dropout,
+        bigram_buckets=config.bigram_buckets,
     )
 
 
