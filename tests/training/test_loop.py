@@ -222,6 +222,30 @@ def test_weight_decay_spares_biases():
     assert decays == {0.1: [2, 2], 0.0: [1, 1]}
 
 
+def test_the_optimizer_is_fused_adamw_and_steps_like_the_default_implementation():
+    from attnkit.training.loop import _make_optimizer
+
+    torch.manual_seed(0)
+    fused_model, reference_model = ToyModel(dropout=0.0), ToyModel(dropout=0.0)
+    reference_model.load_state_dict(fused_model.state_dict())
+    config = FitConfig(weight_decay=0.1, lr=0.01)
+    fused = _make_optimizer(fused_model, config)
+    assert fused.defaults["fused"] is True
+    decay = [p for p in reference_model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in reference_model.parameters() if p.dim() < 2]
+    reference = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=0.01, foreach=False
+    )
+    x = torch.randn(4, 8)
+    for _ in range(5):
+        for model, optimizer in ((fused_model, fused), (reference_model, reference)):
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+    for got, want in zip(fused_model.parameters(), reference_model.parameters(), strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+
+
 def test_clear_errors():
     task = ScriptedTask([1.0])
     with pytest.raises(ValueError, match=r"metrics \['loss', 'other'\] have no 'accuracy'"):

@@ -411,7 +411,12 @@ def _make_optimizer(model: nn.Module, config: FitConfig) -> torch.optim.AdamW:
     ]
     if not groups:
         raise ValueError(f"{type(model).__name__} has no trainable parameters")
-    return torch.optim.AdamW(groups, lr=config.lr)
+    # The fused kernel updates each parameter in one pass: the default (foreach) implementation allocates
+    # parameter-sized temporaries every step, which for a 100k x 300 embedding costs 3x the time on CPU.
+    try:
+        return torch.optim.AdamW(groups, lr=config.lr, fused=True)
+    except (RuntimeError, ValueError):  # a device or dtype the fused kernel does not support
+        return torch.optim.AdamW(groups, lr=config.lr)
 
 
 @contextmanager
