@@ -155,3 +155,21 @@ def test_a_finished_run_of_the_same_command_is_reused_and_any_other_is_trained(t
     assert len(calls) == 1
     common.ensure_run([*argv, "--seed", "1"], tmp_path)  # another command in the same directory: trained
     assert len(calls) == 2
+
+
+def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    row = {
+        "command": "attnkit train seq2seq --data cmudict ...",
+        "test": {"wer": 30.0, "per": 7.5},
+        "best_valid": {"wer": 29.0},
+        "best_epoch": 9,
+        "epochs_run": 10,
+        "minutes": 59.5,
+        "num_parameters": 1000,
+    }
+    runs = {"rnn": {**row, "beam": 5, "test_beam": {"wer": 28.25, "per": 7.0}}, "transformer": row}
+    write(paths.results / "g2p.json", {"data": "cmudict", "command": "attnkit experiment g2p", "runs": runs})
+    page = render_results(paths).read_text()
+    assert "| rnn | 30.00 | 7.50 | 28.25 / 7.00 (k=5) | 29.00 | 59.5 | 10 |" in page
+    assert "| transformer | 30.00 | 7.50 | – | 29.00 | 59.5 | 10 |" in page

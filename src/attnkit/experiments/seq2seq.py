@@ -33,6 +33,7 @@ class Seq2SeqExperiment:
     data: str
     title: str
     runs: dict[str, str]
+    beam: int = 1  # > 1: the best checkpoint is also decoded with this beam on test (recorded as test_beam)
 
     def train_argv(self, run: str, out: Path) -> list[str]:
         """The ``attnkit`` arguments of one run (``--resume``: an interrupted run continues where it stopped)."""
@@ -45,8 +46,11 @@ EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
         "g2p",
         "cmudict",
         "Grapheme-to-phoneme on CMUdict (12,000 held-out words)",
-        {
+        beam=5,
+        runs={
             "transformer": f"--model transformer --max-minutes 40 {_G2P_FIT} --label-smoothing 0.1",
+            "rnn, global concat, 60 min": "--model rnn --attention luong-concat --batch-size 64 --lr 1e-3 --epochs 200 "
+            "--patience 6 --lr-decay 0.5 --max-minutes 60",
         },
     ),
     "bible": Seq2SeqExperiment(
@@ -105,6 +109,13 @@ def run_seq2seq_experiment(
         }
         if name == "bible":
             row["bleu_by_length"] = bleu_by_length(out / "best")
+        if experiment.beam > 1:
+            previous = summary["runs"].get(run, {})
+            same = previous.get("command") == row["command"] and previous.get("beam") == experiment.beam
+            row["beam"] = experiment.beam
+            row["test_beam"] = (
+                previous["test_beam"] if same and "test_beam" in previous else _beam_test(out, experiment.beam)
+            )
         summary["runs"][run] = row
         write_json(summary_path, summary)
     if name == "bible":
@@ -114,6 +125,17 @@ def run_seq2seq_experiment(
 
     render_results(paths)
     return summary
+
+
+def _beam_test(out: Path, beam: int) -> dict[str, float]:
+    """The best checkpoint's test metrics with beam search (``beam`` hypotheses, length penalty 1)."""
+    from attnkit.data.seq2seq import load_task
+    from attnkit.training.seq2seq_run import evaluate_seq2seq, load_seq2seq
+
+    loaded = load_seq2seq(out / "best")
+    task = load_task(loaded.config.data)
+    metrics = evaluate_seq2seq(loaded, task.split("test"), task.references_for("test"), beam_size=beam)
+    return {key: round(float(value), 2) for key, value in metrics.items()}
 
 
 def bleu_by_length(checkpoint: Path) -> list[dict]:
@@ -187,14 +209,18 @@ def _table(name: str, summary: dict) -> list[str]:
         ]
     else:
         lines += [
-            "| model | test WER % | test PER % | valid WER % | minutes | epochs | command |",
-            "|---|---|---|---|---|---|---|",
+            "| model | test WER % | test PER % | test WER / PER, beam | valid WER % | minutes | epochs | command |",
+            "|---|---|---|---|---|---|---|---|",
         ]
     for run, row in summary["runs"].items():
         test, valid = row["test"], row["best_valid"]
         first, second, selected = ("bleu", "chrf", "bleu") if text else ("wer", "per", "wer")
+        beam = ""
+        if not text:
+            beam_test = row.get("test_beam")
+            beam = f" {beam_test['wer']:.2f} / {beam_test['per']:.2f} (k={row['beam']}) |" if beam_test else " – |"
         lines.append(
-            f"| {run} | {test[first]:.2f} | {test[second]:.2f} | {valid[selected]:.2f} | {row['minutes']:.1f} "
+            f"| {run} | {test[first]:.2f} | {test[second]:.2f} |{beam} {valid[selected]:.2f} | {row['minutes']:.1f} "
             f"| {row['epochs_run']} | `{row['command']}` |"
         )
     if text and summary.get("plot"):
