@@ -22,7 +22,7 @@ SETTINGS: dict[str, list[str]] = {
     name: shlex.split(options)
     for name, options in {
         "20ng": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 300 --dropout 0.5 "
-        "--max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
+        "--max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 19",
         "r8": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 300 --dropout 0.5 "
         "--lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
         "r52": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 300 --dropout 0.5 "
