@@ -40,6 +40,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save
 from torch import nn
 
+from attnkit.training._state_codec import decode_state, encode_state
+
 __all__ = [
     "CONFIG_FILE",
     "FORMAT",
@@ -66,10 +68,6 @@ _RESERVED_FILES = frozenset({WEIGHTS_FILE, CONFIG_FILE, STATE_TENSORS_FILE, STAT
 _SECTION = "attnkit"  # the reserved top-level key of config.json
 _ALIASES_KEY = "attnkit.aliases"  # safetensors header entry: {dropped tied name: stored name}
 _PICKLE_SUFFIXES = frozenset({".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".tar", ".joblib"})
-
-# Tags of the trainer-state JSON encoding: values JSON cannot hold as they are.
-_TENSOR, _TUPLE, _ITEMS, _FLOAT = "__tensor__", "__tuple__", "__items__", "__float__"
-_TAGS = frozenset({_TENSOR, _TUPLE, _ITEMS, _FLOAT})
 
 
 class CheckpointError(ValueError):
@@ -122,7 +120,7 @@ def save_checkpoint(
         raise CheckpointError(f"{target}: exists and is not a directory; refusing to replace it with a checkpoint")
     config_text = _config_text(model_config, extra_files, metadata, has_state=trainer_state is not None)
     sources = _check_extra_files(extra_files)
-    state_json, state_tensors = (None, None) if trainer_state is None else _encode_state(trainer_state)
+    state_json, state_tensors = (None, None) if trainer_state is None else encode_state(trainer_state)
 
     target.parent.mkdir(parents=True, exist_ok=True)
     recover_checkpoint(target)
@@ -335,9 +333,9 @@ def read_trainer_state(directory: str | Path) -> dict[str, Any]:
     encoded = _read_json(json_path)
     used: set[str] = set()
     try:
-        state = _decode(encoded, tensors, used)
+        state = decode_state(encoded, tensors, used)
     except ValueError as error:
-        raise CheckpointError(f"{json_path}: {error}") from error
+        raise CheckpointError(f"{json_path} (with {tensors_path.name}): {error}") from error
     unused = sorted(set(tensors) - used)
     if unused:
         raise CheckpointError(f"{tensors_path}: unexpected tensors nobody refers to: {unused[:8]}{_more(unused, 8)}")
@@ -435,86 +433,6 @@ def _name_problems(expected: set[str], found: set[str], *, what: str) -> list[st
 
 def _more(items: list, shown: int) -> str:
     return f" (and {len(items) - shown} more)" if len(items) > shown else ""
-
-
-# ---------------------------------------------------------------------------------- trainer-state encoding
-
-
-def _encode_state(state: Mapping[str, Any]) -> tuple[str, dict[str, torch.Tensor]]:
-    """Split a nest of containers into JSON text and ``{key: tensor}``; tensors become ``{"__tensor__": key}``.
-
-    Tuples, dicts with non-string keys and non-finite floats are tagged so that they come back as they were.
-    """
-    tensors: dict[str, torch.Tensor] = {}
-    storages: set[tuple] = set()
-
-    def encode(value: Any, path: tuple[str, ...]) -> Any:
-        where = "/".join(path) or "<root>"
-        if isinstance(value, torch.Tensor):
-            if where in tensors:
-                raise ValueError(f"trainer state: two tensors map to the key {where!r}")
-            tensor = value.detach()
-            if tensor.numel():
-                storage = (tensor.device, tensor.untyped_storage().data_ptr())
-                tensor = tensor.clone() if storage in storages else tensor
-                storages.add(storage)
-            tensors[where] = tensor.cpu().contiguous()
-            return {_TENSOR: where}
-        if isinstance(value, Mapping):
-            if all(isinstance(key, str) for key in value):
-                if _TAGS & set(value):
-                    raise ValueError(f"trainer state at {where}: keys {sorted(_TAGS & set(value))} are reserved")
-                return {key: encode(item, (*path, key)) for key, item in value.items()}
-            items = []
-            for key, item in value.items():
-                if not (key is None or isinstance(key, (bool, int, float, str))):
-                    raise ValueError(f"trainer state at {where}: dict key {key!r} is not a JSON scalar")
-                items.append([encode(key, (*path, "<key>")), encode(item, (*path, str(key)))])
-            return {_ITEMS: items}
-        if isinstance(value, tuple):
-            return {_TUPLE: [encode(item, (*path, str(index))) for index, item in enumerate(value)]}
-        if isinstance(value, list):
-            return [encode(item, (*path, str(index))) for index, item in enumerate(value)]
-        if isinstance(value, float) and not math.isfinite(value):
-            return {_FLOAT: repr(value)}  # 'nan', 'inf', '-inf'
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        raise ValueError(f"trainer state at {where}: cannot store a {type(value).__name__} without pickle")
-
-    encoded = encode(state, ())
-    return json.dumps(encoded, indent=1, allow_nan=False) + "\n", tensors
-
-
-def _decode(value: Any, tensors: dict[str, torch.Tensor], used: set[str]) -> Any:
-    """Invert :func:`_encode_state`; ``used`` collects the tensor keys referred to. Raises ValueError."""
-    if isinstance(value, list):
-        return [_decode(item, tensors, used) for item in value]
-    if not isinstance(value, dict):
-        return value
-    tags = _TAGS & set(value)
-    if not tags:
-        return {key: _decode(item, tensors, used) for key, item in value.items()}
-    if len(value) != 1:
-        raise ValueError(f"malformed tagged value {sorted(value)}")
-    tag, payload = next(iter(value.items()))
-    if tag == _TENSOR:
-        if not isinstance(payload, str) or payload not in tensors:
-            raise ValueError(f"refers to a tensor {payload!r} that {STATE_TENSORS_FILE} does not hold")
-        if payload in used:
-            raise ValueError(f"refers to the tensor {payload!r} twice")
-        used.add(payload)
-        return tensors[payload]
-    if tag == _FLOAT:
-        if payload not in {"nan", "inf", "-inf"}:
-            raise ValueError(f"malformed non-finite float {payload!r}")
-        return float(payload)
-    if not isinstance(payload, list):
-        raise ValueError(f"malformed {tag} value")
-    if tag == _TUPLE:
-        return tuple(_decode(item, tensors, used) for item in payload)
-    if not all(isinstance(pair, list) and len(pair) == 2 for pair in payload):
-        raise ValueError(f"malformed {_ITEMS} value")
-    return {_decode(key, tensors, used): _decode(item, tensors, used) for key, item in payload}
 
 
 # ------------------------------------------------------------------------------------------------- helpers
