@@ -9,8 +9,9 @@
 
 attnkit runs twice: with ``key_mask`` alone (every query row projected, like torch — padded rows still get torch's
 output — but padded keys skip the key/value projection, since nothing reads them), and packed — ``query_mask`` set
-to the same mask, as self-attention over a padded batch allows: padded rows then get a zero output and skip every
-projection matmul. The packed outputs equal torch's at every real position (checked).
+to the same mask, as self-attention over a padded batch allows: the real rows are packed and each sequence attends
+to itself with no mask (``MultiHeadAttention.forward_packed``), so padded rows cost neither projection nor
+attention work and get a zero output. The packed outputs equal torch's at every real position (checked).
 
 Key padding: lengths uniform in [T/2, T] with one full-length row, the same mask for both (torch's
 ``key_padding_mask`` is True at padding, attnkit's ``key_mask`` is its negation). Outputs and input gradients are

@@ -12,9 +12,15 @@ of their gradient in backward (:class:`_PackedLinear`). Rows that no output depe
 (``key_mask``) get no key/value projection, padded queries (``query_mask``) no query or output projection. The
 readable reference — three ``nn.Linear`` calls on every row — runs with ``module.fused_projections = False``.
 
+Packed self-attention: when the queries and keys share one padding mask (``query_mask`` equal to ``key_mask``, the
+usual self-attention over a padded batch), the real rows are packed into ``[N, E]`` and each sequence attends to
+itself with no mask at all (:meth:`MultiHeadAttention.forward_packed`): padding then costs neither projection nor
+attention work. The padded path above is its reference.
+
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)
     E  embed_dim   Dh  head_dim = E / H   N  rows actually projected   P  output rows of packed projections
+    n  one packed sequence's length
 """
 
 from __future__ import annotations
@@ -306,6 +312,54 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         return self._split_heads(self.k_proj(key)), self._split_heads(self.v_proj(value))
 
+    def forward_packed(self, x: torch.Tensor, lengths: Sequence[int], *, causal: bool = False) -> torch.Tensor:
+        """Self-attention within each of the packed sequences: x ``[N, E]``, ``lengths`` summing to N -> ``[N, E]``.
+
+        Sequence ``b`` is rows ``sum(lengths[:b]) : sum(lengths[:b + 1])`` of ``x`` and attends to itself only
+        (``causal``: to its own earlier rows). Equal to ``self(padded, key_mask=mask, causal=causal).context[mask]``
+        for the right-padded batch ``padded[mask] = x``; rotary positions count from 0 in each sequence.
+
+        With the SDPA path (``fast_path``): one ``[N, E] x [E, 3E]`` projection on the packed weights, the fused
+        SDPA kernel once per sequence with no mask, one output projection. The q/k/v split and the regrouping use
+        ``split``/``cat``, whose backward is one ``cat``/``split`` (slicing would add a full-size zero gradient per
+        sequence). Otherwise (another score, or ``fast_path = False``): the module on each sequence alone.
+        Attention dropout (``dropout`` > 0 while training) sends PyTorch's SDPA to its slow math kernel.
+        """
+        if x.dim() != 2 or x.shape[-1] != self.embed_dim:
+            raise ValueError(f"x must have shape [N, E={self.embed_dim}], got {tuple(x.shape)}")
+        if sum(lengths) != x.shape[0] or any(n < 0 for n in lengths):
+            raise ValueError(f"lengths must be >= 0 and sum to N={x.shape[0]}, got {list(lengths)}")
+        if not (self.fast_path and self._same_input_dims and self.fused_projections):
+            # the reference: the module on each sequence alone, [n, E] each (nothing to attend for n = 0)
+            parts = [self(part[None], causal=causal).context[0] if len(part) else part for part in x.split(lengths)]
+            return torch.cat(parts) if parts else x[:0]
+        heads, head_dim, embed_dim = self.num_heads, self.head_dim, self.embed_dim
+        qkv = self.project_query_key_value(x)  # [N, 3E]: the packed weights, read in place
+        queries, keys, values = (t.split(list(lengths)) for t in qkv.split(embed_dim, dim=-1))
+        dropout = self.dropout if self.training else 0.0
+        contexts = []
+        for q, k, v, n in zip(queries, keys, values, lengths, strict=True):
+            if n == 0:
+                contexts.append(q)  # [0, E]
+                continue
+            q, k, v = (t.view(1, n, heads, head_dim).transpose(1, 2) for t in (q, k, v))  # [1, H, n, Dh]
+            if self.rotary is not None:
+                q, k = self.rotary(q), self.rotary(k)
+            context = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal and n > 1)
+            contexts.append(context.transpose(1, 2).reshape(n, embed_dim))  # [n, E]
+        context = torch.cat(contexts) if contexts else x[:0]  # [N, E]
+        return self.out_proj(context)
+
+    def _packed_forward(self, query: torch.Tensor, mask: torch.Tensor, causal: bool) -> torch.Tensor:
+        """Self-attention of query ``[B, T, E]`` whose queries and keys share ``mask [B, T]``, via
+        :meth:`forward_packed` on the real rows -> ``[B, T, E]`` with zeros at padding."""
+        batch, length, _ = query.shape
+        index = mask.reshape(-1).nonzero().squeeze(1)  # [N]: row-major, so each sequence's rows stay together
+        lengths = mask.sum(1).tolist()
+        packed = self.forward_packed(gather_rows(query.reshape(-1, self.embed_dim), index), lengths, causal=causal)
+        out = packed.new_zeros(batch * length, self.embed_dim).index_copy(0, index, packed)  # [B·T, E]
+        return out.view(batch, length, self.embed_dim)
+
     def forward(
         self,
         query: torch.Tensor,
@@ -329,8 +383,10 @@ class MultiHeadAttention(nn.Module):
             key_mask: ``[B, Tk]`` bool, True where the key is real (with a cache: all steps held after this one).
                 In self-attention without a cache, padded keys are not projected at all (nothing reads them).
             query_mask: ``[B, Tq]`` bool, True where the query is real. Masked queries get a zero output and zero
-                weights, and their rows are skipped by the projections (the packed fast path: padding costs
-                no matmul work there).
+                weights, and their rows are skipped by the projections. In self-attention with ``key_mask``
+                equal to it (and no cache, ``attn_mask``, rotary positions or weights asked for), the real rows are
+                packed and each sequence attends to itself unmasked (:meth:`forward_packed`): padding then costs
+                no work at all.
             attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, True = attend.
             causal: add :func:`attnkit.masks.causal` (bottom-right aligned, right with a cache).
             need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
@@ -363,6 +419,22 @@ class MultiHeadAttention(nn.Module):
             )
         offset = cache.size if cache is not None else 0
         fused = self.fused_projections
+        if (
+            fused
+            and self.fast_path
+            and key is query
+            and value is query
+            and self._same_input_dims
+            and cache is None
+            and attn_mask is None
+            and self.rotary is None
+            and not need_weights
+            and query_mask is not None
+            and key_mask is not None
+            and _same_rows(query_mask, masks.as_bool_mask(key_mask, "key_mask"))
+        ):
+            # self-attention over a padded batch: pack the real rows, attend within each sequence, no mask
+            return AttentionOutput(self._packed_forward(query, query_mask, causal), None)
         if key_value is None and key is query and value is query and self._same_input_dims and fused:
             # self-attention: one [B·T, E] x [E, 3E] matmul on the packed weights and one gradient for the input;
             # padded keys (without a cache) skip the key/value projection, padded queries the query projection

@@ -282,6 +282,47 @@ def test_fused_projections_equal_the_readable_reference_in_values_and_gradients(
         torch.testing.assert_close(p_f.grad, p_r.grad, atol=1e-5, rtol=1e-4, msg=name)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_one_shared_mask_runs_packed_and_equals_the_padded_path_in_values_and_gradients(causal, monkeypatch):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    reference = _reference_of(mha)  # the padded path: masks in the kernel, every row projected
+    x = torch.randn(4, 7, 16)
+    rows = [[1, 1, 1, 1, 1, 1, 1], [0, 1, 1, 0, 1, 0, 0], [0] * 7, [1, 0, 0, 0, 0, 0, 1]]
+    mask = torch.tensor(rows, dtype=torch.bool)  # not prefixes; one sequence is all padding
+    lengths_seen = []
+    original = MultiHeadAttention.forward_packed
+
+    def spy(self, packed, lengths, **kwargs):
+        lengths_seen.append(list(lengths))
+        return original(self, packed, lengths, **kwargs)
+
+    monkeypatch.setattr(MultiHeadAttention, "forward_packed", spy)
+    results = []
+    for module in (mha, reference):
+        xi = x.clone().requires_grad_()
+        out = module(xi, key_mask=mask, query_mask=mask.clone(), causal=causal).context
+        upstream = torch.linspace(-1, 1, out.numel()).view_as(out)
+        (out * upstream).sum().backward()
+        results.append((out, xi.grad))
+    assert lengths_seen == [[7, 3, 0, 2]]  # the fused module packed; the reference did not
+    (out, grad), (expected, expected_grad) = results
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert (out[~mask] == 0).all() and (grad[~mask] == 0).all()
+    torch.testing.assert_close(grad, expected_grad, atol=1e-5, rtol=1e-4)
+    for (name, p_f), p_r in zip(mha.named_parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p_f.grad, p_r.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_forward_packed_checks_its_inputs():
+    mha = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"x must have shape \[N, E=8\]"):
+        mha.forward_packed(torch.randn(2, 3, 8), [3, 3])
+    with pytest.raises(ValueError, match="sum to N=5"):
+        mha.forward_packed(torch.randn(5, 8), [2, 2])
+    assert mha.forward_packed(torch.randn(0, 8), [0, 0]).shape == (0, 8)
+
+
 def test_packed_projections_keep_state_dict_keys_and_follow_optimizer_steps_and_loads():
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 4)

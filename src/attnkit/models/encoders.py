@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
-__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward", "packed_self_attention"]
+__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward"]
 
 
 class BiGRUEncoder(nn.Module):
@@ -85,41 +84,6 @@ def _as_lengths(lengths: Sequence[int] | torch.Tensor, tokens: int) -> list[int]
     return lengths
 
 
-def packed_self_attention(attention: MultiHeadAttention, x: torch.Tensor, lengths: Sequence[int]) -> torch.Tensor:
-    """Self-attention within each of the packed documents: x ``[N, E]``, ``lengths`` summing to N -> ``[N, E]``.
-
-    Document ``b`` is rows ``sum(lengths[:b]) : sum(lengths[:b + 1])`` of ``x`` and attends to itself only. Equal
-    to ``attention(padded, key_mask=mask).context[mask]`` for the padded batch ``padded[mask] = x``.
-
-    With the SDPA path (``attention.fast_path``): one ``[N, E] x [E, 3E]`` projection on the module's packed weights, then the fused SDPA
-    kernel per document with no mask at all, then one output projection. The q/k/v split and the regrouping use
-    ``split``/``cat``, whose backward is a single ``cat``/``split`` (slicing would add one full-size zero gradient
-    per document). Otherwise (another score, or ``fast_path = False``): the module itself, one document at a time.
-    Attention dropout (``attention.dropout`` > 0 while training) is applied to the weights, which sends PyTorch's
-    SDPA to its slow math kernel: prefer dropout on the residual branches.
-    """
-    if not (attention.fast_path and attention._same_input_dims):
-        # the reference: the module on each document alone, [n, E] each (nothing to attend for n = 0)
-        parts = [attention(part[None]).context[0] if len(part) else part for part in x.split(lengths)]
-        return torch.cat(parts) if parts else x[:0]
-    heads, head_dim, embed_dim = attention.num_heads, attention.head_dim, attention.embed_dim
-    qkv = attention.project_query_key_value(x)  # [N, 3E]: the packed weights, read in place
-    queries, keys, values = (t.split(lengths) for t in qkv.split(embed_dim, dim=-1))
-    dropout = attention.dropout if attention.training else 0.0
-    contexts = []
-    for q, k, v, n in zip(queries, keys, values, lengths, strict=True):
-        if n == 0:
-            contexts.append(q)  # [0, E]
-            continue
-        q, k, v = (t.view(1, n, heads, head_dim).transpose(1, 2) for t in (q, k, v))  # [1, H, n, Dh]
-        if attention.rotary is not None:
-            q, k = attention.rotary(q), attention.rotary(k)
-        context = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)  # [1, H, n, Dh]: no mask, fused
-        contexts.append(context.transpose(1, 2).reshape(n, embed_dim))
-    context = torch.cat(contexts) if contexts else x[:0]  # [N, E]
-    return attention.out_proj(context)
-
-
 class TransformerEncoderLayer(nn.Module):
     """Self-attention + feed-forward, each with a residual; pre-norm (default) or post-norm.
 
@@ -171,14 +135,14 @@ class TransformerEncoderLayer(nn.Module):
         """Packed documents x ``[N, D]`` with ``lengths [B]`` (summing to N) -> ``[N, D]``.
 
         The same layer as :meth:`forward` on the padded batch, at the real positions only; see
-        :func:`packed_self_attention`.
+        :meth:`MultiHeadAttention.forward_packed <attnkit.MultiHeadAttention.forward_packed>`.
         """
         lengths = _as_lengths(lengths, x.shape[0])
         if self.norm_first:
-            x = x + self.dropout(packed_self_attention(self.attention, self.norm_attention(x), lengths))
+            x = x + self.dropout(self.attention.forward_packed(self.norm_attention(x), lengths))
             x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
         else:
-            x = self.norm_attention(x + self.dropout(packed_self_attention(self.attention, x, lengths)))
+            x = self.norm_attention(x + self.dropout(self.attention.forward_packed(x, lengths)))
             x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
         return x
 
