@@ -47,11 +47,11 @@ class _ReplicaBatchSampler(Sampler[list[int]]):
         lengths: Sequence[int] | torch.Tensor,
         batch_size: int,
         *,
-        shuffle: bool,
-        drop_last: bool,
-        num_replicas: int,
-        rank: int,
-        seed: int,
+        shuffle: bool = True,
+        drop_last: bool = False,
+        num_replicas: int = 1,
+        rank: int = 0,
+        seed: int = 0,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -125,13 +125,7 @@ class BucketBatchSampler(_ReplicaBatchSampler):
         seed: int = 0,
     ) -> None:
         super().__init__(
-            lengths,
-            batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            num_replicas=num_replicas,
-            rank=rank,
-            seed=seed,
+            lengths, batch_size, shuffle=shuffle, drop_last=drop_last, num_replicas=num_replicas, rank=rank, seed=seed
         )
         if pool_batches is not None and pool_batches < 1:
             raise ValueError(f"pool_batches must be at least 1 or None, got {pool_batches}")
@@ -157,27 +151,6 @@ class RandomBatchSampler(_ReplicaBatchSampler):
     ``shuffle=False`` gives consecutive indices. Arguments as :class:`BucketBatchSampler`; ``lengths`` only
     fixes the dataset size (pass ``range(n)`` or the real lengths).
     """
-
-    def __init__(
-        self,
-        lengths: Sequence[int] | torch.Tensor,
-        batch_size: int,
-        *,
-        shuffle: bool = True,
-        drop_last: bool = False,
-        num_replicas: int = 1,
-        rank: int = 0,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(
-            lengths,
-            batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            num_replicas=num_replicas,
-            rank=rank,
-            seed=seed,
-        )
 
     def _global_batches(self, generator: torch.Generator) -> list[list[int]]:
         order = self._order(generator)
