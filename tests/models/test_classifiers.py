@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
-from attnkit.models.pooled import POOLINGS, bigram_ids, build_pooling
+from attnkit.models.pooled import POOLINGS, bigram_ids, build_pooling, encode_packed
 
 
 def nested_batch(documents, extra_sentences=0, extra_words=0, vocab=30):
@@ -82,6 +82,32 @@ def test_pooled_classifier_ignores_padding(encoder, pooling):
         alone = model(ids[b : b + 1, :n], mask[b : b + 1, :n])
         torch.testing.assert_close(batched.logits[b], alone.logits[0], atol=1e-5, rtol=1e-5)
         assert (batched.pooling.weights[b, :, n:] == 0).all()
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_encode_packed_equals_the_padded_encoder(prefix):
+    """Packed encoding (prefix masks) or its padded fallback (other masks): the padded forward's values at real
+    positions, zeros at padding (packed), and the same gradients, dropout off."""
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(16, 2, 2, dropout=0.0).double()
+    lengths = torch.tensor([5, 0, 7, 1])
+    mask = torch.arange(8)[None] < lengths[:, None]
+    if not prefix:
+        mask[2, 0] = False  # a hole at the start: positions would shift if packed, so it must fall back
+    x = torch.randn(4, 8, 16, dtype=torch.float64, requires_grad=True)
+    got = encode_packed(encoder, x, mask)
+    (got * mask[..., None]).square().sum().backward()
+    got_grads = [x.grad.clone()] + [p.grad.clone() for p in encoder.parameters()]
+    x.grad = None
+    encoder.zero_grad()
+    expected = encoder(x, mask)[0]
+    (expected * mask[..., None]).square().sum().backward()
+    expected_grads = [x.grad] + [p.grad for p in encoder.parameters()]
+    torch.testing.assert_close(got[mask], expected[mask])
+    if prefix:
+        assert (got[~mask] == 0).all()
+    for g, e in zip(got_grads, expected_grads, strict=True):
+        torch.testing.assert_close(g, e)
 
 
 def test_bigram_ids_by_hand():

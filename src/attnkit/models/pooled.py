@@ -17,7 +17,7 @@ from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedP
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
 
-__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling"]
+__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling", "encode_packed"]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
 
@@ -57,6 +57,22 @@ def bigram_ids(token_ids: torch.Tensor, mask: torch.Tensor, buckets: int) -> tor
     pairs = token_ids[:, :-1] * _BIGRAM_MULTIPLIER + token_ids[:, 1:]  # [B, T-1]
     ids = (pairs % buckets + 1) * (mask[:, :-1] & mask[:, 1:])  # [B, T-1]
     return F.pad(ids, (0, 1))  # [B, T]: the last position has no successor
+
+
+def encode_packed(encoder: TransformerEncoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The Transformer encoder over the real tokens only: x ``[B, T, E]``, mask ``[B, T]`` -> ``[B, T, D]``.
+
+    When each row's mask is a prefix (padding at the end, as the collate functions make it), the real tokens are
+    packed and encoded with :meth:`TransformerEncoder.forward_packed` (no projection, feed-forward or attention
+    work on padding) and scattered back, zeros at padded positions; the real positions equal the padded
+    :meth:`TransformerEncoder.forward`'s. Any other mask goes through the padded forward.
+    """
+    lengths = mask.sum(-1)  # [B]
+    is_prefix = bool((torch.arange(mask.shape[1], device=mask.device) < lengths[:, None]).eq(mask).all())
+    if not is_prefix:
+        return encoder(x, mask)[0]
+    encoded = encoder.forward_packed(x[mask], lengths)  # [N, D]
+    return encoded.new_zeros(*mask.shape, encoded.shape[-1]).index_put((mask,), encoded)  # [B, T, D]
 
 
 @dataclass
@@ -114,7 +130,7 @@ class PooledClassifier(nn.Module):
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]
         elif isinstance(self.encoder, TransformerEncoder):
-            x, _ = self.encoder(x, mask)
+            x = encode_packed(self.encoder, x, mask)  # [B, T, D]
         elif self.encoder is not None:
             x = self.encoder(x, mask)
         pooled = self.pooling(x, mask)
