@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnkit.masks import lengths_to_mask
 from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder
 from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedPooling
 from attnkit.outputs import AttentionOutput
@@ -68,8 +69,7 @@ def encode_packed(encoder: TransformerEncoder, x: torch.Tensor, mask: torch.Tens
     :meth:`TransformerEncoder.forward`'s. Any other mask goes through the padded forward.
     """
     lengths = mask.sum(-1)  # [B]
-    is_prefix = bool((torch.arange(mask.shape[1], device=mask.device) < lengths[:, None]).eq(mask).all())
-    if not is_prefix:
+    if not torch.equal(lengths_to_mask(lengths, mask.shape[1]), mask):
         return encoder(x, mask)[0]
     encoded = encoder.forward_packed(x[mask], lengths)  # [N, D]
     return encoded.new_zeros(*mask.shape, encoded.shape[-1]).index_put((mask,), encoded)  # [B, T, D]
