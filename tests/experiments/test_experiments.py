@@ -173,3 +173,27 @@ def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
     page = render_results(paths).read_text()
     assert "| rnn | 30.00 | 7.50 | 28.25 / 7.00 (k=5) | 29.00 | 59.5 | 10 |" in page
     assert "| transformer | 30.00 | 7.50 | – | 29.00 | 59.5 | 10 |" in page
+
+
+def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
+    """Two `attnkit experiment g2p --only ...` processes at once: each keeps the other's row."""
+    from attnkit.experiments import seq2seq
+
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    summary_path = paths.results / "g2p.json"
+    write(summary_path, {"runs": {}})
+    metrics = {"test": {"wer": 30.0, "per": 7.5}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 10}
+    other = {**metrics, "command": "attnkit train seq2seq ...", "minutes": 60.0, "num_parameters": 10}
+
+    def fake_ensure_run(argv, out, threads=None):
+        # while this run trains, the other process finishes and records its row
+        write(summary_path, {**json.loads(summary_path.read_text()), "runs": {"transformer": other}})
+        return {**metrics, "train_seconds": 600, "num_parameters": 1000}
+
+    monkeypatch.setattr(seq2seq, "ensure_run", fake_ensure_run)
+    monkeypatch.setattr(seq2seq, "_beam_test", lambda out, beam: {"wer": 29.5, "per": 7.25})
+    summary = seq2seq.run_seq2seq_experiment("g2p", paths, runs=["rnn, global concat, 60 min"])
+    recorded = json.loads(summary_path.read_text())
+    assert recorded["runs"]["transformer"] == other
+    assert recorded["runs"]["rnn, global concat, 60 min"]["test_beam"] == {"wer": 29.5, "per": 7.25}
+    assert recorded == summary

@@ -92,8 +92,7 @@ def run_seq2seq_experiment(
     if unknown:
         raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(experiment.runs)}")
     summary_path = paths.results / f"{name}.json"
-    summary = read_json(summary_path) or {"runs": {}}
-    summary.update(title=experiment.title, data=experiment.data, command=command_line(["experiment", name]))
+    summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
     for run in runs or list(experiment.runs):
         out = paths.runs / name / _slug(run)
         argv = experiment.train_argv(run, out)
@@ -116,6 +115,8 @@ def run_seq2seq_experiment(
             row["test_beam"] = (
                 previous["test_beam"] if same and "test_beam" in previous else _beam_test(out, experiment.beam)
             )
+        # re-read just before writing: another `experiment NAME --only ...` process may have added its row meanwhile
+        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
         summary["runs"][run] = row
         write_json(summary_path, summary)
     if name == "bible":
@@ -125,6 +126,11 @@ def run_seq2seq_experiment(
 
     render_results(paths)
     return summary
+
+
+def _header(experiment: Seq2SeqExperiment, name: str) -> dict[str, str]:
+    """The summary's fields that describe the table rather than a run."""
+    return {"title": experiment.title, "data": experiment.data, "command": command_line(["experiment", name])}
 
 
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
