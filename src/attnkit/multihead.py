@@ -8,8 +8,9 @@ and, when ``need_weights=True``, the exact per-head weights are computed alongsi
 
 Projections: the query, key and value weights (and biases) live back to back in one storage, so self-attention
 runs one ``[B·T, E] x [E, 3E]`` matmul on them in place — no ``torch.cat`` of the weights in forward, no split
-of their gradient in backward (:class:`_PackedLinear`). Rows that no output depends on are skipped: padded keys
-(``key_mask``) get no key/value projection, padded queries (``query_mask``) no query or output projection. The
+of their gradient in backward (:mod:`attnkit.functional.packed_linear`). Rows that no output depends on are
+skipped: padded keys (``key_mask``) get no key/value projection, padded queries (``query_mask``) no query or
+output projection. The
 readable reference — three ``nn.Linear`` calls on every row — runs with ``module.fused_projections = False``.
 
 Packed self-attention: when the queries and keys share one padding mask (``query_mask`` equal to ``key_mask``, the
@@ -25,15 +26,15 @@ Shape glossary:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.autograd.function import once_differentiable
 
 from attnkit import masks
 from attnkit.distributions import Distribution, Softmax
+from attnkit.functional.packed_linear import gather_rows, on_rows, packed_linear, packed_view
 from attnkit.functional.sdpa import scaled_dot_product_attention
 from attnkit.kv_cache import KVCache
 from attnkit.outputs import AttentionOutput
@@ -41,128 +42,6 @@ from attnkit.positions import RotaryPositions
 from attnkit.scores import ScaledDotScore, Score
 
 __all__ = ["MultiHeadAttention"]
-
-
-class _GatherRows(torch.autograd.Function):
-    """``x.index_select(0, index)`` for *distinct* indices, whose backward is a plain copy (``index_copy``)
-    instead of autograd's generic ``index_add`` — a scatter-add several times slower on CPU."""
-
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(index)
-        ctx.rows = x.shape[0]
-        return x.index_select(0, index)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (index,) = ctx.saved_tensors
-        return grad.new_zeros(ctx.rows, *grad.shape[1:]).index_copy_(0, index, grad), None
-
-
-def gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """Rows ``index [N]`` (distinct) of ``x [R, D]`` -> ``[N, D]``, with a copy (not a scatter-add) for backward."""
-    return _GatherRows.apply(x, index)
-
-
-def _on_rows(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-    """A row-wise ``fn`` on the rows of x ``[B, T, Din]`` where ``rows [B, T]`` is True, zeros elsewhere -> ``[B, T, Dout]``.
-
-    The packed fast path: skipped rows cost no matmul work. ``rows=None`` (or every row kept) is plain ``fn(x)``.
-    """
-    if rows is None:
-        return fn(x)
-    flat = x.reshape(-1, x.shape[-1])  # [B·T, Din]
-    index = rows.reshape(-1).nonzero().squeeze(1)  # [N] kept rows
-    if index.numel() == flat.shape[0]:
-        return fn(x)
-    packed = fn(gather_rows(flat, index))  # [N, Dout]
-    out = packed.new_zeros(flat.shape[0], packed.shape[-1]).index_copy(0, index, packed)
-    return out.view(*x.shape[:-1], packed.shape[-1])
-
-
-def packed_view(parts: Sequence[torch.Tensor]) -> torch.Tensor | None:
-    """``torch.cat(parts)`` as a view, without a copy, if the parts lie back to back in one storage; else None.
-
-    The view is detached: gradients are :class:`_PackedLinear`'s business.
-    """
-    first = parts[0]
-    expected = first.data_ptr()
-    for part in parts:
-        if (
-            part.data_ptr() != expected
-            or not part.is_contiguous()
-            or part.dtype != first.dtype
-            or part.device != first.device
-            or part.shape[1:] != first.shape[1:]
-        ):
-            return None
-        expected += part.numel() * part.element_size()
-    needed = expected - first.data_ptr() + first.storage_offset() * first.element_size()
-    if first.untyped_storage().nbytes() < needed:  # adjacent in memory but not one storage
-        return None
-    rows = sum(part.shape[0] for part in parts)
-    return first.detach().as_strided((rows, *first.shape[1:]), first.stride(), first.storage_offset())
-
-
-class _PackedLinear(torch.autograd.Function):
-    """``F.linear(x, cat(weights), cat(biases))`` for weights (and biases) that lie back to back in one storage.
-
-    ``weight`` and ``bias`` are their :func:`packed_view`: forward multiplies by it in place; backward computes one
-    ``[P, Din]`` weight gradient and hands each part its rows (views): no ``torch.cat`` in either direction. The
-    parts are saved individually, so an in-place change to any of them before backward raises as it would for
-    ``F.linear``.
-    """
-
-    @staticmethod
-    def forward(
-        ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, *params: torch.Tensor
-    ) -> torch.Tensor:
-        parts = len(params) // 2 if bias is not None else len(params)
-        ctx.save_for_backward(x, *params[:parts])
-        ctx.has_bias, ctx.sizes = bias is not None, [w.shape[0] for w in params[:parts]]
-        return F.linear(x, weight, bias)  # [..., P]
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: torch.Tensor):
-        x, *weights = ctx.saved_tensors
-        parts = len(weights)
-        needs = ctx.needs_input_grad
-        grad_x = grad_weights = grad_biases = None
-        if needs[0]:
-            weight = packed_view(weights)
-            grad_x = grad @ (torch.cat(weights) if weight is None else weight)  # [..., Din]
-        flat = grad.reshape(-1, grad.shape[-1])  # [M, P]
-        if any(needs[3 : 3 + parts]):
-            grad_weights = (flat.t() @ x.reshape(-1, x.shape[-1])).split(ctx.sizes)  # P x [., Din]
-        if ctx.has_bias and any(needs[3 + parts :]):
-            grad_biases = flat.sum(0).split(ctx.sizes)
-        grad_weights = grad_weights or (None,) * parts
-        grad_biases = grad_biases or (None,) * (parts if ctx.has_bias else 0)
-        return (grad_x, None, None, *grad_weights, *grad_biases)
-
-
-def packed_linear(
-    x: torch.Tensor,
-    weights: Sequence[torch.Tensor],
-    biases: Sequence[torch.Tensor] | None = None,
-    packed: tuple[torch.Tensor | None, torch.Tensor | None] | None = None,
-) -> torch.Tensor:
-    """``F.linear(x, torch.cat(weights), torch.cat(biases))`` -> ``[..., P]``, reading the weights in place when
-    they are packed and falling back to the concatenation otherwise.
-
-    ``packed``: their ``(packed_view(weights), packed_view(biases))`` if the caller keeps them (see
-    :func:`packed_view`; None where not packed).
-    """
-    if packed is None:
-        packed = packed_view(weights), None if biases is None else packed_view(biases)
-    weight, bias = packed
-    if weight is None or (biases is not None and bias is None):
-        return F.linear(x, torch.cat(weights), None if biases is None else torch.cat(biases))
-    params = [*weights, *(biases or ())]
-    if torch.is_grad_enabled() and (x.requires_grad or any(t.requires_grad for t in params)):
-        return _PackedLinear.apply(x, weight, bias, *params)
-    return F.linear(x, weight, bias)
 
 
 def _pack_after_load(module: MultiHeadAttention, _incompatible_keys: object) -> None:
@@ -281,11 +160,11 @@ class MultiHeadAttention(nn.Module):
         """``x [B, T, E]`` through the projections named by ``letters`` (``"qkv"``, ``"kv"``, ``"q"``) at once, on
         ``rows`` only -> ``[B, T, len(letters)·E]``."""
         if letters == "q":
-            return _on_rows(self.q_proj, x, rows)
+            return on_rows(self.q_proj, x, rows)
         if letters == "qkv":
-            return _on_rows(self.project_query_key_value, x, rows)
+            return on_rows(self.project_query_key_value, x, rows)
         weights, biases, packed = self._packed_projections(letters)
-        return _on_rows(lambda t: packed_linear(t, weights, biases, packed), x, rows)
+        return on_rows(lambda t: packed_linear(t, weights, biases, packed), x, rows)
 
     # ------------------------------------------------------------------------------------------- forward
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -469,7 +348,7 @@ class MultiHeadAttention(nn.Module):
             context = F.dropout(weights, dropout, training=dropout > 0) @ v.to(weights.dtype)
         context = context.transpose(1, 2).reshape(batch, tq, self.embed_dim).to(query.dtype)  # [B, Tq, E]
         if fused:
-            output = _on_rows(self.out_proj, context, query_mask)
+            output = on_rows(self.out_proj, context, query_mask)
         else:
             output = self.out_proj(context)
             output = output if query_mask is None else output * query_mask[..., None].to(output.dtype)

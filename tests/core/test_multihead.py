@@ -225,7 +225,7 @@ def test_query_mask_packs_rows_and_zeroes_padded_queries_in_values_and_gradients
 
 
 def test_gather_rows_gradcheck_float64():
-    from attnkit.multihead import gather_rows
+    from attnkit.functional.packed_linear import gather_rows
 
     x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
     index = torch.tensor([4, 0, 2])
@@ -245,7 +245,7 @@ def _reference_of(mha: MultiHeadAttention) -> MultiHeadAttention:
 
 
 def _is_packed(mha: MultiHeadAttention) -> bool:
-    from attnkit.multihead import packed_view
+    from attnkit.functional.packed_linear import packed_view
 
     projections = (mha.q_proj, mha.k_proj, mha.v_proj)
     packed = packed_view([p.weight for p in projections])
@@ -380,7 +380,7 @@ def test_unpacked_parameters_fall_back_to_concatenation():
 
 @pytest.mark.parametrize("bias", [True, False])
 def test_packed_linear_gradcheck_float64(bias):
-    from attnkit.multihead import packed_linear, packed_view
+    from attnkit.functional.packed_linear import packed_linear, packed_view
 
     torch.manual_seed(0)
     storage = torch.randn(3 * 4 * 3 + 3 * 4, dtype=torch.float64)
@@ -398,7 +398,7 @@ def test_packed_linear_gradcheck_float64(bias):
 
 
 def test_packed_linear_detects_in_place_changes_before_backward():
-    from attnkit.multihead import packed_linear
+    from attnkit.functional.packed_linear import packed_linear
 
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 3, 8, requires_grad=True)
