@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
-from attnkit.models.pooled import POOLINGS, bigram_ids, build_pooling, encode_packed
+from attnkit.models.encoders import encode_packed
+from attnkit.models.pooled import POOLINGS, bigram_ids, build_pooling
 
 
 def nested_batch(documents, extra_sentences=0, extra_words=0, vocab=30):

@@ -23,10 +23,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnkit.masks import lengths_to_mask
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
-__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "feed_forward"]
+__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "encode_packed", "feed_forward"]
 
 
 class BiGRUEncoder(nn.Module):
@@ -215,3 +216,18 @@ class TransformerEncoder(nn.Module):
         for layer in self.layers:
             x = layer.forward_packed(x, lengths)
         return self.final_norm(x)
+
+
+def encode_packed(encoder: TransformerEncoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The Transformer encoder over the real tokens only: x ``[B, T, E]``, mask ``[B, T]`` -> ``[B, T, D]``.
+
+    When each row's mask is a prefix (padding at the end, as the collate functions make it), the real tokens are
+    packed and encoded with :meth:`TransformerEncoder.forward_packed` (no projection, feed-forward or attention
+    work on padding) and scattered back, zeros at padded positions; the real positions equal the padded
+    :meth:`TransformerEncoder.forward`'s. Any other mask goes through the padded forward.
+    """
+    lengths = mask.sum(-1)  # [B]
+    if not torch.equal(lengths_to_mask(lengths, mask.shape[1]), mask):
+        return encoder(x, mask)[0]
+    encoded = encoder.forward_packed(x[mask], lengths)  # [N, D]
+    return encoded.new_zeros(*mask.shape, encoded.shape[-1]).index_put((mask,), encoded)  # [B, T, D]

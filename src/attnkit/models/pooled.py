@@ -12,13 +12,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnkit.masks import lengths_to_mask
-from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder
+from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder, encode_packed
 from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedPooling
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
 
-__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling", "encode_packed"]
+__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling"]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
 
@@ -58,21 +57,6 @@ def bigram_ids(token_ids: torch.Tensor, mask: torch.Tensor, buckets: int) -> tor
     pairs = token_ids[:, :-1] * _BIGRAM_MULTIPLIER + token_ids[:, 1:]  # [B, T-1]
     ids = (pairs % buckets + 1) * (mask[:, :-1] & mask[:, 1:])  # [B, T-1]
     return F.pad(ids, (0, 1))  # [B, T]: the last position has no successor
-
-
-def encode_packed(encoder: TransformerEncoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The Transformer encoder over the real tokens only: x ``[B, T, E]``, mask ``[B, T]`` -> ``[B, T, D]``.
-
-    When each row's mask is a prefix (padding at the end, as the collate functions make it), the real tokens are
-    packed and encoded with :meth:`TransformerEncoder.forward_packed` (no projection, feed-forward or attention
-    work on padding) and scattered back, zeros at padded positions; the real positions equal the padded
-    :meth:`TransformerEncoder.forward`'s. Any other mask goes through the padded forward.
-    """
-    lengths = mask.sum(-1)  # [B]
-    if not torch.equal(lengths_to_mask(lengths, mask.shape[1]), mask):
-        return encoder(x, mask)[0]
-    encoded = encoder.forward_packed(x[mask], lengths)  # [N, D]
-    return encoded.new_zeros(*mask.shape, encoded.shape[-1]).index_put((mask,), encoded)  # [B, T, D]
 
 
 @dataclass
