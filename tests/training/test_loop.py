@@ -162,6 +162,35 @@ def test_lr_decay_multiplies_the_rate_after_each_epoch_without_improvement_and_s
         FitConfig(lr_decay=1.5)
 
 
+def test_warmup_raises_the_rate_linearly_over_the_first_steps_across_a_plateau_and_a_resume(tmp_path, monkeypatch):
+    rates = []
+    step = torch.optim.AdamW.step
+
+    def recording_step(self, *args, **kwargs):
+        rates.append(self.param_groups[0]["lr"])
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", recording_step)
+    scripted = [1.0, 1.1, 0.9]  # epoch 2 does not improve: the plateau halves the rate the warm-up climbs to
+    config = FitConfig(epochs=3, lr=0.1, lr_decay=0.5, warmup_steps=7, patience=None, select_metric="loss")
+    config.select_mode, config.progress = "min", False
+    for epochs in range(1, 4):  # one epoch per call, resumed each time: the warm-up carries on from the checkpoint
+        config.epochs = epochs
+        fit(
+            ScriptedTask(scripted[epochs - 1 :]),
+            constant_batches(),
+            lambda: [],
+            config,
+            checkpoint_dir=tmp_path,
+            resume=True,
+        )
+    # Steps 1-6 climb by 0.1 / 7; epoch 2's plateau halves the target, so step 7 reaches 0.05 and stays there.
+    assert rates == pytest.approx([0.1 * k / 7 for k in range(1, 7)] + [0.05] * 3)
+    assert "scheduled_lr" not in read_trainer_state(tmp_path / "last")["optimizer"]["param_groups"][0]
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0, got -1"):
+        FitConfig(warmup_steps=-1)
+
+
 def test_a_nan_metric_never_counts_as_an_improvement():
     task = ScriptedTask([math.nan, 0.5, math.nan])
     result = fit(

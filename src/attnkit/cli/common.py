@@ -65,6 +65,12 @@ def add_training_options(
         default=1.0,
         help="multiply the learning rate by this after each epoch without improvement (default 1: constant)",
     )
+    fit.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        help="raise the learning rate linearly over this many first steps (default 0; Transformers: ~4000)",
+    )
     fit.add_argument("--weight-decay", type=float, default=weight_decay, help=f"(default {weight_decay:g})")
     fit.add_argument(
         "--patience",
@@ -86,6 +92,7 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         epochs=args.epochs,
         lr=args.lr,
         lr_decay=args.lr_decay,
+        warmup_steps=args.warmup_steps,
         weight_decay=args.weight_decay,
         patience=args.patience,
         seed=args.seed,

@@ -36,10 +36,19 @@ __all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_cop
 
 LAST, BEST = "last", "best"
 # Settings added after checkpoints were first written: their value in a checkpoint that predates them.
-_SETTING_DEFAULTS = {"lr_decay": 1.0}
+_SETTING_DEFAULTS = {"lr_decay": 1.0, "warmup_steps": 0}
 _STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
-_RESULT_SETTINGS = ("seed", "lr", "lr_decay", "weight_decay", "grad_clip", "select_metric", "select_mode")
+_RESULT_SETTINGS = (
+    "seed",
+    "lr",
+    "lr_decay",
+    "warmup_steps",
+    "weight_decay",
+    "grad_clip",
+    "select_metric",
+    "select_mode",
+)
 
 
 @dataclass

@@ -106,6 +106,9 @@ class FitConfig:
         lr_decay: after every validated epoch that does not improve the selection metric, the learning rate is
             multiplied by this factor (0 < lr_decay <= 1; 1.0 keeps it constant). The rate lives in the optimiser's
             state, so a resumed run carries on with the decayed value.
+        warmup_steps: the learning rate rises linearly over the first this many optimiser steps of the run
+            (resumed parts included), from ``lr / warmup_steps`` at step 1 to ``lr`` at step ``warmup_steps``; 0
+            starts at ``lr``. Transformers trained with Adam need it (Vaswani et al. 2017, section 5.3).
         weight_decay: AdamW's decoupled weight decay, applied to matrices and embeddings only (parameters with two
             or more dimensions), not to biases and norm gains.
         grad_clip: the largest global gradient norm, or None for no clipping.
@@ -123,6 +126,7 @@ class FitConfig:
     epochs: int = 10
     lr: float = 1e-3
     lr_decay: float = 1.0
+    warmup_steps: int = 0
     weight_decay: float = 0.0
     grad_clip: float | None = 1.0
     patience: int | None = 3
@@ -142,6 +146,8 @@ class FitConfig:
             problems.append(f"lr must be > 0, got {self.lr}")
         if not 0 < self.lr_decay <= 1:
             problems.append(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        if self.warmup_steps < 0:
+            problems.append(f"warmup_steps must be >= 0, got {self.warmup_steps}")
         if not self.weight_decay >= 0:
             problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.grad_clip is not None and not self.grad_clip > 0:
@@ -261,7 +267,17 @@ def fit(
         seed_everything(derive_seed(config.seed, epoch, context.rank))
         with _running(task, train_model):
             loss_sum, steps, partial = _train_epoch(
-                task, model, optimizer, train_batches(epoch), config, context, device, reporter, epoch, out_of_time
+                task,
+                model,
+                optimizer,
+                train_batches(epoch),
+                config,
+                context,
+                device,
+                reporter,
+                epoch,
+                out_of_time,
+                steps_before=sum(record.steps for record in run.history),
             )
         totals = all_reduce_sums({"loss": loss_sum, "steps": float(steps)}, context)
         if totals["steps"] == 0:
@@ -317,8 +333,13 @@ def _train_epoch(
     reporter: Reporter,
     epoch: int,
     out_of_time: Callable[[], bool],
+    *,
+    steps_before: int = 0,
 ) -> tuple[float, int, bool]:
-    """One pass over ``batches``: ``(summed batch losses, steps, cut short by the time budget)``."""
+    """One pass over ``batches``: ``(summed batch losses, steps, cut short by the time budget)``.
+
+    ``steps_before`` counts the run's optimiser steps in earlier epochs (for the warm-up).
+    """
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     max_norm = math.inf if config.grad_clip is None else config.grad_clip
@@ -337,6 +358,7 @@ def _train_epoch(
                     f"epoch {epoch}, step {steps + 1}: gradient norm {norm.item()} (loss {loss.item()}); "
                     "lower the learning rate or check the data"
                 )
+            _warm_up(optimizer, steps_before + steps + 1, config.warmup_steps)
             optimizer.step()
             steps += 1
             value = loss.item()
@@ -394,10 +416,26 @@ def _improves(value: float, best: float | None, mode: str) -> bool:
 # ------------------------------------------------------------------------------------------------- helpers
 
 
+def _warm_up(optimizer: torch.optim.Optimizer, step: int, warmup_steps: int) -> None:
+    """Set the rate of the run's optimiser step ``step`` (from 1) during the warm-up: ``step / warmup_steps`` of
+    the scheduled rate, which each group keeps in ``"scheduled_lr"`` until the warm-up ends (so the optimiser's
+    state, saved in checkpoints, resumes a warm-up where it stopped)."""
+    if step > warmup_steps:
+        return
+    for group in optimizer.param_groups:
+        scheduled = group.setdefault("scheduled_lr", group["lr"])
+        group["lr"] = scheduled * step / warmup_steps
+        if step == warmup_steps:
+            del group["scheduled_lr"]
+
+
 def _decay_learning_rate(optimizer: torch.optim.Optimizer, factor: float) -> None:
-    """Multiply every parameter group's learning rate by ``factor`` (a plateau step; 1.0 does nothing)."""
+    """Multiply every parameter group's learning rate by ``factor`` (a plateau step; 1.0 does nothing), and its
+    scheduled rate too while a warm-up is still under way."""
     for group in optimizer.param_groups:
         group["lr"] *= factor
+        if "scheduled_lr" in group:
+            group["scheduled_lr"] *= factor
 
 
 def _make_optimizer(model: nn.Module, config: FitConfig) -> torch.optim.AdamW:
