@@ -356,6 +356,43 @@ class MultiHeadAttention(nn.Module):
             weights = weights * query_mask[:, None, :, None]
         return AttentionOutput(output, weights if need_weights else None)
 
+    # ------------------------------------------------------------------------------------------- decoding
+    def decode_self(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Causal self-attention of one new position per row over everything ``cache`` holds: x ``[N, E]`` ->
+        ``[N, E]``; this position's keys and values are appended to ``cache``.
+
+        The values of ``self(x[:, None], causal=True, cache=cache).context[:, 0]`` (the tests hold them equal) for
+        a fraction of its per-call work: a decoder calls this once per layer and token, where argument checks,
+        mask building and routing cost as much as the arithmetic. No weights, no dropout (inference); a module
+        off the SDPA fast path or with ``fused_projections = False`` takes :meth:`forward`.
+        """
+        if not (self.fast_path and self.fused_projections and self._same_input_dims) or self.training:
+            return self(x[:, None], causal=True, cache=cache).context[:, 0]
+        rows, heads, head_dim = x.shape[0], self.num_heads, self.head_dim
+        q, k, v = self.project_query_key_value(x).view(rows, 3, heads, 1, head_dim).unbind(1)  # 3 x [N, H, 1, Dh]
+        if self.rotary is not None:
+            q, k = self.rotary(q, offset=cache.size), self.rotary(k, offset=cache.size)
+        keys, values = cache.update(k, v)  # [N, H, t, Dh]: one query sees every cached key, nothing to mask
+        context = F.scaled_dot_product_attention(q, keys, values)  # [N, H, 1, Dh]
+        return self.out_proj(context.view(rows, self.embed_dim))  # [N, E]
+
+    def decode_cross(
+        self, x: torch.Tensor, key_value: tuple[torch.Tensor, torch.Tensor], key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Attention of one query per row over keys and values projected once (:meth:`project_key_value`):
+        x ``[N, E]``, key_value ``([N, H, S, Dh], [N, H, S, Dh])``, key_mask ``[N, S]`` bool or None -> ``[N, E]``.
+
+        The values of ``self(x[:, None], key_value=key_value, key_mask=key_mask).context[:, 0]`` with less work
+        per call, as :meth:`decode_self`; a row with no real key gives zeros.
+        """
+        if not (self.fast_path and self.fused_projections) or self.training or self.rotary is not None:
+            return self(x[:, None], key_value=key_value, key_mask=key_mask).context[:, 0]  # (rotary: its error)
+        rows = x.shape[0]
+        q = self.q_proj(x).view(rows, self.num_heads, 1, self.head_dim)  # [N, H, 1, Dh]
+        mask = None if key_mask is None else key_mask[:, None, None, :]  # [N, 1, 1, S]
+        context, _ = scaled_dot_product_attention(q, *key_value, mask)  # [N, H, 1, Dh]
+        return self.out_proj(context.view(rows, self.embed_dim))  # [N, E]
+
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
         """Copy an ``nn.MultiheadAttention``'s weights so both give the same outputs.

@@ -151,6 +151,36 @@ def test_kv_cache_decoding_equals_full_recomputation(rotary):
     assert cache.size == 9
 
 
+@pytest.mark.parametrize("variant", ["fast", "rotary", "generic", "training"])
+def test_one_token_decoding_methods_equal_forward(variant):
+    """decode_self / decode_cross give forward's values, on the lean path and on the fallbacks to forward."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, rotary=RotaryPositions(4) if variant == "rotary" else None).eval()
+    if variant == "generic":
+        mha.fast_path = False  # the readable score + distribution path
+    x, memory = torch.randn(3, 6, 16), torch.randn(3, 5, 16)
+    memory_mask = key_padding([5, 2, 0], 5)  # the last row has no real key: zeros, not NaN
+    key_value = mha.project_key_value(memory)
+    lean_cache, reference_cache = KVCache(3, 6, 4, 4), KVCache(3, 6, 4, 4)
+    with torch.no_grad():
+        if variant == "training":
+            mha.train()  # dropout is 0: forward's values still, through forward itself
+        for t in range(6):
+            got = mha.decode_self(x[:, t], lean_cache)
+            want = mha(x[:, t : t + 1], causal=True, cache=reference_cache).context[:, 0]
+            torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+            if variant == "rotary":  # rotary keys are self-attention's: cross-attention refuses, as forward does
+                with pytest.raises(ValueError, match="this module rotates keys"):
+                    mha.decode_cross(x[:, t], key_value, memory_mask)
+                continue
+            got = mha.decode_cross(x[:, t], key_value, memory_mask)
+            want = mha(x[:, t : t + 1], key_value=key_value, key_mask=memory_mask).context[:, 0]
+            torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+            assert torch.isfinite(got).all() and (got[2] == mha.out_proj.bias).all()
+    torch.testing.assert_close(lean_cache.keys, reference_cache.keys, atol=1e-6, rtol=1e-6)
+    assert lean_cache.size == reference_cache.size == 6
+
+
 def test_rotary_scores_depend_on_relative_position_only():
     torch.manual_seed(0)
     rotary = RotaryPositions(8)

@@ -56,6 +56,26 @@ def test_kv_cached_steps_equal_full_recomputation(positions, norm_first):
     assert (torch.stack(full.self_attention).triu(1) == 0).all()  # causal: no weight on later targets
 
 
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_one_token_decoding_path_equals_the_general_layer_path(positions, norm_first):
+    """decode_step without weights runs TransformerDecoderLayer.decode_token; with weights, the layers' forward."""
+    model = make_model(positions=positions, norm_first=norm_first)
+    source, source_mask, target = make_batch([6, 3, 1, 2], [5, 5, 5, 5])
+    source_mask[3] = False  # a source with nothing to attend to: its cross-attention gives zeros on both paths
+    with torch.no_grad():
+        lean = model.start_decoding(source, source_mask, max_steps=5)
+        general = model.start_decoding(source, source_mask, max_steps=5)
+        for t in range(5):
+            got, no_weights = model.decode_step(target[:, t], lean)
+            want, _ = model.decode_step(target[:, t], general, need_weights=True)
+            assert no_weights is None and torch.isfinite(got).all()
+            torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    for fast, slow in zip(lean.caches, general.caches, strict=True):
+        torch.testing.assert_close(fast.keys, slow.keys, atol=1e-6, rtol=1e-6)  # rounding: other matmul shapes
+        torch.testing.assert_close(fast.values, slow.values, atol=1e-6, rtol=1e-6)
+
+
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_preprojected_cross_attention_equals_multihead_attention(fast_path):
     torch.manual_seed(0)

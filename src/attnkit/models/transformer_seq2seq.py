@@ -21,6 +21,7 @@ Shape glossary:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -125,25 +126,56 @@ class TransformerDecoderLayer(nn.Module):
         (``T' = cached + T``); the weights are None unless ``need_weights``.
         """
 
-        def self_attend(h: torch.Tensor):
-            return self.self_attention(h, causal=True, cache=cache, need_weights=need_weights)
+        weights: dict[str, torch.Tensor | None] = {}
 
-        def cross_attend(h: torch.Tensor):
-            return attend_memory(self.cross_attention, h, memory_kv, memory_mask, need_weights=need_weights)
+        def self_attend(h: torch.Tensor) -> torch.Tensor:
+            out = self.self_attention(h, causal=True, cache=cache, need_weights=need_weights)
+            weights["self"] = out.weights
+            return out.context
 
+        def cross_attend(h: torch.Tensor) -> torch.Tensor:
+            context, weights["cross"] = attend_memory(
+                self.cross_attention, h, memory_kv, memory_mask, need_weights=need_weights
+            )
+            return context
+
+        x = self._residual_blocks(x, self_attend, cross_attend)
+        return x, weights["self"], weights["cross"]
+
+    def decode_token(
+        self, x: torch.Tensor, memory_kv: MemoryKV, memory_mask: torch.Tensor | None, cache: KVCache
+    ) -> torch.Tensor:
+        """One new target position per row, for inference: x ``[N, D]`` -> ``[N, D]``, appending to ``cache``.
+
+        The values of ``self(x[:, None], memory_kv, memory_mask, cache=cache)[0][:, 0]`` (the tests hold them
+        equal) through :meth:`MultiHeadAttention.decode_self` and :meth:`~MultiHeadAttention.decode_cross`, which
+        skip the general path's checks and mask building: per token, that bookkeeping cost as much as the
+        arithmetic. memory_mask: ``[N, S]`` bool, or None when every source position is real.
+        """
+
+        def self_attend(h: torch.Tensor) -> torch.Tensor:
+            return self.self_attention.decode_self(h, cache)
+
+        def cross_attend(h: torch.Tensor) -> torch.Tensor:
+            return self.cross_attention.decode_cross(h, memory_kv, memory_mask)
+
+        return self._residual_blocks(x, self_attend, cross_attend)
+
+    def _residual_blocks(
+        self,
+        x: torch.Tensor,
+        self_attend: Callable[[torch.Tensor], torch.Tensor],
+        cross_attend: Callable[[torch.Tensor], torch.Tensor],
+    ) -> torch.Tensor:
+        """The three residual blocks around ``self_attend``, ``cross_attend`` and the feed-forward, pre- or
+        post-norm: x ``[..., D]`` -> ``[..., D]``."""
         if self.norm_first:
-            attended = self_attend(self.norm_self(x))
-            x = x + self.dropout(attended.context)
-            context, cross_weights = cross_attend(self.norm_cross(x))
-            x = x + self.dropout(context)
-            x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
-        else:
-            attended = self_attend(x)
-            x = self.norm_self(x + self.dropout(attended.context))
-            context, cross_weights = cross_attend(x)
-            x = self.norm_cross(x + self.dropout(context))
-            x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
-        return x, attended.weights, cross_weights
+            x = x + self.dropout(self_attend(self.norm_self(x)))
+            x = x + self.dropout(cross_attend(self.norm_cross(x)))
+            return x + self.dropout(self.feed_forward(self.norm_ff(x)))
+        x = self.norm_self(x + self.dropout(self_attend(x)))
+        x = self.norm_cross(x + self.dropout(cross_attend(x)))
+        return self.norm_ff(x + self.dropout(self.feed_forward(x)))
 
 
 @dataclass
@@ -353,12 +385,19 @@ class TransformerSeq2Seq(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``."""
         x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
+        layers = zip(self.decoder_layers, state.caches, state.memory_kv, strict=True)
         cross = []
-        for layer, cache, memory_kv in zip(self.decoder_layers, state.caches, state.memory_kv, strict=True):
-            x, _, cross_weights = layer(x, memory_kv, state.step_memory_mask, cache=cache, need_weights=need_weights)
-            cross.append(cross_weights)
+        if need_weights:
+            for layer, cache, memory_kv in layers:
+                x, _, cross_weights = layer(x, memory_kv, state.step_memory_mask, cache=cache, need_weights=True)
+                cross.append(cross_weights)
+            x = x[:, 0]  # [N, D]
+        else:
+            x = x[:, 0]  # [N, D]
+            for layer, cache, memory_kv in layers:
+                x = layer.decode_token(x, memory_kv, state.step_memory_mask, cache)  # [N, D]
         state.step += 1
-        hidden = self.decoder_norm(x[:, 0])  # [N, D]
+        hidden = self.decoder_norm(x)  # [N, D]
         if state.output_weight_t is None:
             logits = self.output(hidden)  # [N, V]
         elif state.output_bias is None:
