@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit evaluate``: dispatch on the checkpoint's kind."""
     apply_runtime(args)
     from attnkit.training.checkpoint import read_config
-    from attnkit.training.seq2seq_run import resolve_checkpoint
+    from attnkit.training.seq2seq_inference import resolve_checkpoint
 
     args.checkpoint = resolve_checkpoint(args.checkpoint)
     kind = read_config(args.checkpoint).get("kind")
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _evaluate_seq2seq(args: argparse.Namespace) -> int:
     from attnkit.cli.train_seq2seq import format_metrics
-    from attnkit.training.seq2seq_run import evaluate_seq2seq, evaluation_data, load_seq2seq
+    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
+    from attnkit.training.seq2seq_run import evaluation_data
 
     if args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")

@@ -129,7 +129,7 @@ def _explain_seq2seq(args: argparse.Namespace, checkpoint: Path) -> Path:
     from attnkit.explain.html import write_report
     from attnkit.explain.sections import alignment_section, transformer_section
     from attnkit.training.seq2seq import translate_texts
-    from attnkit.training.seq2seq_run import load_seq2seq
+    from attnkit.training.seq2seq_inference import load_seq2seq
 
     if args.index:
         raise ValueError(

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     apply_runtime(args)
     if args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
-    from attnkit.training.seq2seq_run import load_seq2seq, translate
+    from attnkit.training.seq2seq_inference import load_seq2seq, translate
 
     lines = read_lines(args)
     loaded = load_seq2seq(args.checkpoint)

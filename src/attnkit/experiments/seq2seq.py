@@ -138,7 +138,7 @@ def _header(experiment: Seq2SeqExperiment, name: str) -> dict[str, str]:
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
     """The best checkpoint's test metrics with beam search (``beam`` hypotheses, length penalty 1)."""
     from attnkit.data.seq2seq import load_task
-    from attnkit.training.seq2seq_run import evaluate_seq2seq, load_seq2seq
+    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(out / "best")
     task = load_task(loaded.config.data)
@@ -149,7 +149,7 @@ def _beam_test(out: Path, beam: int) -> dict[str, float]:
 def bleu_by_length(checkpoint: Path) -> list[dict]:
     """Corpus BLEU of the test split in each source-length bucket (greedy decoding)."""
     from attnkit.data.seq2seq import load_task
-    from attnkit.training.seq2seq_run import evaluate_seq2seq, load_seq2seq
+    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(checkpoint)
     task = load_task(loaded.config.data)

@@ -1,11 +1,8 @@
-"""Train, load, evaluate and use a sequence-to-sequence model: what ``attnkit train seq2seq``, ``attnkit evaluate``
-and ``attnkit translate`` run for seq2seq checkpoints.
+"""Train a sequence-to-sequence model: what ``attnkit train seq2seq`` runs (loading, evaluating and using the
+checkpoints it writes: :mod:`attnkit.training.seq2seq_inference`).
 
     data = load_data("dates")                                        # or a pair file: load_data("pairs.tsv", ...)
     report = train_seq2seq(data, {"model": "rnn", "attention": "bahdanau"}, FitConfig(epochs=10), out_dir="runs/d")
-    loaded = load_seq2seq("runs/d")                                  # RUN or RUN/best
-    evaluate_seq2seq(loaded, data.test, data.references_for("test"), beam_size=4)
-    translate(loaded, ["March 4, 1997"])
 
 A run directory holds ``best/`` and ``last/`` checkpoints — ``model.safetensors``, ``config.json`` (``"kind":
 "seq2seq"`` plus :class:`Seq2SeqConfig`) and the tokeniser file(s), ``tokenizer.json`` for a shared vocabulary or
@@ -29,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 from torch.utils.data import DataLoader
 
 from attnkit.data.seq2seq import (
@@ -51,75 +47,23 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.training.checkpoint import (
-    CONFIG_FILE,
-    CheckpointError,
-    load_model_weights,
-    read_config,
-    resolve_checkpoint,
-)
 from attnkit.training.loop import FitConfig, FitResult, fit
-from attnkit.training.seq2seq import METRIC_KINDS, SELECTION, Seq2SeqTask, Translation, metric_kind, translate_texts
+from attnkit.training.seq2seq import SELECTION, Seq2SeqTask, metric_kind
+from attnkit.training.seq2seq_inference import KIND, LoadedSeq2Seq, Seq2SeqConfig, evaluate_seq2seq
 
 __all__ = [
-    "KIND",
     "LEVELS",
-    "LoadedSeq2Seq",
-    "Seq2SeqConfig",
     "Seq2SeqTrainReport",
-    "evaluate_seq2seq",
     "evaluation_data",
     "load_data",
-    "load_seq2seq",
     "pairs_with_references",
-    "resolve_checkpoint",
     "subset",
     "train_seq2seq",
-    "translate",
 ]
 
-KIND = "seq2seq"
 LEVELS = ("char", "symbol", "subword")
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
-
-
-@dataclass
-class Seq2SeqConfig:
-    """What a seq2seq checkpoint's ``config.json`` holds besides ``"kind"``.
-
-    Attributes:
-        model: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config, vocabulary sizes included.
-        data: the built-in task name, or the training file as given.
-        metrics: ``"sequence"`` (WER/PER) or ``"text"`` (BLEU/chrF).
-        source_level, target_level: how each side was tokenised (``char``, ``symbol``, ``subword``).
-        label_smoothing: of the training loss.
-    """
-
-    model: dict[str, Any]
-    data: str = ""
-    metrics: str = "sequence"
-    source_level: str = "char"
-    target_level: str = "char"
-    label_smoothing: float = 0.1
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> Seq2SeqConfig:
-        """Rebuild from :meth:`to_dict`, refusing unknown keys and unknown metric kinds."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown seq2seq config keys: {', '.join(unknown)}")
-        if "model" not in values:
-            raise ValueError("the seq2seq config has no 'model'")
-        config = cls(**values)
-        if config.metrics not in METRIC_KINDS:
-            raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {config.metrics!r}")
-        return config
 
 
 # ------------------------------------------------------------------------------------------------------ data
@@ -380,95 +324,3 @@ def train_seq2seq(
         }
         (out_dir / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
     return report
-
-
-# ------------------------------------------------------------------------------------------ loading and use
-
-
-@dataclass
-class LoadedSeq2Seq:
-    """A trained model (in eval mode) with its two tokenisers (the same object when shared) and its config."""
-
-    model: nn.Module
-    source_tokenizer: Tokenizer
-    target_tokenizer: Tokenizer
-    config: Seq2SeqConfig
-
-
-def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
-    """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``).
-
-    Raises:
-        CheckpointError: not an attnkit checkpoint, not a seq2seq one, a bad config, missing tokenisers, or
-            weights that do not fit.
-    """
-    checkpoint = resolve_checkpoint(checkpoint)
-    values = dict(read_config(checkpoint))
-    kind = values.pop("kind", None)
-    if kind != KIND:
-        raise CheckpointError(f"{checkpoint}: not a seq2seq checkpoint (kind={kind!r})")
-    try:
-        config = Seq2SeqConfig.from_dict(values)
-        model = build_seq2seq(config.model)
-        source_tok, target_tok = load_tokenizers(checkpoint)
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error
-    load_model_weights(model, checkpoint)
-    return LoadedSeq2Seq(model.eval(), source_tok, target_tok, config)
-
-
-def evaluate_seq2seq(
-    loaded: LoadedSeq2Seq,
-    pairs: Sequence[Pair],
-    references: Sequence[Sequence[str]] | None = None,
-    *,
-    beam_size: int = 1,
-    batch_size: int = 128,
-    length_penalty: float = 1.0,
-    max_len: int | None = None,
-) -> dict[str, float]:
-    """Decode every source of ``pairs`` and score it: ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, plus
-    the teacher-forced ``loss``, ``token_accuracy`` and ``count``.
-
-    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target).
-    """
-    if not pairs:
-        raise ValueError("nothing to evaluate: no pairs")
-    references = [[target] for _, target in pairs] if references is None else references
-    if len(references) != len(pairs):
-        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
-    dataset = encode_pairs(pairs, loaded.source_tokenizer, loaded.target_tokenizer)
-    task = Seq2SeqTask(
-        loaded.model,
-        loaded.target_tokenizer,
-        metrics=loaded.config.metrics,
-        references=references,
-        beam_size=beam_size,
-        length_penalty=length_penalty,
-        max_len=max_len,
-    )
-    return task.evaluate(make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths"))
-
-
-def translate(
-    loaded: LoadedSeq2Seq,
-    texts: Sequence[str],
-    *,
-    beam_size: int = 1,
-    batch_size: int = 64,
-    length_penalty: float = 1.0,
-    max_len: int | None = None,
-    need_weights: bool = False,
-) -> list[Translation]:
-    """Decode ``texts`` with a loaded model, in input order (see :func:`~attnkit.training.seq2seq.translate_texts`)."""
-    return translate_texts(
-        loaded.model,
-        loaded.source_tokenizer,
-        loaded.target_tokenizer,
-        texts,
-        beam_size=beam_size,
-        batch_size=batch_size,
-        length_penalty=length_penalty,
-        max_len=max_len,
-        need_weights=need_weights,
-    )
