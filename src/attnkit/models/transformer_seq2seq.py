@@ -383,7 +383,11 @@ class TransformerSeq2Seq(nn.Module):
     def decode_step(
         self, tokens: torch.Tensor, state: TransformerDecodingState, *, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``."""
+        """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``.
+
+        Without weights, every layer takes :meth:`TransformerDecoderLayer.decode_token` (the lean one-token path);
+        with them, the layers' ``forward``, which computes them.
+        """
         x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
         layers = zip(self.decoder_layers, state.caches, state.memory_kv, strict=True)
         cross = []
