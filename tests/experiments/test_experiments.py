@@ -144,7 +144,7 @@ def test_a_finished_run_of_the_same_command_is_reused_and_any_other_is_trained(t
 
     calls = []
 
-    def fake_run(argv):
+    def fake_run(argv, processes=1):
         calls.append(argv)
         (tmp_path / "metrics.json").write_text(json.dumps({"test": {"accuracy": 0.5}}))
 
@@ -156,6 +156,38 @@ def test_a_finished_run_of_the_same_command_is_reused_and_any_other_is_trained(t
     assert len(calls) == 1
     common.ensure_run([*argv, "--seed", "1"], tmp_path)  # another command in the same directory: trained
     assert len(calls) == 2
+
+
+def test_a_run_on_several_processes_trains_under_torchrun_and_says_so(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from attnkit.experiments import common
+
+    calls = []
+
+    def fake_subprocess_run(command, check):
+        calls.append(command)
+        (tmp_path / "metrics.json").write_text(json.dumps({"test": {"wer": 30.0}}))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(common.subprocess, "run", fake_subprocess_run)
+    argv = ["train", "seq2seq", "--data", "cmudict", "--out", str(tmp_path), "--resume"]
+    assert common.ensure_run(argv, tmp_path, threads=1, processes=2) == {"test": {"wer": 30.0}}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "attnkit.cli"]
+    assert calls == [[*torchrun, *argv, "--no-progress", "--threads", "1"]]
+    assert common.command_line(argv, 2).startswith("torchrun --nproc-per-node 2 -m attnkit.cli train seq2seq")
+    common.ensure_run(argv, tmp_path, processes=2)  # finished, same command and processes: reused
+    assert len(calls) == 1
+    run_command = common.run_command
+    monkeypatch.setattr(common, "run_command", lambda argv, processes=1: calls.append(("in-process", processes)))
+    common.ensure_run(argv, tmp_path)  # the same arguments on one process are another run: trained
+    assert calls[-1] == ("in-process", 1)
+    monkeypatch.setattr(common.subprocess, "run", lambda command, check: subprocess.CompletedProcess(command, 1))
+    with pytest.raises(RuntimeError, match=r"torchrun --nproc-per-node 2 -m attnkit.cli .* exited with status 1"):
+        run_command(argv, 2)
+    with pytest.raises(ValueError, match="processes must be >= 1"):
+        common.command_line(argv, 0)
 
 
 def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
@@ -186,7 +218,7 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
     metrics = {"test": {"wer": 30.0, "per": 7.5}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 10}
     other = {**metrics, "command": "attnkit train seq2seq ...", "minutes": 60.0, "num_parameters": 10}
 
-    def fake_ensure_run(argv, out, threads=None):
+    def fake_ensure_run(argv, out, threads=None, processes=1):
         # while this run trains, the other process finishes and records its row
         write(summary_path, {**json.loads(summary_path.read_text()), "runs": {"transformer": other}})
         return {**metrics, "train_seconds": 600, "num_parameters": 1000}

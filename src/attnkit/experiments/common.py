@@ -7,13 +7,23 @@ import json
 import math
 import shlex
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ExperimentPaths", "command_line", "ensure_run", "mean_std", "read_json", "run_command", "write_json"]
+__all__ = [
+    "ExperimentPaths",
+    "command_line",
+    "ensure_run",
+    "launcher",
+    "mean_std",
+    "read_json",
+    "run_command",
+    "write_json",
+]
 
 
 @dataclass(frozen=True)
@@ -30,30 +40,44 @@ class ExperimentPaths:
         return self.docs / "results"
 
 
-def command_line(argv: Sequence[str]) -> str:
-    """The shell command that runs ``attnkit argv...`` (quoted for copying)."""
-    return "attnkit " + shlex.join(argv)
+def launcher(processes: int = 1) -> list[str]:
+    """What runs ``attnkit``: itself for one process, ``torchrun`` for ``processes`` (one per core, under DDP)."""
+    if processes < 1:
+        raise ValueError(f"processes must be >= 1, got {processes}")
+    return ["attnkit"] if processes == 1 else ["torchrun", "--nproc-per-node", str(processes), "-m", "attnkit.cli"]
 
 
-def run_command(argv: Sequence[str]) -> None:
-    """Run ``attnkit argv...`` in this process (the same code path as the shell command); raise if it fails."""
-    from attnkit.cli import main
+def command_line(argv: Sequence[str], processes: int = 1) -> str:
+    """The shell command that runs ``attnkit argv...`` on ``processes`` processes (quoted for copying)."""
+    return shlex.join([*launcher(processes), *argv])
 
-    print(f"\n$ {command_line(argv)}", file=sys.stderr, flush=True)
-    status = main(list(argv))
+
+def run_command(argv: Sequence[str], processes: int = 1) -> None:
+    """Run ``attnkit argv...``: in this process (the same code path as the shell command), or under ``torchrun``
+    (``python -m torch.distributed.run``) for ``processes > 1``; raise if it fails."""
+    print(f"\n$ {command_line(argv, processes)}", file=sys.stderr, flush=True)
+    if processes == 1:
+        from attnkit.cli import main
+
+        status = main(list(argv))
+    else:
+        torchrun = [sys.executable, "-m", "torch.distributed.run", *launcher(processes)[1:]]
+        status = subprocess.run([*torchrun, *argv], check=False).returncode
     if status != 0:
-        raise RuntimeError(f"{command_line(argv)} exited with status {status}")
+        raise RuntimeError(f"{command_line(argv, processes)} exited with status {status}")
 
 
-def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None) -> dict:
+def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None, processes: int = 1) -> dict:
     """The ``metrics.json`` of the training run ``attnkit argv...`` writing to ``out``: reused when ``out`` holds a
     finished run of exactly this command (``out/command.json``), trained (or resumed, with ``--resume`` in
-    ``argv``) otherwise."""
+    ``argv``) otherwise; ``processes > 1`` trains under ``torchrun`` (``threads`` is then per process)."""
     metrics = read_json(out / "metrics.json")
-    if read_json(out / "command.json") != list(argv) or not (metrics and metrics.get("test")):
+    command = list(argv) if processes == 1 else [*launcher(processes), *argv]
+    if read_json(out / "command.json") != command or not (metrics and metrics.get("test")):
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "command.json", list(argv))
-        run_command([*argv, "--no-progress", *([] if threads is None else ["--threads", str(threads)])])
+        write_json(out / "command.json", command)
+        options = ["--no-progress", *([] if threads is None else ["--threads", str(threads)])]
+        run_command([*argv, *options], processes)
         metrics = read_json(out / "metrics.json")
     return metrics
 
