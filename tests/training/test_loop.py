@@ -244,21 +244,20 @@ def test_progress_prints_one_line_per_epoch_off_a_terminal(capsys):
 
 
 def test_weight_decay_spares_biases():
-    from attnkit.training.loop import _make_optimizer
+    from attnkit.training.optim import make_optimizer
 
-    optimizer = _make_optimizer(ToyModel(), FitConfig(weight_decay=0.1))
+    optimizer = make_optimizer(ToyModel(), lr=1e-3, weight_decay=0.1)
     decays = {group["weight_decay"]: [p.dim() for p in group["params"]] for group in optimizer.param_groups}
     assert decays == {0.1: [2, 2], 0.0: [1, 1]}
 
 
 def test_the_optimizer_is_fused_adamw_and_steps_like_the_default_implementation():
-    from attnkit.training.loop import _make_optimizer
+    from attnkit.training.optim import make_optimizer
 
     torch.manual_seed(0)
     fused_model, reference_model = ToyModel(dropout=0.0), ToyModel(dropout=0.0)
     reference_model.load_state_dict(fused_model.state_dict())
-    config = FitConfig(weight_decay=0.1, lr=0.01)
-    fused = _make_optimizer(fused_model, config)
+    fused = make_optimizer(fused_model, lr=0.01, weight_decay=0.1)
     assert fused.defaults["fused"] is True
     decay = [p for p in reference_model.parameters() if p.dim() >= 2]
     no_decay = [p for p in reference_model.parameters() if p.dim() < 2]

@@ -49,6 +49,7 @@ from attnkit.training.distributed import (
     init_distributed,
     wrap_model,
 )
+from attnkit.training.optim import decay_learning_rate, make_optimizer, warm_up
 from attnkit.training.seeding import derive_seed, seed_everything
 
 __all__ = ["EpochRecord", "FitConfig", "FitResult", "SummableTask", "Task", "fit"]
@@ -241,7 +242,7 @@ def fit(
     if context.device.type == "cuda":
         model.to(context.device)
     device = _device_of(model)
-    optimizer = _make_optimizer(model, config)
+    optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
     reporter = Reporter(
         enabled=config.progress and context.is_main, epochs=config.epochs, refresh_every=config.log_every
     )
@@ -289,7 +290,7 @@ def fit(
             run.best_weights, run.bad_epochs = cpu_copy(model), 0
         else:
             run.bad_epochs += 1
-            _decay_learning_rate(optimizer, config.lr_decay)
+            decay_learning_rate(optimizer, config.lr_decay)
         train_loss, seconds = totals["loss"] / totals["steps"], time.monotonic() - epoch_started
         record = EpochRecord(epoch, train_loss, metrics, seconds, steps, partial)
         run.epoch = epoch
@@ -358,7 +359,7 @@ def _train_epoch(
                     f"epoch {epoch}, step {steps + 1}: gradient norm {norm.item()} (loss {loss.item()}); "
                     "lower the learning rate or check the data"
                 )
-            _warm_up(optimizer, steps_before + steps + 1, config.warmup_steps)
+            warm_up(optimizer, steps_before + steps + 1, config.warmup_steps)
             optimizer.step()
             steps += 1
             value = loss.item()
@@ -414,47 +415,6 @@ def _improves(value: float, best: float | None, mode: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- helpers
-
-
-def _warm_up(optimizer: torch.optim.Optimizer, step: int, warmup_steps: int) -> None:
-    """Set the rate of the run's optimiser step ``step`` (from 1) during the warm-up: ``step / warmup_steps`` of
-    the scheduled rate, which each group keeps in ``"scheduled_lr"`` until the warm-up ends (so the optimiser's
-    state, saved in checkpoints, resumes a warm-up where it stopped)."""
-    if step > warmup_steps:
-        return
-    for group in optimizer.param_groups:
-        scheduled = group.setdefault("scheduled_lr", group["lr"])
-        group["lr"] = scheduled * step / warmup_steps
-        if step == warmup_steps:
-            del group["scheduled_lr"]
-
-
-def _decay_learning_rate(optimizer: torch.optim.Optimizer, factor: float) -> None:
-    """Multiply every parameter group's learning rate by ``factor`` (a plateau step; 1.0 does nothing), and its
-    scheduled rate too while a warm-up is still under way."""
-    for group in optimizer.param_groups:
-        group["lr"] *= factor
-        if "scheduled_lr" in group:
-            group["scheduled_lr"] *= factor
-
-
-def _make_optimizer(model: nn.Module, config: FitConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on parameters of two or more dimensions only (not on biases and norm gains)."""
-    decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-    groups = [
-        group
-        for group in ({"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0})
-        if group["params"]
-    ]
-    if not groups:
-        raise ValueError(f"{type(model).__name__} has no trainable parameters")
-    # The fused kernel updates each parameter in one pass: the default (foreach) implementation allocates
-    # parameter-sized temporaries every step, which for a 100k x 300 embedding costs 3x the time on CPU.
-    try:
-        return torch.optim.AdamW(groups, lr=config.lr, fused=True)
-    except (RuntimeError, ValueError):  # a device or dtype the fused kernel does not support
-        return torch.optim.AdamW(groups, lr=config.lr)
 
 
 @contextmanager
