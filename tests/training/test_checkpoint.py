@@ -20,6 +20,7 @@ from attnkit.training.checkpoint import (
     CheckpointError,
     load_model_weights,
     read_config,
+    read_config_of_kind,
     read_metadata,
     read_trainer_state,
     recover_checkpoint,
@@ -83,6 +84,16 @@ def test_round_trip_restores_weights_config_metadata_and_extra_files(tmp_path):
     assert not same_weights(source, target)
     load_model_weights(target, directory)
     assert same_weights(source, target)
+
+
+def test_a_config_of_another_kind_is_refused_by_name(tmp_path):
+    directory = save_checkpoint(tmp_path / "c", fresh(0), model_config={"kind": "vision", "dim": 4})
+    assert read_config_of_kind(directory, "vision") == {"dim": 4}
+    with pytest.raises(CheckpointError, match=r"not a seq2seq checkpoint \(kind='vision'\)"):
+        read_config_of_kind(directory, "seq2seq")
+    untyped = save_checkpoint(tmp_path / "u", fresh(0), model_config={"dim": 4})
+    with pytest.raises(CheckpointError, match="not a classifier checkpoint \\(kind=None\\)"):
+        read_config_of_kind(untyped, "classifier")
 
 
 def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):

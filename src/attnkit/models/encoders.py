@@ -27,7 +27,7 @@ from attnkit.masks import lengths_to_mask
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
-__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "encode_packed", "feed_forward"]
+__all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "encode_packed", "feed_forward", "residual"]
 
 
 class BiGRUEncoder(nn.Module):
@@ -77,6 +77,20 @@ def feed_forward(
     return nn.Sequential(nn.Linear(dim, hidden), activation(), nn.Dropout(dropout), nn.Linear(hidden, dim))
 
 
+def residual(
+    x: torch.Tensor,
+    sublayer: Callable[[torch.Tensor], torch.Tensor],
+    norm: nn.Module,
+    dropout: nn.Module,
+    norm_first: bool,
+) -> torch.Tensor:
+    """One residual block around ``sublayer``: ``x + dropout(sublayer(norm(x)))`` pre-norm, ``norm(x +
+    dropout(sublayer(x)))`` post-norm. x ``[..., D]`` -> ``[..., D]``."""
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
 def _as_lengths(lengths: Sequence[int] | torch.Tensor, tokens: int) -> list[int]:
     """Lengths as Python ints, checked to sum to the packed input's ``N``."""
     lengths = lengths.tolist() if isinstance(lengths, torch.Tensor) else [int(n) for n in lengths]
@@ -122,15 +136,14 @@ class TransformerEncoderLayer(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None, *, need_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x ``[B, T, D]``, mask ``[B, T]`` -> ``(x [B, T, D], weights [B, H, T, T] or None)``."""
-        if self.norm_first:
-            attended = self.attention(self.norm_attention(x), key_mask=mask, need_weights=need_weights)
-            x = x + self.dropout(attended.context)
-            x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
-        else:
-            attended = self.attention(x, key_mask=mask, need_weights=need_weights)
-            x = self.norm_attention(x + self.dropout(attended.context))
-            x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
-        return x, attended.weights
+        weights = []
+
+        def attend(h: torch.Tensor) -> torch.Tensor:
+            out = self.attention(h, key_mask=mask, need_weights=need_weights)
+            weights.append(out.weights)
+            return out.context
+
+        return self._blocks(x, attend), weights[0]
 
     def forward_packed(self, x: torch.Tensor, lengths: Sequence[int] | torch.Tensor) -> torch.Tensor:
         """Packed documents x ``[N, D]`` with ``lengths [B]`` (summing to N) -> ``[N, D]``.
@@ -139,13 +152,12 @@ class TransformerEncoderLayer(nn.Module):
         :meth:`MultiHeadAttention.forward_packed <attnkit.MultiHeadAttention.forward_packed>`.
         """
         lengths = _as_lengths(lengths, x.shape[0])
-        if self.norm_first:
-            x = x + self.dropout(self.attention.forward_packed(self.norm_attention(x), lengths))
-            x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
-        else:
-            x = self.norm_attention(x + self.dropout(self.attention.forward_packed(x, lengths)))
-            x = self.norm_ff(x + self.dropout(self.feed_forward(x)))
-        return x
+        return self._blocks(x, lambda h: self.attention.forward_packed(h, lengths))
+
+    def _blocks(self, x: torch.Tensor, attend: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """The attention block around ``attend``, then the feed-forward block: x ``[..., D]`` -> ``[..., D]``."""
+        x = residual(x, attend, self.norm_attention, self.dropout, self.norm_first)
+        return residual(x, self.feed_forward, self.norm_ff, self.dropout, self.norm_first)
 
 
 class TransformerEncoder(nn.Module):

@@ -29,7 +29,7 @@ from torch import nn
 
 from attnkit.decoding import check_reorder_indices, expand_for_beams
 from attnkit.kv_cache import KVCache
-from attnkit.models.encoders import TransformerEncoderLayer, feed_forward
+from attnkit.models.encoders import TransformerEncoderLayer, feed_forward, residual
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions
 
@@ -169,13 +169,9 @@ class TransformerDecoderLayer(nn.Module):
     ) -> torch.Tensor:
         """The three residual blocks around ``self_attend``, ``cross_attend`` and the feed-forward, pre- or
         post-norm: x ``[..., D]`` -> ``[..., D]``."""
-        if self.norm_first:
-            x = x + self.dropout(self_attend(self.norm_self(x)))
-            x = x + self.dropout(cross_attend(self.norm_cross(x)))
-            return x + self.dropout(self.feed_forward(self.norm_ff(x)))
-        x = self.norm_self(x + self.dropout(self_attend(x)))
-        x = self.norm_cross(x + self.dropout(cross_attend(x)))
-        return self.norm_ff(x + self.dropout(self.feed_forward(x)))
+        x = residual(x, self_attend, self.norm_self, self.dropout, self.norm_first)
+        x = residual(x, cross_attend, self.norm_cross, self.dropout, self.norm_first)
+        return residual(x, self.feed_forward, self.norm_ff, self.dropout, self.norm_first)
 
 
 @dataclass

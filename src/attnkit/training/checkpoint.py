@@ -52,6 +52,7 @@ __all__ = [
     "CheckpointError",
     "load_model_weights",
     "read_config",
+    "read_config_of_kind",
     "read_metadata",
     "read_trainer_state",
     "recover_checkpoint",
@@ -266,6 +267,20 @@ def read_config(directory: str | Path) -> dict[str, Any]:
     """
     _, config = _open_checkpoint(directory)
     return {key: value for key, value in config.items() if key != _SECTION}
+
+
+def read_config_of_kind(directory: str | Path, kind: str) -> dict[str, Any]:
+    """:func:`read_config` of a checkpoint that must hold a ``kind`` model (``"classifier"``, ``"seq2seq"``,
+    ``"vision"``), without its ``"kind"`` key.
+
+    Raises:
+        CheckpointError: not a valid attnkit checkpoint, or one of another kind.
+    """
+    values = read_config(directory)
+    found = values.pop("kind", None)
+    if found != kind:
+        raise CheckpointError(f"{directory}: not a {kind} checkpoint (kind={found!r})")
+    return values
 
 
 def read_metadata(directory: str | Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin, stratified_split
 from attnkit.data.files import load_files
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.training.checkpoint import load_model_weights, read_config
+from attnkit.training.checkpoint import load_model_weights, read_config_of_kind
 from attnkit.training.classification import (
     ClassificationTask,
     ClassifierConfig,
@@ -162,10 +162,7 @@ def train_classifier(
 
 def load_classifier(checkpoint: str | Path) -> tuple[nn.Module, TextEncoder]:
     """Rebuild a trained classifier and its text encoder from a checkpoint directory (``.../best``)."""
-    values = dict(read_config(checkpoint))
-    kind = values.pop("kind", None)
-    if kind != "classifier":
-        raise ValueError(f"{checkpoint}: not a classifier checkpoint (kind={kind!r})")
+    values = read_config_of_kind(checkpoint, "classifier")
     config = ClassifierConfig.from_dict(values)
     tokenizer = TextTokenizer.load(checkpoint)
     model = build_classifier(config, tokenizer.vocab_size)

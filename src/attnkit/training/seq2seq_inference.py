@@ -23,7 +23,7 @@ from attnkit.training.checkpoint import (
     CONFIG_FILE,
     CheckpointError,
     load_model_weights,
-    read_config,
+    read_config_of_kind,
     resolve_checkpoint,
 )
 from attnkit.training.seq2seq import METRIC_KINDS, Seq2SeqTask, Translation, translate_texts
@@ -97,10 +97,7 @@ def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
             weights that do not fit.
     """
     checkpoint = resolve_checkpoint(checkpoint)
-    values = dict(read_config(checkpoint))
-    kind = values.pop("kind", None)
-    if kind != KIND:
-        raise CheckpointError(f"{checkpoint}: not a seq2seq checkpoint (kind={kind!r})")
+    values = read_config_of_kind(checkpoint, KIND)
     try:
         config = Seq2SeqConfig.from_dict(values)
         model = build_seq2seq(config.model)

@@ -32,7 +32,7 @@ from attnkit.data.images import (
     stratified_indices,
 )
 from attnkit.models.visual import VisualAttentionClassifier, visual_attention_classifier
-from attnkit.training.checkpoint import CheckpointError, load_model_weights, read_config
+from attnkit.training.checkpoint import CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.loop import FitConfig, FitResult, fit
 
 __all__ = [
@@ -234,10 +234,7 @@ def load_vision(checkpoint: str | Path) -> tuple[VisualAttentionClassifier, Visi
     Raises:
         CheckpointError: not an attnkit checkpoint, not a vision one, or weights that do not fit.
     """
-    values = dict(read_config(checkpoint))
-    kind = values.pop("kind", None)
-    if kind != KIND:
-        raise CheckpointError(f"{checkpoint}: not a vision checkpoint (kind={kind!r})")
+    values = read_config_of_kind(checkpoint, KIND)
     try:
         config = VisionConfig.from_dict(values)
         model = build_vision_model(config)
