@@ -206,6 +206,8 @@ def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
     page = render_results(paths).read_text()
     assert "| rnn | 30.00 | 7.50 | 28.25 / 7.00 (k=5) | 29.00 | 59.5 | 10 |" in page
     assert "| transformer | 30.00 | 7.50 | – | 29.00 | 59.5 | 10 |" in page
+    # the experiment's own runs missing from the JSON are named, with the command that trains each
+    assert "`attnkit experiment g2p --only 'rnn, global concat, 2 processes'`" in page
 
 
 def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):

@@ -175,7 +175,7 @@ def plot_bleu_by_length(summary: dict, target: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(6.4, 4.0))
+    figure = Figure(figsize=(7.6, 4.0))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     for run, row in summary["runs"].items():
@@ -187,7 +187,7 @@ def plot_bleu_by_length(summary: dict, target: Path) -> None:
     axes.set_ylabel("test BLEU (greedy)")
     axes.set_title("Bible EN→ES: BLEU by source length")
     axes.grid(alpha=0.3)
-    axes.legend()
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # beside the plot: never over a line
     figure.tight_layout()
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=100)
@@ -206,6 +206,10 @@ def render_sections(results: Path) -> list[str]:
             if name == "g2p":  # the RNN with attention: the best Luong variant (same split, same metrics)
                 summary = _with_best_rnn(summary, read_json(results / "luong.json"))
             lines += _table(name, summary)
+            missing = [run for run in experiment.runs if run not in summary["runs"]]
+            if missing:
+                commands = (f"{run} (`attnkit experiment {name} --only {shlex.quote(run)}`)" for run in missing)
+                lines += ["", f"_Not run yet: {'; '.join(commands)}._"]
         notes = results / f"{name}_notes.md"
         if notes.exists():
             lines += ["", notes.read_text().rstrip()]
