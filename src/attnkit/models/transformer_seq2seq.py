@@ -149,8 +149,8 @@ class TransformerDecoderLayer(nn.Module):
 
         The values of ``self(x[:, None], memory_kv, memory_mask, cache=cache)[0][:, 0]`` (the tests hold them
         equal) through :meth:`MultiHeadAttention.decode_self` and :meth:`~MultiHeadAttention.decode_cross`, which
-        skip the general path's checks and mask building: per token, that bookkeeping cost as much as the
-        arithmetic. memory_mask: ``[N, S]`` bool, or None when every source position is real.
+        skip the general path's checks and mask building. memory_mask: ``[N, S]`` bool, or None when every source
+        position is real.
         """
 
         def self_attend(h: torch.Tensor) -> torch.Tensor:
