@@ -72,6 +72,7 @@ def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None, pr
     finished run of exactly this command (``out/command.json``), trained (or resumed, with ``--resume`` in
     ``argv``) otherwise; ``processes > 1`` trains under ``torchrun`` (``threads`` is then per process)."""
     metrics = read_json(out / "metrics.json")
+    # one process: the bare arguments, as every command.json written before torchrun runs existed (still reused)
     command = list(argv) if processes == 1 else [*launcher(processes), *argv]
     if read_json(out / "command.json") != command or not (metrics and metrics.get("test")):
         out.mkdir(parents=True, exist_ok=True)
