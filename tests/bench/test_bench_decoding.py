@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import common, decoding
+from bench import common, decoding, decoding_floor
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,9 @@ def test_decoding_quick_writes_rows_throughput_and_timings(tmp_path: Path, capsy
     assert math.isclose(figures["attnkit_tokens_per_s"], tokens / row["attnkit"])
     assert math.isclose(figures["speedup"], row["peer"] / row["attnkit"])
     details = document["details"]
-    assert set(details["samples_s"]) == {"attnkit", "recompute"}
+    assert math.isclose(figures["floor_speedup"], figures["floor_tokens_per_s"] / figures["recompute_tokens_per_s"])
+    assert "floor (the step's kernels alone)" in printed
+    assert set(details["samples_s"]) == {"attnkit", "recompute", "floor"}
     assert all(
         len(v) == decoding.QUICK.repeats and common.all_finite_positive(v) for v in details["samples_s"].values()
     )
@@ -66,3 +68,4 @@ def test_the_peer_holds_attnkits_weights_and_decodes_every_step() -> None:
     tokens = decoding.cached_greedy(model, source, 20)
     assert tokens.shape == (3, 20)  # <eos> disabled: every one of the 20 steps ran
     assert torch.equal(tokens, decoding.recompute_greedy(model, decoder, memory, 20))
+    assert torch.equal(tokens, decoding_floor.floor_greedy(model, memory, 20))  # the same, kernels only

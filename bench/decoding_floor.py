@@ -1,0 +1,110 @@
+"""The floor of cached greedy decoding in eager PyTorch: a step's kernels and nothing else.
+
+:func:`floor_greedy` decodes exactly what :func:`attnkit.decoding.greedy` decodes with
+:class:`attnkit.models.TransformerSeq2Seq` (pre-norm layers, sinusoidal positions, no ``<eos>``), but as one flat
+loop over the kernels a cached step cannot do without — per layer three LayerNorms, the fused q/k/v matmul, the
+cache write, two ``scaled_dot_product_attention`` calls, four more matmuls, GELU and three residual adds; then the
+final LayerNorm, the output matmul and ``argmax`` — on weights laid out once, caches allocated once, and no
+modules, checks, masks, scores or bookkeeping. No library built on eager kernels can take a step in less time, so
+``peer / floor`` bounds the speed-up any eager implementation of cached decoding can reach on this machine. It is
+a measuring device for ``bench.decoding``, not a decoder: it knows one architecture and skips every check.
+
+Shape glossary: B rows, H heads, Dh head dim, D model dim, S source positions, T steps, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One pre-norm decoder layer's parameters, laid out for ``F.linear`` / ``F.layer_norm``."""
+
+    norm_self: tuple[torch.Tensor, torch.Tensor | None]
+    qkv: tuple[torch.Tensor, torch.Tensor]  # [3D, D], [3D]
+    out_self: tuple[torch.Tensor, torch.Tensor | None]
+    norm_cross: tuple[torch.Tensor, torch.Tensor | None]
+    q_cross: tuple[torch.Tensor, torch.Tensor | None]
+    out_cross: tuple[torch.Tensor, torch.Tensor | None]
+    norm_ff: tuple[torch.Tensor, torch.Tensor | None]
+    ff_in: tuple[torch.Tensor, torch.Tensor | None]
+    ff_out: tuple[torch.Tensor, torch.Tensor | None]
+    eps: float
+
+
+def _pair(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return module.weight.detach(), None if module.bias is None else module.bias.detach()
+
+
+def _layers(model: TransformerSeq2Seq) -> list[_Layer]:
+    layers = []
+    for layer in model.decoder_layers:
+        if not layer.norm_first:
+            raise ValueError("the decoding floor is written for pre-norm layers")
+        attention, cross = layer.self_attention, layer.cross_attention
+        qkv_weight = torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]).detach()
+        qkv_bias = torch.cat([attention.q_proj.bias, attention.k_proj.bias, attention.v_proj.bias]).detach()
+        first, _, _, second = layer.feed_forward
+        layers.append(
+            _Layer(
+                _pair(layer.norm_self),
+                (qkv_weight, qkv_bias),
+                _pair(attention.out_proj),
+                _pair(layer.norm_cross),
+                _pair(cross.q_proj),
+                _pair(cross.out_proj),
+                _pair(layer.norm_ff),
+                _pair(first),
+                _pair(second),
+                layer.norm_self.eps,
+            )
+        )
+    return layers
+
+
+@torch.no_grad()
+def floor_greedy(model: TransformerSeq2Seq, memory: torch.Tensor, steps: int, bos_id: int = 1) -> torch.Tensor:
+    """``steps`` greedy tokens ``[B, steps]`` from ``memory [B, S, D]`` (no padding), kernels only.
+
+    ``model``: pre-norm, sinusoidal positions, GELU feed-forward, eval mode (as in ``bench.decoding``).
+    """
+    batch, _, dim = memory.shape
+    heads = model.decoder_layers[0].self_attention.num_heads
+    head_dim = dim // heads
+    layers = _layers(model)
+    memory_kv = []  # per layer: cross-attention keys and values [B, H, S, Dh], projected once
+    for layer in model.decoder_layers:
+        keys, values = layer.cross_attention.project_key_value(memory)
+        memory_kv.append((keys.contiguous(), values.contiguous()))
+    caches = [torch.empty(2, batch, heads, steps, head_dim) for _ in layers]  # keys and values [B, H, T, Dh]
+    positions = model.target_positions(torch.zeros(1, steps, dim), offset=0)[0]  # [T, D] (the table alone)
+    embedding = model.target_embedding.weight.detach() * model.embed_scale  # [V, D]
+    final_norm, final_eps = _pair(model.decoder_norm), model.decoder_norm.eps
+    output = _pair(model.output)
+    tokens = torch.full((batch,), bos_id, dtype=torch.long)
+    out = torch.empty(batch, steps, dtype=torch.long)
+    for t in range(steps):
+        x = embedding[tokens] + positions[t]  # [B, D]
+        for layer, cache, (memory_keys, memory_values) in zip(layers, caches, memory_kv, strict=True):
+            h = F.layer_norm(x, (dim,), *layer.norm_self, layer.eps)
+            q, k, v = F.linear(h, *layer.qkv).view(batch, 3, heads, 1, head_dim).unbind(1)  # 3 x [B, H, 1, Dh]
+            cache[0, :, :, t : t + 1].copy_(k)
+            cache[1, :, :, t : t + 1].copy_(v)
+            context = F.scaled_dot_product_attention(q, cache[0, :, :, : t + 1], cache[1, :, :, : t + 1])
+            x = x + F.linear(context.view(batch, dim), *layer.out_self)  # [B, D]
+            h = F.layer_norm(x, (dim,), *layer.norm_cross, layer.eps)
+            q = F.linear(h, *layer.q_cross).view(batch, heads, 1, head_dim)  # [B, H, 1, Dh]
+            context = F.scaled_dot_product_attention(q, memory_keys, memory_values)  # [B, H, 1, Dh]
+            x = x + F.linear(context.view(batch, dim), *layer.out_cross)
+            h = F.layer_norm(x, (dim,), *layer.norm_ff, layer.eps)
+            x = x + F.linear(F.gelu(F.linear(h, *layer.ff_in)), *layer.ff_out)
+        logits = F.linear(F.layer_norm(x, (dim,), *final_norm, final_eps), *output)  # [B, V]
+        tokens = logits.argmax(-1)
+        out[:, t] = tokens
+    return out
