@@ -1,9 +1,10 @@
 """``attnkit train seq2seq``, ``evaluate`` and ``translate`` end to end on a small pairs file (lower -> upper case,
 character level): the checkpoint layout, test-split scores, translation from an argument, a file and stdin
-(greedy and beam), ``--resume``, one-line file:line errors, and ``--help``."""
+(greedy and beam), ensembles of checkpoints, ``--resume``, one-line file:line errors, and ``--help``."""
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from attnkit.cli import main
+from attnkit.data.seq2seq.vocab import SPECIALS, Vocab
 from attnkit.training.checkpoint import read_config, read_trainer_state
 
 # a small LSTM that learns the task in a few seconds on one thread (valid WER ~0 after 5 epochs)
@@ -113,6 +115,25 @@ def test_translate_from_arguments_file_and_json(trained, files, capsys):
     assert record["source"] == "abc" and record["source_tokens"] == ["a", "b", "c"]
     assert len(record["attention"]) == len(record["target_tokens"])  # one row per generated token (with <eos>)
     assert all(len(row) == 3 and abs(sum(row) - 1) < 1e-3 for row in record["attention"])
+
+
+def test_an_ensemble_of_checkpoints_evaluates_and_translates_and_refuses_another_vocabulary(
+    trained, files, tmp_path, capsys
+):
+    args = ["evaluate", "--data", str(files["test"]), "--threads", "1", "--checkpoint"]
+    assert main([*args, str(trained)]) == 0
+    alone = capsys.readouterr().out
+    assert main([*args, str(trained), str(trained / "best")]) == 0  # a model twice: the mean is the model
+    assert capsys.readouterr().out.split(" (")[0] == alone.split(" (")[0]  # the same WER and PER
+    assert main(["translate", "--checkpoint", str(trained), str(trained), "--text", "abc", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["translation"] == "ABC" and "attention" not in record  # an ensemble has no single attention
+    other = tmp_path / "other"
+    shutil.copytree(trained / "best", other)
+    vocab = Vocab.load(other / "target_tokenizer.json")
+    Vocab(vocab.symbols[len(SPECIALS) :][::-1], level="char").save(other / "target_tokenizer.json")  # reordered
+    assert main([*args, str(trained), str(other)]) == 2
+    assert "target tokenizers differ" in capsys.readouterr().err
 
 
 def test_translate_reads_stdin(trained):

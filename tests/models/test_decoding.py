@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from attnkit.decoding import DecodeOutput, Recompute, StepwiseSeq2Seq, beam_search, greedy
+from attnkit.models.ensemble import Seq2SeqEnsemble, mean_distribution_log
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 
@@ -279,3 +280,64 @@ def test_bad_arguments_raise_clear_errors():
         greedy(model, source, mask, max_len=0)
     with pytest.raises(ValueError, match="Recompute does not collect attention weights"):
         greedy(Recompute(model), source, mask, need_weights=True)
+
+
+# ------------------------------------------------------------------------------------------- ensembles
+def test_ensemble_mean_distribution_by_hand():
+    a = torch.tensor([0.0, math.log(3.0), float("-inf")])  # probabilities 1/4, 3/4, 0
+    b = torch.tensor([0.0, 0.0, float("-inf")])  # 1/2, 1/2, 0
+    mean = mean_distribution_log([a, b]).exp()
+    torch.testing.assert_close(mean, torch.tensor([3 / 8, 5 / 8, 0.0]))
+    c = torch.tensor([float("-inf"), 0.0, 0.0])  # 0, 1/2, 1/2: a token one member rules out keeps the other's mass
+    torch.testing.assert_close(mean_distribution_log([a, c]).exp(), torch.tensor([1 / 8, 5 / 8, 1 / 4]))
+    assert mean_distribution_log([a, b])[2] == float("-inf")  # ruled out by every member: still impossible
+
+
+def test_an_ensemble_of_one_decodes_as_its_member():
+    model = rnn()
+    source, mask = sources()
+    ensemble = Seq2SeqEnsemble([model]).eval()
+    assert isinstance(ensemble, StepwiseSeq2Seq)
+    assert_same_hypotheses(greedy(ensemble, source, mask, max_len=9), greedy(model, source, mask, max_len=9))
+    assert_same_hypotheses(
+        beam_search(ensemble, source, mask, beam_size=3, max_len=9),
+        beam_search(model, source, mask, beam_size=3, max_len=9),
+    )
+
+
+def test_mixed_families_cached_decoding_equals_recomputing_and_beam_one_equals_greedy():
+    ensemble = Seq2SeqEnsemble([rnn(), transformer(), rnn("bahdanau")]).eval()
+    source, mask = sources()
+    cached = greedy(ensemble, source, mask, max_len=9)
+    assert_same_hypotheses(cached, greedy(Recompute(ensemble), source, mask, max_len=9))
+    assert_same_hypotheses(
+        beam_search(ensemble, source, mask, beam_size=3, max_len=9),
+        beam_search(Recompute(ensemble), source, mask, beam_size=3, max_len=9),
+    )
+    assert_same_hypotheses(beam_search(ensemble, source, mask, beam_size=1, max_len=9), cached)
+
+
+def test_stepping_gives_the_teacher_forced_distributions_and_they_are_the_members_mean():
+    members = [rnn(), transformer()]
+    ensemble = Seq2SeqEnsemble(members).eval()
+    source, mask = sources()
+    target_in = torch.randint(3, VOCAB, (source.shape[0], 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        forced = ensemble(source, mask, target_in).logits  # [B, T, V]
+        state = ensemble.start_decoding(source, mask, max_steps=5)
+        stepped = torch.stack([ensemble.decode_step(target_in[:, t], state)[0] for t in range(5)], dim=1)
+        by_hand = torch.stack([m(source, mask, target_in).logits.softmax(-1) for m in members]).mean(0).log()
+    torch.testing.assert_close(stepped, forced, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(forced, by_hand, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(forced.logsumexp(-1), torch.zeros(forced.shape[:2]), atol=1e-5, rtol=0)  # normalised
+    assert ensemble.decode_step(target_in[:, 0], ensemble.start_decoding(source, mask, max_steps=2))[1] is None
+
+
+def test_refuses_no_members_and_members_of_different_vocabularies():
+    with pytest.raises(ValueError, match="at least one model"):
+        Seq2SeqEnsemble([])
+    torch.manual_seed(0)
+    other = build_rnn_seq2seq(VOCAB, VOCAB + 1, embed_dim=8, hidden_dim=12).eval()
+    source, mask = sources()
+    with pytest.raises(ValueError, match="different vocabulary sizes"):
+        greedy(Seq2SeqEnsemble([rnn(), other]).eval(), source, mask, max_len=3)

@@ -14,6 +14,7 @@ EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/g2p --beam 5 --split valid
   attnkit evaluate --checkpoint runs/bible/best --beam 4 --length-penalty 1.0
   attnkit evaluate --checkpoint runs/mine --data test_pairs.tsv  seq2seq: every pair of a file
+  attnkit evaluate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5   seq2seq: an ensemble of both
 """
 
 
@@ -27,7 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a checkpoint directory (e.g. runs/ff/best)")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        nargs="+",
+        help="a checkpoint directory (e.g. runs/ff/best); seq2seq: several, trained on one task with one "
+        "vocabulary, decode as an ensemble (their next-token distributions averaged)",
+    )
     data = parser.add_argument_group("data")
     data.add_argument(
         "--data",
@@ -55,10 +62,16 @@ def run(args: argparse.Namespace) -> int:
     from attnkit.training.checkpoint import read_config
     from attnkit.training.seq2seq_inference import resolve_checkpoint
 
-    args.checkpoint = resolve_checkpoint(args.checkpoint)
-    kind = read_config(args.checkpoint).get("kind")
-    if kind == "seq2seq":
+    args.checkpoint = [resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint]
+    kinds = [read_config(checkpoint).get("kind") for checkpoint in args.checkpoint]
+    kind = kinds[0]
+    if kind == "seq2seq" and set(kinds) == {"seq2seq"}:
         return _evaluate_seq2seq(args)
+    if len(args.checkpoint) > 1:
+        raise ValueError(
+            f"only seq2seq checkpoints can be evaluated as an ensemble; got kinds {', '.join(map(str, kinds))}"
+        )
+    args.checkpoint = args.checkpoint[0]
     if kind == "classifier":
         return _evaluate_classifier(args)
     raise ValueError(f"{args.checkpoint}: cannot evaluate a checkpoint of kind {kind!r} (classifier or seq2seq)")
@@ -66,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _evaluate_seq2seq(args: argparse.Namespace) -> int:
     from attnkit.cli.train_seq2seq import format_metrics
-    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
+    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq_ensemble
     from attnkit.training.seq2seq_run import evaluation_data
 
     if args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
-    loaded = load_seq2seq(args.checkpoint)
+    loaded = load_seq2seq_ensemble(args.checkpoint)
     pairs, references, label = evaluation_data(
         loaded.config,
         args.data,

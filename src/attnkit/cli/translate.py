@@ -16,12 +16,14 @@ from attnkit.cli.common import add_runtime_options, apply_runtime
 EXAMPLES = """examples:
   attnkit translate --checkpoint runs/dates --text "4 March 1997" --text "03/04/1997"
   attnkit translate --checkpoint runs/g2p --beam 5 --text abbey --json
+  attnkit translate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5 --text abbey   (an ensemble)
   attnkit translate --checkpoint runs/bible/best --file verses_en.txt > verses_es.txt
   echo "In the beginning God created the heaven and the earth." | attnkit translate --checkpoint runs/bible
 
 --json gives {"source", "translation", "score", "source_tokens", "target_tokens", "attention"}: attention[t][s]
 is how much target token t attended to source token s (RNN: the decoder's attention; Transformer: the last
-decoder layer's cross-attention averaged over heads). "score" is the length-normalised log-probability.
+decoder layer's cross-attention averaged over heads; an ensemble has none). "score" is the length-normalised
+log-probability.
 """
 
 
@@ -34,7 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a run directory or its best/ checkpoint")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        nargs="+",
+        help="a run directory or its best/ checkpoint; several (one task, one vocabulary) decode as an ensemble "
+        "that averages their next-token distributions",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to translate (repeatable)")
     source.add_argument("--file", help="a file with one text per line")
@@ -89,10 +97,10 @@ def run(args: argparse.Namespace) -> int:
     apply_runtime(args)
     if args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
-    from attnkit.training.seq2seq_inference import load_seq2seq, translate
+    from attnkit.training.seq2seq_inference import load_seq2seq_ensemble, translate
 
     lines = read_lines(args)
-    loaded = load_seq2seq(args.checkpoint)
+    loaded = load_seq2seq_ensemble(args.checkpoint)
     texts = [line.strip() for line in lines if line.strip()]
     translations = iter(
         translate(

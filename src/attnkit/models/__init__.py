@@ -1,6 +1,7 @@
 """Models people train (layer 4), built from the attention core. Each returns its attention weights on request."""
 
 from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder, TransformerEncoderLayer
+from attnkit.models.ensemble import Seq2SeqEnsemble, Seq2SeqEnsembleOutput
 from attnkit.models.han import HANOutput, HierarchicalAttentionClassifier
 from attnkit.models.pooled import PooledClassifier, PooledClassifierOutput, build_pooling
 from attnkit.models.rnn_decoders import BahdanauDecoder, LuongDecoder, PlainDecoder, RNNEncoder
@@ -22,6 +23,8 @@ __all__ = [
     "RNNEncoder",
     "RNNSeq2Seq",
     "RNNSeq2SeqOutput",
+    "Seq2SeqEnsemble",
+    "Seq2SeqEnsembleOutput",
     "TransformerDecoderLayer",
     "TransformerEncoder",
     "TransformerEncoderLayer",

@@ -4,6 +4,7 @@ and ``attnkit explain`` run for the checkpoints ``attnkit train seq2seq`` writes
     loaded = load_seq2seq("runs/d")                                  # RUN or RUN/best
     evaluate_seq2seq(loaded, data.test, data.references_for("test"), beam_size=4)
     translate(loaded, ["March 4, 1997"])
+    ensemble = load_seq2seq_ensemble(["runs/a", "runs/b"])          # averages the members' next-token distributions
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from torch import nn
 
 from attnkit.data.seq2seq import Tokenizer, encode_pairs, load_tokenizers, make_loader
 from attnkit.data.seq2seq.dataset import Pair
+from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.training.checkpoint import (
     CONFIG_FILE,
@@ -34,6 +36,7 @@ __all__ = [
     "Seq2SeqConfig",
     "evaluate_seq2seq",
     "load_seq2seq",
+    "load_seq2seq_ensemble",
     "resolve_checkpoint",
     "translate",
 ]
@@ -106,6 +109,39 @@ def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
         raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
     return LoadedSeq2Seq(model.eval(), source_tok, target_tok, config)
+
+
+def load_seq2seq_ensemble(checkpoints: Sequence[str | Path]) -> LoadedSeq2Seq:
+    """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
+    gives :func:`load_seq2seq`'s model itself.
+
+    The members must have been trained on one task, with identical tokenisers on both sides (the same vocabulary
+    in the same order: a built-in task gives that to every run). The result carries the first member's config.
+
+    Raises:
+        CheckpointError: as :func:`load_seq2seq`, or members that do not agree on data, metrics or tokenisers.
+    """
+    if not checkpoints:
+        raise ValueError("an ensemble needs at least one checkpoint")
+    members = [load_seq2seq(checkpoint) for checkpoint in checkpoints]
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    for checkpoint, member in zip(checkpoints[1:], members[1:], strict=True):
+        for what in ("data", "metrics", "source_level", "target_level"):
+            if getattr(member.config, what) != getattr(first.config, what):
+                raise CheckpointError(
+                    f"{checkpoint} cannot join an ensemble with {checkpoints[0]}: {what} "
+                    f"{getattr(member.config, what)!r} != {getattr(first.config, what)!r}"
+                )
+        for side in ("source_tokenizer", "target_tokenizer"):
+            if getattr(member, side).to_dict() != getattr(first, side).to_dict():
+                raise CheckpointError(
+                    f"{checkpoint} cannot join an ensemble with {checkpoints[0]}: their {side.replace('_', ' ')}s "
+                    "differ (members must share one vocabulary)"
+                )
+    ensemble = Seq2SeqEnsemble([member.model for member in members]).eval()
+    return LoadedSeq2Seq(ensemble, first.source_tokenizer, first.target_tokenizer, first.config)
 
 
 def evaluate_seq2seq(
