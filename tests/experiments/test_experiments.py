@@ -232,3 +232,56 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
     assert recorded["runs"]["transformer"] == other
     assert recorded["runs"]["rnn, global concat, 60 min"]["test_beam"] == {"wer": 29.5, "per": 7.25}
     assert recorded == summary
+
+
+def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(tmp_path, monkeypatch):
+    from attnkit.data import seq2seq as seq2seq_data
+    from attnkit.experiments import seq2seq
+    from attnkit.training import seq2seq_inference
+
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    name, members = next(iter(seq2seq.EXPERIMENTS["g2p"].ensembles.items()))
+    trained, loaded, decoded = [], [], []
+
+    def fake_ensure_run(argv, out, threads=None, processes=1):
+        trained.append(out.name)
+        minutes = 50 + len(trained)
+        return {"test": {"wer": 30.0, "per": 7.0}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 9 + len(trained),
+                "train_seconds": 60 * minutes, "num_parameters": 1000}  # fmt: skip
+
+    class FakeTask:
+        def split(self, split):
+            return [(split, "x")]
+
+        def references_for(self, split):
+            return [["x"]]
+
+    def fake_evaluate(loaded_model, pairs, references, *, beam_size=1):
+        decoded.append((pairs[0][0], beam_size))
+        return {"wer": 20.0 + beam_size, "per": 5.0}
+
+    def fake_load(checkpoints):
+        loaded.append(checkpoints)
+        return seq2seq_inference.LoadedSeq2Seq(None, None, None, seq2seq_inference.Seq2SeqConfig({}, data="cmudict"))
+
+    monkeypatch.setattr(seq2seq, "ensure_run", fake_ensure_run)
+    monkeypatch.setattr(seq2seq, "_beam_test", lambda out, beam: {"wer": 29.5, "per": 7.25})
+    monkeypatch.setattr(seq2seq_inference, "load_seq2seq_ensemble", fake_load)
+    monkeypatch.setattr(seq2seq_inference, "evaluate_seq2seq", fake_evaluate)
+    monkeypatch.setattr(seq2seq_data, "load_task", lambda data: FakeTask())
+    summary = seq2seq.run_seq2seq_experiment("g2p", paths, runs=[name])
+    assert trained == [seq2seq._slug(member) for member in members]  # the members first
+    assert loaded == [[str(paths.runs / "g2p" / seq2seq._slug(member) / "best") for member in members]]
+    assert sorted(decoded) == [("test", 1), ("test", 5), ("valid", 1)]
+    row = summary["runs"][name]
+    assert row["test"]["wer"] == 21.0 and row["test_beam"]["wer"] == 25.0 and row["best_valid"]["wer"] == 21.0
+    assert row["minutes"] == 52 and row["epochs_run"] == "10 + 11" and row["num_parameters"] == 2000
+    assert row["command"].startswith("attnkit evaluate --checkpoint ") and row["command_beam"].endswith("--beam 5")
+    assert row["members"] == {member: summary["runs"][member]["command"] for member in members}
+    seq2seq.run_seq2seq_experiment("g2p", paths, runs=[name])
+    assert len(loaded) == 1  # the members did not change: the row is reused
+    assert (
+        f"| {name} | 21.00 | 5.00 | 25.00 / 5.00 (k=5) | 21.00 | 52.0 | 10 + 11 |" in render_results(paths).read_text()
+    )
+    with pytest.raises(ValueError, match=r"its runs: .*ensemble: "):
+        seq2seq.run_seq2seq_experiment("g2p", paths, runs=["nope"])

@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
-    parser.add_argument("--only", nargs="+", default=None, help="g2p/bible/luong: just these runs (by name)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members)",
+    )
     parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
     parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads per run (default: torch's)")

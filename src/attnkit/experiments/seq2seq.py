@@ -34,6 +34,8 @@ class Seq2SeqExperiment:
     runs: dict[str, str]
     beam: int = 1  # > 1: the best checkpoint is also decoded with this beam on test (recorded as test_beam)
     processes: dict[str, int] = field(default_factory=dict)  # run -> processes under torchrun (default 1)
+    # name -> member runs, decoded together (Seq2SeqEnsemble) once every member has finished
+    ensembles: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def train_argv(self, run: str, out: Path) -> list[str]:
         """The ``attnkit`` arguments of one run (``--resume``: an interrupted run continues where it stopped)."""
@@ -57,6 +59,8 @@ EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
             "--warmup-steps 300 --epochs 200 --patience 6 --lr-decay 0.5 --max-minutes 60",
         },
         processes={"rnn, global concat, 2 processes": 2},
+        # the two one-core runs, trained side by side: 60 minutes of the two cores in all
+        ensembles={"ensemble: rnn, global concat, 60 min + transformer": ("rnn, global concat, 60 min", "transformer")},
     ),
     "bible": Seq2SeqExperiment(
         "bible",
@@ -95,12 +99,17 @@ def run_seq2seq_experiment(
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     experiment = EXPERIMENTS[name]
-    unknown = sorted(set(runs or []) - set(experiment.runs))
+    unknown = sorted(set(runs or []) - set(experiment.runs) - set(experiment.ensembles))
     if unknown:
-        raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(experiment.runs)}")
+        known = [*experiment.runs, *experiment.ensembles]
+        raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(known)}")
+    ensembles = [run for run in runs or experiment.ensembles if run in experiment.ensembles]
+    runs = [run for run in runs or experiment.runs if run in experiment.runs]
+    for ensemble in ensembles:  # an ensemble needs its members trained first
+        runs += [member for member in experiment.ensembles[ensemble] if member not in runs]
     summary_path = paths.results / f"{name}.json"
     summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
-    for run in runs or list(experiment.runs):
+    for run in runs:
         out = paths.runs / name / _slug(run)
         argv = experiment.train_argv(run, out)
         processes = experiment.processes.get(run, 1)
@@ -127,6 +136,12 @@ def run_seq2seq_experiment(
         summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
         summary["runs"][run] = row
         write_json(summary_path, summary)
+    for ensemble in ensembles:
+        members = experiment.ensembles[ensemble]
+        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+        outs = [paths.runs / name / _slug(member) for member in members]
+        summary["runs"][ensemble] = _ensemble_row(experiment, outs, summary["runs"], ensemble)
+        write_json(summary_path, summary)
     if name == "bible":
         plot_bleu_by_length(summary, paths.results / "bible_bleu_by_length.png")
         write_json(summary_path, summary)
@@ -139,6 +154,41 @@ def run_seq2seq_experiment(
 def _header(experiment: Seq2SeqExperiment, name: str) -> dict[str, str]:
     """The summary's fields that describe the table rather than a run."""
     return {"title": experiment.title, "data": experiment.data, "command": command_line(["experiment", name])}
+
+
+def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, ensemble: str) -> dict:
+    """The table row of ``ensemble`` (its members' runs in ``outs``, their rows in ``rows``): test (greedy and,
+    with ``experiment.beam``, beam) and valid metrics, reused while the members' commands are unchanged."""
+    from attnkit.data.seq2seq import load_task
+    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq_ensemble
+
+    checkpoints = [str(out / "best") for out in outs]
+    argv = ["evaluate", "--checkpoint", *checkpoints]
+    member_rows = {member: rows[member] for member in experiment.ensembles[ensemble]}
+    previous = rows.get(ensemble, {})
+    if previous.get("members") == {m: r["command"] for m, r in member_rows.items()}:
+        return previous
+    loaded = load_seq2seq_ensemble(checkpoints)
+    task = load_task(loaded.config.data)
+
+    def scores(split: str, beam: int) -> dict[str, float]:
+        metrics = evaluate_seq2seq(loaded, task.split(split), task.references_for(split), beam_size=beam)
+        return {key: round(float(value), 2) for key, value in metrics.items()}
+
+    row = {
+        "command": command_line(argv),
+        "members": {m: r["command"] for m, r in member_rows.items()},
+        "test": scores("test", 1),
+        "best_valid": scores("valid", 1),
+        "best_epoch": None,
+        "epochs_run": " + ".join(str(r["epochs_run"]) for r in member_rows.values()),
+        "minutes": max(r["minutes"] for r in member_rows.values()),  # trained side by side, one core each
+        "num_parameters": sum(r["num_parameters"] for r in member_rows.values()),
+    }
+    if experiment.beam > 1:
+        row |= {"beam": experiment.beam, "test_beam": scores("test", experiment.beam)}
+        row["command_beam"] = command_line([*argv, "--beam", str(experiment.beam)])
+    return row
 
 
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
@@ -206,7 +256,7 @@ def render_sections(results: Path) -> list[str]:
             if name == "g2p":  # the RNN with attention: the best Luong variant (same split, same metrics)
                 summary = _with_best_rnn(summary, read_json(results / "luong.json"))
             lines += _table(name, summary)
-            missing = [run for run in experiment.runs if run not in summary["runs"]]
+            missing = [run for run in [*experiment.runs, *experiment.ensembles] if run not in summary["runs"]]
             if missing:
                 commands = (f"{run} (`attnkit experiment {name} --only {shlex.quote(run)}`)" for run in missing)
                 lines += ["", f"_Not run yet: {'; '.join(commands)}._"]
