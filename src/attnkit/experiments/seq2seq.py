@@ -7,7 +7,9 @@ length, as in Bahdanau et al. 2015, Fig. 2), and Luong et al. 2015's attention v
 
 Each trains (or reuses, or resumes) its runs under ``runs/experiments/NAME/`` with the commands in
 :data:`EXPERIMENTS`, writes ``docs/results/NAME.json`` and re-renders ``docs/results.md``. Model selection uses the
-validation split only; the test split is decoded once per run, greedily.
+validation split only; the test split is decoded once per run, greedily. An experiment's ``ensembles`` rows decode
+finished runs together (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`, what ``attnkit evaluate --checkpoint A
+B`` does); nothing is tuned on them.
 """
 
 from __future__ import annotations
