@@ -154,10 +154,14 @@ def test_resume_continues_the_run(files, tmp_path, capsys):
     assert main([*base, "--epochs", "2"]) == 0
     assert read_trainer_state(out / "last")["epoch"] == 2
     first_two = read_trainer_state(out / "last")["history"]
+    first_seconds = json.loads((out / "metrics.json").read_text())["train_seconds"]
     assert main([*base, "--epochs", "3", "--resume"]) == 0
     state = read_trainer_state(out / "last")
     assert state["epoch"] == 3 and state["history"][:2] == first_two  # epochs 1-2 kept, epoch 3 trained on top
-    assert json.loads((out / "metrics.json").read_text())["epochs_run"] == 3
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["epochs_run"] == 3
+    # the training time counts the whole run: the first two epochs' time, then the third's
+    assert metrics["train_seconds"] >= first_seconds + state["history"][2]["seconds"] - 0.2
     capsys.readouterr()
     # a resumed run must keep the settings that change the numbers
     assert main([*base, "--epochs", "4", "--resume", "--lr", "0.5"]) == 2

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,7 +119,6 @@ def train_classifier(
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
     task = ClassificationTask(model)
-    started = time.perf_counter()
     result = fit(
         task,
         train_batches,
@@ -131,7 +129,7 @@ def train_classifier(
         model_config={"kind": "classifier", **config.to_dict()},
         extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
     )
-    train_seconds = time.perf_counter() - started
+    train_seconds = result.wall_time  # the whole run's training time, resumed parts included
 
     test_metrics = None
     if data.test_texts:  # fit has left the best epoch's weights in the model

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,7 +280,6 @@ def train_seq2seq(
     task = Seq2SeqTask(
         model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references, beam_size=1
     )
-    started = time.perf_counter()
     result = fit(
         task,
         _train_batches(train_set, batch_size, fit_config.seed, world, rank),
@@ -292,7 +290,7 @@ def train_seq2seq(
         model_config={"kind": KIND, **config.to_dict()},
         extra_files={name: tokenizer_dir / name for name in names},
     )
-    train_seconds = time.perf_counter() - started
+    train_seconds = result.wall_time  # the whole run's training time, resumed parts included
 
     test_metrics = None
     if evaluate_test and data.test and rank == 0:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,7 +188,6 @@ def train_vision(
 
     torch.manual_seed(fit_config.seed)
     model = build_vision_model(config)
-    started = time.perf_counter()
     result = fit(
         VisionTask(model),
         train_batches,
@@ -199,7 +197,7 @@ def train_vision(
         resume=resume,
         model_config={"kind": KIND, **config.to_dict()},
     )
-    train_seconds = time.perf_counter() - started
+    train_seconds = result.wall_time  # the whole run's training time, resumed parts included
     load_model_weights(model, out_dir / "best")
     test_metrics = evaluate_vision(model, data.test_images, data.test_labels, batch_size=4 * batch_size)
     report = VisionTrainReport(
