@@ -14,6 +14,7 @@ Shape glossary: B rows, H heads, Dh head dim, D model dim, S source positions, T
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -68,43 +69,64 @@ def _layers(model: TransformerSeq2Seq) -> list[_Layer]:
     return layers
 
 
-@torch.no_grad()
-def floor_greedy(model: TransformerSeq2Seq, memory: torch.Tensor, steps: int, bos_id: int = 1) -> torch.Tensor:
-    """``steps`` greedy tokens ``[B, steps]`` from ``memory [B, S, D]`` (no padding), kernels only.
+class FloorDecoder:
+    """The floor's state for one batch: weights laid out once, the cross-attention keys and values of ``memory
+    [B, S, D]`` (no padding) projected once, the position table; ``model``: pre-norm, sinusoidal positions, GELU
+    feed-forward, eval mode (as in ``bench.decoding``). :meth:`step` is one step's kernels; :meth:`decode` runs
+    ``steps`` of them (with any function of :meth:`step`'s signature, e.g. a compiled one)."""
 
-    ``model``: pre-norm, sinusoidal positions, GELU feed-forward, eval mode (as in ``bench.decoding``).
-    """
-    batch, _, dim = memory.shape
-    heads = model.decoder_layers[0].self_attention.num_heads
-    head_dim = dim // heads
-    layers = _layers(model)
-    memory_kv = []  # per layer: cross-attention keys and values [B, H, S, Dh], projected once
-    for layer in model.decoder_layers:
-        keys, values = layer.cross_attention.project_key_value(memory)
-        memory_kv.append((keys.contiguous(), values.contiguous()))
-    caches = [torch.empty(2, batch, heads, steps, head_dim) for _ in layers]  # keys and values [B, H, T, Dh]
-    positions = model.target_positions(torch.zeros(1, steps, dim), offset=0)[0]  # [T, D] (the table alone)
-    embedding = model.target_embedding.weight.detach() * model.embed_scale  # [V, D]
-    final_norm, final_eps = _pair(model.decoder_norm), model.decoder_norm.eps
-    output = _pair(model.output)
-    tokens = torch.full((batch,), bos_id, dtype=torch.long)
-    out = torch.empty(batch, steps, dtype=torch.long)
-    for t in range(steps):
-        x = embedding[tokens] + positions[t]  # [B, D]
-        for layer, cache, (memory_keys, memory_values) in zip(layers, caches, memory_kv, strict=True):
+    @torch.no_grad()
+    def __init__(self, model: TransformerSeq2Seq, memory: torch.Tensor, steps: int) -> None:
+        self.batch, _, self.dim = memory.shape
+        self.heads = model.decoder_layers[0].self_attention.num_heads
+        self.head_dim, self.steps = self.dim // self.heads, steps
+        self.layers = _layers(model)
+        self.memory_kv = []  # per layer: cross-attention keys and values [B, H, S, Dh], projected once
+        for layer in model.decoder_layers:
+            keys, values = layer.cross_attention.project_key_value(memory)
+            self.memory_kv.append((keys.contiguous(), values.contiguous()))
+        self.positions = model.target_positions(torch.zeros(1, steps, self.dim), offset=0)[0]  # [T, D] (the table)
+        self.embedding = model.target_embedding.weight.detach() * model.embed_scale  # [V, D]
+        self.final_norm, self.final_eps = _pair(model.decoder_norm), model.decoder_norm.eps
+        self.output = _pair(model.output)
+
+    def step(self, tokens: torch.Tensor, t: int, caches: list[torch.Tensor]) -> torch.Tensor:
+        """Step ``t``: tokens ``[B]`` in, the next greedy tokens ``[B]`` out; writes position ``t`` of every
+        layer's cache ``[2, B, H, T, Dh]`` (keys, values)."""
+        batch, dim, heads, head_dim = self.batch, self.dim, self.heads, self.head_dim
+        x = self.embedding[tokens] + self.positions[t]  # [B, D]
+        for layer, cache, (memory_keys, memory_values) in zip(self.layers, caches, self.memory_kv, strict=True):
             h = F.layer_norm(x, (dim,), *layer.norm_self, layer.eps)
             q, k, v = F.linear(h, *layer.qkv).view(batch, 3, heads, 1, head_dim).unbind(1)  # 3 x [B, H, 1, Dh]
             cache[0, :, :, t : t + 1].copy_(k)
             cache[1, :, :, t : t + 1].copy_(v)
             context = F.scaled_dot_product_attention(q, cache[0, :, :, : t + 1], cache[1, :, :, : t + 1])
-            x = x + F.linear(context.view(batch, dim), *layer.out_self)  # [B, D]
+            x = x + F.linear(context.reshape(batch, dim), *layer.out_self)  # [B, D]
             h = F.layer_norm(x, (dim,), *layer.norm_cross, layer.eps)
             q = F.linear(h, *layer.q_cross).view(batch, heads, 1, head_dim)  # [B, H, 1, Dh]
             context = F.scaled_dot_product_attention(q, memory_keys, memory_values)  # [B, H, 1, Dh]
-            x = x + F.linear(context.view(batch, dim), *layer.out_cross)
+            x = x + F.linear(context.reshape(batch, dim), *layer.out_cross)
             h = F.layer_norm(x, (dim,), *layer.norm_ff, layer.eps)
             x = x + F.linear(F.gelu(F.linear(h, *layer.ff_in)), *layer.ff_out)
-        logits = F.linear(F.layer_norm(x, (dim,), *final_norm, final_eps), *output)  # [B, V]
-        tokens = logits.argmax(-1)
-        out[:, t] = tokens
-    return out
+        logits = F.linear(F.layer_norm(x, (dim,), *self.final_norm, self.final_eps), *self.output)  # [B, V]
+        return logits.argmax(-1)
+
+    @torch.no_grad()
+    def decode(self, step: Callable[..., torch.Tensor] | None = None, bos_id: int = 1) -> torch.Tensor:
+        """``steps`` greedy tokens ``[B, steps]`` through ``step`` (default :meth:`step`), fresh caches."""
+        step = step or self.step
+        caches = [torch.empty(2, self.batch, self.heads, self.steps, self.head_dim) for _ in self.layers]
+        tokens = torch.full((self.batch,), bos_id, dtype=torch.long)
+        out = torch.empty(self.batch, self.steps, dtype=torch.long)
+        for t in range(self.steps):
+            tokens = step(tokens, t, caches)
+            out[:, t] = tokens
+        return out
+
+
+def floor_greedy(model: TransformerSeq2Seq, memory: torch.Tensor, steps: int, bos_id: int = 1) -> torch.Tensor:
+    """``steps`` greedy tokens ``[B, steps]`` from ``memory [B, S, D]`` (no padding), kernels only.
+
+    ``model``: pre-norm, sinusoidal positions, GELU feed-forward, eval mode (as in ``bench.decoding``).
+    """
+    return FloorDecoder(model, memory, steps).decode(bos_id=bos_id)

@@ -69,3 +69,14 @@ def test_the_peer_holds_attnkits_weights_and_decodes_every_step() -> None:
     assert tokens.shape == (3, 20)  # <eos> disabled: every one of the 20 steps ran
     assert torch.equal(tokens, decoding.recompute_greedy(model, decoder, memory, 20))
     assert torch.equal(tokens, decoding_floor.floor_greedy(model, memory, 20))  # the same, kernels only
+
+
+@pytest.mark.slow  # compiling with inductor takes about a minute and needs a C++ compiler
+def test_the_compiled_floor_probe_emits_the_eager_floors_tokens_and_writes_its_json(tmp_path: Path) -> None:
+    from bench import decoding_compiled
+
+    payload = decoding_compiled.main(["--quick", "--out", str(tmp_path)])
+    document = json.loads((tmp_path / "decoding_compiled.json").read_text())
+    assert document["tokens_identical"] is True and document["quick"] is True
+    assert math.isclose(document["compiled_over_eager"], payload["compiled_s"] / payload["eager_s"])
+    assert common.all_finite_positive([document["eager_s"], document["compiled_s"], document["compile_seconds"]])
