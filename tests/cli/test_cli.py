@@ -51,6 +51,10 @@ def test_evaluate_and_predict(trained, capsys):
     root, out = trained
     assert main(["evaluate", "--checkpoint", str(out / "best"), "--data", str(root / "test.csv")]) == 0
     assert "accuracy 100.00% on 2 documents" in capsys.readouterr().out
+    assert (
+        main(["evaluate", "--checkpoint", str(out / "best"), str(out / "best"), "--data", str(root / "test.csv")]) == 2
+    )
+    assert "only seq2seq checkpoints can be evaluated as an ensemble" in capsys.readouterr().err
     assert main(["predict", "--checkpoint", str(out / "best"), "--text", "great smell", "--json"]) == 0
     prediction = json.loads(capsys.readouterr().out)
     assert prediction["label"] == "pos"

@@ -64,14 +64,13 @@ def run(args: argparse.Namespace) -> int:
 
     args.checkpoint = [resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint]
     kinds = [read_config(checkpoint).get("kind") for checkpoint in args.checkpoint]
-    kind = kinds[0]
-    if kind == "seq2seq" and set(kinds) == {"seq2seq"}:
+    if set(kinds) == {"seq2seq"}:
         return _evaluate_seq2seq(args)
     if len(args.checkpoint) > 1:
         raise ValueError(
             f"only seq2seq checkpoints can be evaluated as an ensemble; got kinds {', '.join(map(str, kinds))}"
         )
-    args.checkpoint = args.checkpoint[0]
+    args.checkpoint, kind = args.checkpoint[0], kinds[0]
     if kind == "classifier":
         return _evaluate_classifier(args)
     raise ValueError(f"{args.checkpoint}: cannot evaluate a checkpoint of kind {kind!r} (classifier or seq2seq)")
