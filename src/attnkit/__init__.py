@@ -7,15 +7,51 @@ The core (layers 1-3) is importable from here and depends on torch alone; models
 the CLI live in their own subpackages and load their heavier dependencies lazily.
 """
 
-from attnkit import functional, masks
-from attnkit.attention import Attention
-from attnkit.distributions import Distribution, Entmax15, LocalM, LocalP, Softmax, Sparsemax
-from attnkit.kv_cache import KVCache
-from attnkit.multihead import MultiHeadAttention
-from attnkit.outputs import AttentionOutput
-from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
-from attnkit.positions import LearnedPositions, RotaryPositions, Sinusoidal2DPositions, SinusoidalPositions
-from attnkit.scores import AdditiveScore, CosineScore, DotScore, GeneralScore, ScaledDotScore, Score
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, for readers and type checkers; at run time they load on first use
+    from attnkit import functional, masks
+    from attnkit.attention import Attention
+    from attnkit.distributions import Distribution, Entmax15, LocalM, LocalP, Softmax, Sparsemax
+    from attnkit.kv_cache import KVCache
+    from attnkit.multihead import MultiHeadAttention
+    from attnkit.outputs import AttentionOutput
+    from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
+    from attnkit.positions import LearnedPositions, RotaryPositions, Sinusoidal2DPositions, SinusoidalPositions
+    from attnkit.scores import AdditiveScore, CosineScore, DotScore, GeneralScore, ScaledDotScore, Score
+
+# public name -> the module that defines it (imported when the name is first used, so that `import attnkit` and
+# `attnkit --help` do not pay for torch until something needs it)
+_EXPORTS = {
+    "functional": "attnkit.functional",
+    "masks": "attnkit.masks",
+    "Attention": "attnkit.attention",
+    "Distribution": "attnkit.distributions",
+    "Entmax15": "attnkit.distributions",
+    "LocalM": "attnkit.distributions",
+    "LocalP": "attnkit.distributions",
+    "Softmax": "attnkit.distributions",
+    "Sparsemax": "attnkit.distributions",
+    "KVCache": "attnkit.kv_cache",
+    "MultiHeadAttention": "attnkit.multihead",
+    "AttentionOutput": "attnkit.outputs",
+    "AttentionPooling": "attnkit.pooling",
+    "MaxPooling": "attnkit.pooling",
+    "MeanPooling": "attnkit.pooling",
+    "LearnedPositions": "attnkit.positions",
+    "RotaryPositions": "attnkit.positions",
+    "Sinusoidal2DPositions": "attnkit.positions",
+    "SinusoidalPositions": "attnkit.positions",
+    "AdditiveScore": "attnkit.scores",
+    "CosineScore": "attnkit.scores",
+    "DotScore": "attnkit.scores",
+    "GeneralScore": "attnkit.scores",
+    "ScaledDotScore": "attnkit.scores",
+    "Score": "attnkit.scores",
+}
 
 __version__ = "0.1.0"
 
@@ -44,5 +80,28 @@ __all__ = [
     "Softmax",
     "Sparsemax",
     "functional",
+    "load",
     "masks",
 ]
+
+
+def load(path: Any) -> Any:
+    """A trained model ready to use, for a checkpoint of any kind: a classifier or vision model with
+    ``predict``, a seq2seq model with ``translate`` (a run directory means its ``best/``). See
+    :func:`attnkit.tasks.load`."""
+    from attnkit.tasks import load as load_checkpoint
+
+    return load_checkpoint(path)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
+    module = importlib.import_module(_EXPORTS[name])
+    value = module if module.__name__ == f"attnkit.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -125,7 +125,7 @@ def test_classifier_texts_from_a_file_and_a_run_directory(classifier, tmp_path):
 
 def test_vision_report_lays_each_heads_map_over_the_test_image(vision, tmp_path):
     from attnkit.explain.heatmaps import overlay_attention
-    from attnkit.training.vision import load_test_images, load_vision, predict_images
+    from attnkit.tasks.vision.inference import load_test_images, load_vision, predict_images
 
     out = tmp_path / "digits.html"
     assert (
@@ -137,7 +137,8 @@ def test_vision_report_lays_each_heads_map_over_the_test_image(vision, tmp_path)
     assert len(elements.of_class("attn-section")) == 2
     assert "digits test image 3" in page and "digits test image 10" in page
 
-    model, config = load_vision(vision / "best")
+    loaded = load_vision(vision / "best")
+    model, config = loaded.model, loaded.config
     images, gold = load_test_images(config, [3, 10])
     predictions = predict_images(model, images, config.label_names)
     pngs = elements.images()

@@ -81,7 +81,7 @@ def test_training_writes_safetensors_checkpoints_with_config_and_tokenizers(trai
     assert config["kind"] == "seq2seq" and config["metrics"] == "sequence"
     assert config["model"]["model"] == "rnn" and config["model"]["cell"] == "lstm"
     metrics = json.loads((trained / "metrics.json").read_text())
-    assert metrics["epochs_run"] == 5 and metrics["sizes"] == {"train": 800, "valid": 50, "test": 50}
+    assert metrics["epochs_run"] == 5 and metrics["details"]["sizes"] == {"train": 800, "valid": 50, "test": 50}
     # selection on the validation split, by lowest WER; the task was learnt
     history = read_trainer_state(trained / "last")["history"]
     assert metrics["best_valid"]["wer"] == min(record["metrics"]["wer"] for record in history)
@@ -215,7 +215,7 @@ def test_help_has_examples(command, capsys):
 
 
 def test_the_cli_lists_every_attention_the_model_knows():
-    from attnkit.cli.train_seq2seq import ATTENTIONS
+    from attnkit.tasks.seq2seq.commands import ATTENTIONS
     from attnkit.models.rnn_seq2seq import ATTENTIONS as MODEL_ATTENTIONS
 
     assert ATTENTIONS == MODEL_ATTENTIONS

@@ -12,7 +12,7 @@ from attnkit.cli import build_parser, main
 from attnkit.experiments import classification, masking
 from attnkit.experiments.common import ExperimentPaths, mean_std
 from attnkit.experiments.report import render_results
-from attnkit.experiments.seq2seq import EXPERIMENTS
+from attnkit.experiments.seq2seq_settings import EXPERIMENTS
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
 NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
@@ -237,7 +237,8 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
 def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(tmp_path, monkeypatch):
     from attnkit.data import seq2seq as seq2seq_data
     from attnkit.experiments import seq2seq
-    from attnkit.training import seq2seq_inference
+    from attnkit.tasks.seq2seq import inference as seq2seq_inference
+    from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     name, members = next(iter(seq2seq.EXPERIMENTS["g2p"].ensembles.items()))
@@ -262,7 +263,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
 
     def fake_load(checkpoints):
         loaded.append(checkpoints)
-        return seq2seq_inference.LoadedSeq2Seq(None, None, None, seq2seq_inference.Seq2SeqConfig({}, data="cmudict"))
+        return seq2seq_inference.LoadedSeq2Seq(None, None, None, Seq2SeqConfig({}, data="cmudict"))
 
     monkeypatch.setattr(seq2seq, "ensure_run", fake_ensure_run)
     monkeypatch.setattr(seq2seq, "_beam_test", lambda out, beam: {"wer": 29.5, "per": 7.25})
@@ -270,8 +271,8 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
     monkeypatch.setattr(seq2seq_inference, "evaluate_seq2seq", fake_evaluate)
     monkeypatch.setattr(seq2seq_data, "load_task", lambda data: FakeTask())
     summary = seq2seq.run_seq2seq_experiment("g2p", paths, runs=[name])
-    assert trained == [seq2seq._slug(member) for member in members]  # the members first
-    assert loaded == [[str(paths.runs / "g2p" / seq2seq._slug(member) / "best") for member in members]]
+    assert trained == [seq2seq.slug(member) for member in members]  # the members first
+    assert loaded == [[str(paths.runs / "g2p" / seq2seq.slug(member) / "best") for member in members]]
     assert sorted(decoded) == [("test", 1), ("test", 5), ("valid", 1)]
     row = summary["runs"][name]
     assert row["test"]["wer"] == 21.0 and row["test_beam"]["wer"] == 25.0 and row["best_valid"]["wer"] == 21.0

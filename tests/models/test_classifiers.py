@@ -146,7 +146,7 @@ def test_bigram_order_matters_and_padding_does_not():
 
 
 def test_the_config_builds_bigram_buckets_for_the_pooled_model_only():
-    from attnkit.training.classification import ClassifierConfig, build_classifier
+    from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 
     config = ClassifierConfig(model="pooled", encoder="none", bigram_buckets=64, label_names=["a", "b"])
     model = build_classifier(config, vocab_size=50)

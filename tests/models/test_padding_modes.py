@@ -9,7 +9,7 @@ from attnkit.masks import lengths_to_mask
 from attnkit.models.padding import RenormalisedSoftmax, UnmaskedPooling
 from attnkit.models.pooled import build_pooling
 from attnkit.pooling import AttentionPooling
-from attnkit.training.classification import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 
 
 def padded_batch(lengths: list[int], dim: int = 8, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,5 +1,6 @@
-"""The ``attnkit`` command (layer 6). Subcommands register themselves; heavy imports happen inside handlers,
-so ``attnkit --help`` stays fast.
+"""The ``attnkit`` command (layer 6): it parses the arguments and dispatches. ``train``, ``evaluate``, ``predict``
+and ``explain`` find the task in :mod:`attnkit.tasks` (by name, or by the checkpoint's kind) and call its hooks;
+heavy imports happen inside handlers, so ``attnkit --help`` stays fast.
 
     attnkit train classify --data fine-foods --model han --out runs/ff
     attnkit evaluate --checkpoint runs/ff/best --data fine-foods
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from attnkit.cli import commands
+from attnkit.tasks.options import apply_runtime
 
 EPILOG = """examples:
   attnkit demo                                           train HAN on fine-food reviews and explain it
@@ -35,8 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for register in commands.REGISTRY:
-        register(sub)
+    commands.register_all(sub)
     return parser
 
 
@@ -51,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if hasattr(args, "seed"):  # commands that run a model: seed and threads first
+            apply_runtime(args)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print("attnkit: interrupted", file=sys.stderr)

@@ -1,18 +1,23 @@
-"""The subcommands, in the order ``--help`` lists them.
+"""The top-level commands, in the order ``--help`` lists them: each entry's ``register(subparsers)`` adds one.
+Tasks bring their own extra commands (``translate``) through their :class:`~attnkit.tasks.spec.TaskSpec`."""
 
-``REGISTRY``: each entry's ``register(subparsers)`` adds one top-level command.
-``TRAIN_TASKS``: each entry's ``add_task(subparsers)`` adds one ``attnkit train TASK``.
-"""
+from __future__ import annotations
 
-from attnkit.cli import demo, evaluate, experiment, explain, predict, train, train_seq2seq, train_vision, translate
+import argparse
 
-TRAIN_TASKS = [train.add_classify, train_vision.add_task, train_seq2seq.add_task]
-REGISTRY = [
-    train.register,
-    evaluate.register,
-    predict.register,
-    translate.register,
-    explain.register,
-    experiment.register,
-    demo.register,
-]
+from attnkit.cli import demo, evaluate, experiment, explain, predict, train
+from attnkit.tasks import registered_tasks
+
+REGISTRY = [train.register, evaluate.register, predict.register, explain.register]
+TRAILING = [experiment.register, demo.register]
+
+
+def register_all(sub: argparse._SubParsersAction) -> None:
+    """Add every command: the shared ones, the tasks' own, then ``experiment`` and ``demo``."""
+    for register in REGISTRY:
+        register(sub)
+    for task in registered_tasks():
+        for register in task.commands:
+            register(sub)
+    for register in TRAILING:
+        register(sub)

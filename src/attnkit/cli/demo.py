@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from attnkit.cli.common import add_runtime_options, apply_runtime
+from attnkit.tasks.options import add_runtime_options
 
 REPORT_TITLE = "attnkit demo: what the HAN attended to"
 
@@ -46,12 +46,12 @@ def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
-    apply_runtime(args)
     from attnkit.data.classification import load_builtin, subset
     from attnkit.explain.reports import classifier_report
-    from attnkit.training.baselines import tfidf_logreg_accuracy
-    from attnkit.training.classification import ClassifierConfig, predict_texts
-    from attnkit.training.classifier_run import load_classifier, train_classifier
+    from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
+    from attnkit.tasks.classify.config import ClassifierConfig
+    from attnkit.tasks.classify.inference import load_classifier
+    from attnkit.tasks.classify.training import train_classifier
     from attnkit.training.loop import FitConfig
 
     started = time.perf_counter()
@@ -85,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'HAN (attnkit)':<32}{100 * han:>13.2f}%")
     print(f"HAN trained {report.train_seconds / 60:.1f} min, best epoch {report.fit.best_epoch}")
 
-    model, encoder = load_classifier(report.checkpoint)
-    predictions = predict_texts(model, encoder, data.test_texts[: args.examples])
+    classifier = load_classifier(report.checkpoint)
+    predictions = classifier.predict(data.test_texts[: args.examples])
     print()
     for prediction, gold in zip(predictions, data.test_labels, strict=False):
         best = max(range(len(prediction.sentence_weights)), key=prediction.sentence_weights.__getitem__, default=None)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  its top words: {_top_words(prediction.sentences[best], prediction.word_weights[best])}")
     gold = [data.label_names[label] for label in data.test_labels[: len(predictions)]]
     report_path = classifier_report(
-        predictions, encoder.config.label_names, Path(args.out) / "report.html", title=REPORT_TITLE, true_labels=gold
+        predictions, classifier.label_names, Path(args.out) / "report.html", title=REPORT_TITLE, true_labels=gold
     )
     print(f"\nreport of what the model attended to: {report_path}")
     print(f"demo finished in {(time.perf_counter() - started) / 60:.1f} min")

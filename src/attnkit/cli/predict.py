@@ -1,60 +1,46 @@
-"""``attnkit predict``: labels (and what the model attended to) for a text, a file, or standard input."""
+"""``attnkit predict``: what a trained model predicts — labels for texts (classifiers), translations (seq2seq) or
+labels for images (vision) — from ``--text``, ``--file`` or standard input; the checkpoint's task decides."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from attnkit.cli.common import add_runtime_options, apply_runtime
+from attnkit.tasks import registered_tasks, task_for_checkpoint
+from attnkit.tasks.options import add_runtime_options
+
+EXAMPLES = """examples:
+  attnkit predict --checkpoint runs/ff --text "Stale and overpriced."     a run directory means its best/
+  attnkit predict --checkpoint runs/ff/best --file reviews.txt --json
+  cat reviews.txt | attnkit predict --checkpoint runs/ff
+  attnkit predict --checkpoint runs/g2p --text attention --beam 4         seq2seq: as attnkit translate
+  attnkit predict --checkpoint runs/digits --index 0 --index 7            vision: test images by index
+"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``predict``."""
+    """Add ``predict`` with every registered task's own options."""
     parser = sub.add_parser(
         "predict",
-        help="predict labels for texts",
-        description="Predict with a trained classifier. Texts come from --text, --file (one per line) or stdin.",
-        epilog='examples:\n  attnkit predict --checkpoint runs/ff/best --text "Stale and overpriced."\n'
-        "  attnkit predict --checkpoint runs/ff/best --file reviews.txt --json\n"
-        "  cat reviews.txt | attnkit predict --checkpoint runs/ff/best",
+        help="predict with a trained model",
+        description="Predict with a trained model. Texts come from --text, --file (one per line) or stdin.",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--checkpoint", required=True, help="a run directory (meaning its best/) or a checkpoint")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--text", action="append", help="a text to classify (repeatable)")
-    source.add_argument("--file", help="a file with one text per line")
-    parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
+    source.add_argument("--text", action="append", help="a text (repeatable)")
+    source.add_argument("--file", help="one text per line (vision: a .npy array or a picture)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per input, with attention weights")
+    parser.add_argument("--batch-size", type=int, default=64)
+    for task in registered_tasks():
+        task.add_predict_arguments(parser)
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
 
-def read_texts(args: argparse.Namespace) -> list[str]:
-    """Texts from --text, --file or stdin (blank lines skipped)."""
-    if args.text:
-        return args.text
-    if args.file:
-        with open(args.file, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    else:
-        lines = sys.stdin.read().splitlines()
-    texts = [line for line in lines if line.strip()]
-    if not texts:
-        raise ValueError("no text given: use --text, --file or standard input")
-    return texts
-
-
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``attnkit predict``."""
-    apply_runtime(args)
-    from attnkit.training.classification import predict_texts
-    from attnkit.training.classifier_run import load_classifier
-
-    model, encoder = load_classifier(args.checkpoint)
-    for prediction in predict_texts(model, encoder, read_texts(args)):
-        if args.json:
-            print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
-        else:
-            confidence = prediction.probabilities[prediction.label]
-            print(f"{prediction.label}\t{confidence:.3f}\t{prediction.text[:80]}")
-    return 0
+    """Handler of ``attnkit predict``: the checkpoint's task predicts."""
+    task, checkpoint = task_for_checkpoint(args.checkpoint)
+    if task.predict is None:
+        raise ValueError(f"{checkpoint}: attnkit predict does not support {task.kind} checkpoints")
+    return task.predict(args, checkpoint)

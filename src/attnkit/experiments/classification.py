@@ -100,7 +100,7 @@ def _run(data: str, seed: int, out: Path, threads: int | None) -> dict:
 def _baseline(data: str) -> dict:
     """TF-IDF + logistic regression on the full training split, scored on test (seed 0)."""
     from attnkit.data.classification import load_builtin
-    from attnkit.training.baselines import tfidf_logreg_accuracy
+    from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
 
     dataset = load_builtin(data)
     started = time.perf_counter()

@@ -1,5 +1,5 @@
-"""What every experiment shares: where runs and results go, running an ``attnkit`` command in-process, reusing
-finished runs, and summary statistics."""
+"""What every experiment shares: where runs and results go, training a run (through the task's own training
+function, or ``torchrun`` for several processes), reusing finished runs, and summary statistics."""
 
 from __future__ import annotations
 
@@ -53,13 +53,16 @@ def command_line(argv: Sequence[str], processes: int = 1) -> str:
 
 
 def run_command(argv: Sequence[str], processes: int = 1) -> None:
-    """Run ``attnkit argv...``: in this process (the same code path as the shell command), or under ``torchrun``
-    (``python -m torch.distributed.run``) for ``processes > 1``; raise if it fails."""
+    """Run the training command ``attnkit train TASK options...``: in this process through the task's own parser
+    and training function (:func:`attnkit.tasks.run_training`), or under ``torchrun`` (``python -m
+    torch.distributed.run``) for ``processes > 1``; raise if it fails."""
     print(f"\n$ {command_line(argv, processes)}", file=sys.stderr, flush=True)
     if processes == 1:
-        from attnkit.cli import main
+        from attnkit.tasks import run_training
 
-        status = main(list(argv))
+        if len(argv) < 2 or argv[0] != "train":
+            raise ValueError(f"an experiment runs training commands, got {command_line(argv)}")
+        status = run_training(argv[1], argv[2:])
     else:
         torchrun = [sys.executable, "-m", "torch.distributed.run", *launcher(processes)[1:]]
         status = subprocess.run([*torchrun, *argv], check=False).returncode

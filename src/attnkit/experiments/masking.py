@@ -84,9 +84,10 @@ def padding_statistics(
     figure is the mean over documents.
     """
     from attnkit.data.batching import EncodedDataset, RandomBatchSampler
-    from attnkit.training.classifier_run import load_classifier
+    from attnkit.tasks.classify.inference import load_classifier
 
-    model, encoder = load_classifier(checkpoint)
+    classifier = load_classifier(checkpoint)
+    model, encoder = classifier.model, classifier.encoder
     dataset = EncodedDataset(encoder.encode(texts), labels)
     sampler = RandomBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
     collate = encoder.collate()

@@ -34,7 +34,7 @@ def render_results(paths: ExperimentPaths) -> Path:
         _masking(read_json(results / "masking.json")),
         _fragment(results / "masking_notes.md"),
     ]
-    from attnkit.experiments.seq2seq import render_sections
+    from attnkit.experiments.seq2seq_tables import render_sections
 
     sections += render_sections(results)
     sections.append(_fragment(results / "vision.md"))
@@ -53,7 +53,7 @@ def _classification(table: dict | None) -> str:
         return "\n".join(lines) + "\n" + NOT_RUN.format(command="attnkit experiment classification --seeds 3")
     lines += [
         "Test accuracy (%), mean ± standard deviation over seeds; the model is selected on a validation split carved",
-        "from the training data. TF-IDF + LR is `attnkit.training.baselines` fitted on the same training split.",
+        "from the training data. TF-IDF + LR is `attnkit.tasks.classify.baselines` fitted on the same training split.",
         "",
         "| data | attnkit model (seeds) | TF-IDF + LR | Text GCN | target | met | minutes / run | command |",
         "|---|---|---|---|---|---|---|---|",

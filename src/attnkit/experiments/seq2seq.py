@@ -14,84 +14,13 @@ B`` does); nothing is tuned on them.
 
 from __future__ import annotations
 
-import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
+from attnkit.experiments.seq2seq_settings import EXPERIMENTS, LENGTH_BUCKETS, Seq2SeqExperiment, slug
+from attnkit.experiments.seq2seq_tables import bucket_label
 
-__all__ = ["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "render_sections", "run_seq2seq_experiment"]
-
-_BIBLE_FIT = "--batch-size 128 --lr 2e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 60"
-_LUONG_FIT = "--model rnn --batch-size 64 --lr 1e-3 --epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 20"
-
-
-@dataclass(frozen=True)
-class Seq2SeqExperiment:
-    """One results table: a task and the named runs compared on it (``attnkit train seq2seq`` options each)."""
-
-    name: str
-    data: str
-    title: str
-    runs: dict[str, str]
-    beam: int = 1  # > 1: the best checkpoint is also decoded with this beam on test (recorded as test_beam)
-    processes: dict[str, int] = field(default_factory=dict)  # run -> processes under torchrun (default 1)
-    # name -> member runs, decoded together (Seq2SeqEnsemble) once every member has finished
-    ensembles: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def train_argv(self, run: str, out: Path) -> list[str]:
-        """The ``attnkit`` arguments of one run (``--resume``: an interrupted run continues where it stopped)."""
-        options = shlex.split(self.runs[run])
-        return ["train", "seq2seq", "--data", self.data, *options, "--seed", "0", "--out", str(out), "--resume"]
-
-
-EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
-    "g2p": Seq2SeqExperiment(
-        "g2p",
-        "cmudict",
-        "Grapheme-to-phoneme on CMUdict (12,000 held-out words)",
-        beam=5,
-        runs={
-            "transformer": "--model transformer --dim 128 --ff-dim 512 --heads 4 --batch-size 64 --lr 1e-3 "
-            "--epochs 200 --patience 6 --lr-decay 0.5 --label-smoothing 0.1 --max-minutes 60",
-            "rnn, global concat, 60 min": "--model rnn --attention luong-concat --batch-size 64 --lr 1e-3 --epochs 200 "
-            "--patience 6 --lr-decay 0.5 --max-minutes 60",
-            # both cores on one run: 64 words per process and step (128 in all), twice the rate, a short warm-up
-            "rnn, global concat, 2 processes": "--model rnn --attention luong-concat --batch-size 64 --lr 2e-3 "
-            "--warmup-steps 300 --epochs 200 --patience 6 --lr-decay 0.5 --max-minutes 60",
-        },
-        processes={"rnn, global concat, 2 processes": 2},
-        # the two one-core runs, trained side by side: 60 minutes of the two cores in all
-        ensembles={"ensemble: rnn, global concat, 60 min + transformer": ("rnn, global concat, 60 min", "transformer")},
-    ),
-    "bible": Seq2SeqExperiment(
-        "bible",
-        "bible-en-es",
-        "Bible EN→ES (King James → Reina-Valera 1909), held-out chapters",
-        {
-            "none": f"--model rnn --attention none {_BIBLE_FIT}",
-            "luong-general": f"--model rnn --attention luong-general {_BIBLE_FIT}",
-            "bahdanau": f"--model rnn --attention bahdanau {_BIBLE_FIT}",
-            # Adam without a warm-up left the Transformer behind (BLEU 0.3 after 8 minutes at lr 2e-3)
-            "transformer": "--model transformer --batch-size 128 --lr 1e-3 --warmup-steps 600 --label-smoothing 0.1 "
-            "--epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 60",
-        },
-    ),
-    "luong": Seq2SeqExperiment(
-        "luong",
-        "cmudict",
-        "Luong et al. 2015's attention variants (GRU encoder-decoder, CMUdict)",
-        {
-            "global dot": f"--attention luong-dot {_LUONG_FIT}",
-            "global general": f"--attention luong-general {_LUONG_FIT}",
-            "global concat": f"--attention luong-concat {_LUONG_FIT}",
-            "local-m (general)": f"--attention local-m {_LUONG_FIT}",
-            "local-p (general)": f"--attention local-p {_LUONG_FIT}",
-        },
-    ),
-}
-# Source-length buckets (English words) for BLEU by length: (low, high) inclusive.
-LENGTH_BUCKETS = ((1, 15), (16, 25), (26, 35), (36, 45), (46, 1000))
+__all__ = ["bleu_by_length", "plot_bleu_by_length", "run_seq2seq_experiment"]
 
 
 def run_seq2seq_experiment(
@@ -112,7 +41,7 @@ def run_seq2seq_experiment(
     summary_path = paths.results / f"{name}.json"
     summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
     for run in runs:
-        out = paths.runs / name / _slug(run)
+        out = paths.runs / name / slug(run)
         argv = experiment.train_argv(run, out)
         processes = experiment.processes.get(run, 1)
         metrics = ensure_run(argv, out, threads=threads, processes=processes)
@@ -141,7 +70,7 @@ def run_seq2seq_experiment(
     for ensemble in ensembles:
         members = experiment.ensembles[ensemble]
         summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
-        outs = [paths.runs / name / _slug(member) for member in members]
+        outs = [paths.runs / name / slug(member) for member in members]
         summary["runs"][ensemble] = _ensemble_row(experiment, outs, summary["runs"], ensemble)
         write_json(summary_path, summary)
     if name == "bible":
@@ -162,7 +91,7 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
     """The table row of ``ensemble`` (its members' runs in ``outs``, their rows in ``rows``): test (greedy and,
     with ``experiment.beam``, beam) and valid metrics, reused while the members' commands are unchanged."""
     from attnkit.data.seq2seq import load_task
-    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq_ensemble
+    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq_ensemble
 
     checkpoints = [str(out / "best") for out in outs]
     argv = ["evaluate", "--checkpoint", *checkpoints]
@@ -196,7 +125,7 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
     """The best checkpoint's test metrics with beam search (``beam`` hypotheses, length penalty 1)."""
     from attnkit.data.seq2seq import load_task
-    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
+    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(out / "best")
     task = load_task(loaded.config.data)
@@ -207,7 +136,7 @@ def _beam_test(out: Path, beam: int) -> dict[str, float]:
 def bleu_by_length(checkpoint: Path) -> list[dict]:
     """Corpus BLEU of the test split in each source-length bucket (greedy decoding)."""
     from attnkit.data.seq2seq import load_task
-    from attnkit.training.seq2seq_inference import evaluate_seq2seq, load_seq2seq
+    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(checkpoint)
     task = load_task(loaded.config.data)
@@ -233,7 +162,7 @@ def plot_bleu_by_length(summary: dict, target: Path) -> None:
     for run, row in summary["runs"].items():
         buckets = row.get("bleu_by_length") or []
         if buckets:
-            labels = [_bucket_label(b) for b in buckets]
+            labels = [bucket_label(b) for b in buckets]
             axes.plot(labels, [b["bleu"] for b in buckets], marker="o", label=run)
     axes.set_xlabel("source length (English words)")
     axes.set_ylabel("test BLEU (greedy)")
@@ -244,76 +173,3 @@ def plot_bleu_by_length(summary: dict, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, dpi=100)
     summary["plot"] = target.name
-
-
-def render_sections(results: Path) -> list[str]:
-    """The markdown sections of the three experiments (or a line saying how to run each)."""
-    sections = []
-    for name, experiment in EXPERIMENTS.items():
-        summary = read_json(results / f"{name}.json")
-        lines = [f"## {experiment.title}", ""]
-        if not summary or not summary.get("runs"):
-            lines.append(f"_Not run yet: `attnkit experiment {name}`._")
-        else:
-            if name == "g2p":  # the RNN with attention: the best Luong variant (same split, same metrics)
-                summary = _with_best_rnn(summary, read_json(results / "luong.json"))
-            lines += _table(name, summary)
-            missing = [run for run in [*experiment.runs, *experiment.ensembles] if run not in summary["runs"]]
-            if missing:
-                commands = (f"{run} (`attnkit experiment {name} --only {shlex.quote(run)}`)" for run in missing)
-                lines += ["", f"_Not run yet: {'; '.join(commands)}._"]
-        notes = results / f"{name}_notes.md"
-        if notes.exists():
-            lines += ["", notes.read_text().rstrip()]
-        sections.append("\n".join(lines) + "\n")
-    return sections
-
-
-def _table(name: str, summary: dict) -> list[str]:
-    lines = [f"`{summary['command']}` (one command per row below; greedy decoding, seed 0)", ""]
-    text = summary["data"] == "bible-en-es"
-    if text:
-        lines += [
-            "| model | test BLEU | test chrF | valid BLEU | minutes | epochs | command |",
-            "|---|---|---|---|---|---|---|",
-        ]
-    else:
-        lines += [
-            "| model | test WER % | test PER % | test WER / PER, beam | valid WER % | minutes | epochs | command |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-    for run, row in summary["runs"].items():
-        test, valid = row["test"], row["best_valid"]
-        first, second, selected = ("bleu", "chrf", "bleu") if text else ("wer", "per", "wer")
-        beam = ""
-        if not text:
-            beam_test = row.get("test_beam")
-            beam = f" {beam_test['wer']:.2f} / {beam_test['per']:.2f} (k={row['beam']}) |" if beam_test else " – |"
-        lines.append(
-            f"| {run} | {test[first]:.2f} | {test[second]:.2f} |{beam} {valid[selected]:.2f} | {row['minutes']:.1f} "
-            f"| {row['epochs_run']} | `{row['command']}` |"
-        )
-    if text and summary.get("plot"):
-        labels = [_bucket_label(b) for b in next(iter(summary["runs"].values()))["bleu_by_length"]]
-        lines += ["", "Test BLEU by source length (English words):", ""]
-        lines += ["| model | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        for run, row in summary["runs"].items():
-            lines.append(f"| {run} | " + " | ".join(f"{b['bleu']:.2f}" for b in row["bleu_by_length"]) + " |")
-        lines += ["", f"![BLEU by source length](results/{summary['plot']})"]
-    return lines
-
-
-def _with_best_rnn(g2p: dict, luong: dict | None) -> dict:
-    """The G2P summary plus the Luong table's best run by validation WER, named as such."""
-    if not luong or not luong.get("runs"):
-        return g2p
-    run, row = min(luong["runs"].items(), key=lambda item: item[1]["best_valid"]["wer"])
-    return {**g2p, "runs": {**g2p["runs"], f"RNN, {run} (best of the Luong table, by validation WER)": row}}
-
-
-def _bucket_label(bucket: dict) -> str:
-    return f"{bucket['low']}+" if bucket["high"] >= 1000 else f"{bucket['low']}–{bucket['high']}"
-
-
-def _slug(run: str) -> str:
-    return "".join(c if c.isalnum() or c == "-" else "-" for c in run).strip("-")

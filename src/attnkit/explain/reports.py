@@ -19,7 +19,7 @@ def classifier_report(
     title: str = "What the classifier attended to",
     true_labels: Sequence[str | None] | None = None,
 ) -> Path:
-    """Write the report for classifier predictions (``attnkit.training.classification.Prediction``).
+    """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
 
     HAN predictions become document sections (sentence and word shading); pooled-classifier predictions
     token rows, one per pooling head. Returns the path written.

@@ -58,7 +58,7 @@ class Seq2SeqEnsemble(nn.Module):
         models: the members, each a :class:`~attnkit.decoding.StepwiseSeq2Seq` whose ``forward(source_ids,
             source_mask, target_in)`` returns ``.logits [B, T, V]`` (RNN and Transformer models may be mixed).
             All must produce the same ``V``; tokenisation is the caller's business (see
-            :func:`attnkit.training.seq2seq_inference.load_seq2seq_ensemble`, which checks it).
+            :func:`attnkit.tasks.seq2seq.inference.load_seq2seq_ensemble`, which checks it).
     """
 
     def __init__(self, models: Sequence[nn.Module]) -> None:

@@ -1,4 +1,8 @@
-"""Options and helpers shared by several subcommands."""
+"""Command options every task shares, and the helpers their commands use (layer 5; no torch at import).
+
+The CLI mounts each task's options on its sub-commands; these are the groups they have in common (runtime,
+training) and the readers of the texts a command is given (``--text``, ``--file`` or standard input).
+"""
 
 from __future__ import annotations
 
@@ -14,19 +18,6 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars")
     group.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
-
-
-def add_data_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """``--data``, ``--test``, ``--text-column``, ``--label-column``."""
-    group = parser.add_argument_group("data")
-    group.add_argument(
-        "--data",
-        required=required,
-        help="a built-in dataset (20ng, r8, r52, fine-foods, bbc) or a CSV/TSV/JSONL training file",
-    )
-    group.add_argument("--test", default=None, help="a test file, for --data FILE")
-    group.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
-    group.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
 
 
 def apply_runtime(args: argparse.Namespace) -> None:
@@ -100,3 +91,36 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         max_minutes=args.max_minutes,
         **overrides,
     )
+
+
+def say(*values: object) -> None:
+    """``print`` on the main process only (one report under ``torchrun``)."""
+    if is_main_process():
+        print(*values)
+
+
+def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[str]:
+    """The input texts: ``--text`` values, the ``--file``'s lines, or standard input's.
+
+    Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output lines up with its input).
+
+    Raises:
+        ValueError: no text given, or a file that is not UTF-8 text.
+    """
+    import sys
+
+    if getattr(args, "text", None):
+        lines = list(args.text)
+    elif getattr(args, "file", None):
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from None
+    elif sys.stdin is None or sys.stdin.isatty():
+        raise ValueError("no text given: use --text, --file or standard input")
+    else:
+        lines = sys.stdin.read().splitlines()
+    if not any(line.strip() for line in lines):
+        raise ValueError("no text given: use --text, --file or standard input")
+    return lines if keep_blank else [line for line in lines if line.strip()]

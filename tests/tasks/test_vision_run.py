@@ -17,15 +17,9 @@ from attnkit.data.images import (
 )
 from attnkit.training.checkpoint import CheckpointError, save_checkpoint
 from attnkit.training.loop import FitConfig
-from attnkit.training.vision import (
-    VisionConfig,
-    build_vision_model,
-    evaluate_vision,
-    load_test_images,
-    load_vision,
-    predict_images,
-    train_vision,
-)
+from attnkit.tasks.vision.config import VisionConfig, build_vision_model
+from attnkit.tasks.vision.inference import load_test_images, load_vision, predict_images
+from attnkit.tasks.vision.training import evaluate_vision, train_vision
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +106,8 @@ def test_a_short_run_learns_and_writes_a_checkpoint(short_run):
 
 def test_a_loaded_checkpoint_predicts_what_was_evaluated_with_attention_maps(digits, short_run):
     out, report = short_run
-    model, config = load_vision(out / "best")
+    vision = load_vision(out / "best")
+    model, config = vision.model, vision.config
     assert not model.training and config.heads == 2 and config.label_names == digits.label_names
     assert evaluate_vision(model, digits.test_images, digits.test_labels) == pytest.approx(report.test_metrics)
     images, gold = load_test_images(config, [0, 5, 358])

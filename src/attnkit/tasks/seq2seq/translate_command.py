@@ -1,4 +1,5 @@
-"""``attnkit translate``: decode texts with a trained seq2seq checkpoint (greedy or beam search).
+"""``attnkit translate``, the command the seq2seq task brings: decode texts with a trained checkpoint (greedy or
+beam search).
 
 Texts come from ``--text`` (repeatable), ``--file`` (one per line) or standard input. Output is one line per
 input line, in order — a blank input line gives a blank output line — so the output aligns with the input
@@ -9,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from attnkit.cli.common import add_runtime_options, apply_runtime
+from attnkit.tasks.options import add_runtime_options, read_texts
 
 EXAMPLES = """examples:
   attnkit translate --checkpoint runs/dates --text "4 March 1997" --text "03/04/1997"
@@ -25,6 +25,20 @@ is how much target token t attended to source token s (RNN: the decoder's attent
 decoder layer's cross-attention averaged over heads; an ensemble has none). "score" is the length-normalised
 log-probability.
 """
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--beam``, ``--length-penalty``, ``--max-len`` (evaluate, predict, translate)."""
+    decode = parser.add_argument_group("seq2seq decoding")
+    decode.add_argument("--beam", type=int, default=1, help="beam size; 1 decodes greedily (default 1)")
+    decode.add_argument("--length-penalty", type=float, default=1.0, help="score = log P / length^α (default 1)")
+    decode.add_argument("--max-len", type=int, default=None, help="most tokens per output (default 2·source + 10)")
+
+
+def check_decoding(args: argparse.Namespace) -> None:
+    """Refuse decoding options no decoder accepts (before anything is loaded)."""
+    if args.beam < 1:
+        raise ValueError(f"--beam must be >= 1, got {args.beam}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,33 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to translate (repeatable)")
     source.add_argument("--file", help="a file with one text per line")
-    decode = parser.add_argument_group("decoding")
-    decode.add_argument("--beam", type=int, default=1, help="beam size; 1 decodes greedily (default 1)")
-    decode.add_argument("--length-penalty", type=float, default=1.0, help="score = log P / length^α (default 1)")
-    decode.add_argument("--max-len", type=int, default=None, help="most tokens per output (default 2·source + 10)")
-    decode.add_argument("--batch-size", type=int, default=64)
+    add_decoding_arguments(parser)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
-
-
-def read_lines(args: argparse.Namespace) -> list[str]:
-    """The input lines: ``--text`` values, the ``--file``'s lines, or standard input's (blank ones kept)."""
-    if args.text:
-        lines = list(args.text)
-    elif args.file:
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from None
-    elif sys.stdin is None or sys.stdin.isatty():
-        raise ValueError("no text given: use --text, --file or standard input")
-    else:
-        lines = sys.stdin.read().splitlines()
-    if not any(line.strip() for line in lines):
-        raise ValueError("no text given: use --text, --file or standard input")
-    return lines
 
 
 def _attention_rows(attention) -> list[list[float]]:
@@ -94,17 +86,22 @@ def _as_json(translation, loaded) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit translate``."""
-    apply_runtime(args)
-    if args.beam < 1:
-        raise ValueError(f"--beam must be >= 1, got {args.beam}")
-    from attnkit.training.seq2seq_inference import load_seq2seq_ensemble, translate
+    from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
+    from attnkit.training.checkpoint import resolve_checkpoint
 
-    lines = read_lines(args)
-    loaded = load_seq2seq_ensemble(args.checkpoint)
+    check_decoding(args)
+    lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
+    loaded = load_seq2seq_ensemble([resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint])
+    return print_translations(args, loaded, lines)
+
+
+def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None = None) -> int:
+    """Translate ``lines`` (default: the command's input lines) with ``loaded`` and print one line (or JSON
+    object) per input line; a blank line gives a blank line."""
+    lines = read_texts(args, keep_blank=True) if lines is None else lines
     texts = [line.strip() for line in lines if line.strip()]
     translations = iter(
-        translate(
-            loaded,
+        loaded.translate(
             texts,
             beam_size=args.beam,
             batch_size=args.batch_size,

@@ -24,7 +24,9 @@ from attnkit.models.seq2seq import build_seq2seq, seq2seq_options
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 from attnkit.training.checkpoint import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
-from attnkit.training.seq2seq import Seq2SeqTask, label_smoothed_loss, metric_kind, translate_texts
+from attnkit.tasks.seq2seq.config import metric_kind
+from attnkit.tasks.seq2seq.inference import translate_texts
+from attnkit.tasks.seq2seq.task import Seq2SeqTask, label_smoothed_loss
 
 
 @pytest.fixture(autouse=True)

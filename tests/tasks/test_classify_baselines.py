@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from attnkit.training.baselines import fit_tfidf_logreg, tfidf_logreg_accuracy
+from attnkit.tasks.classify.baselines import fit_tfidf_logreg, tfidf_logreg_accuracy
 
 TOPICS = {
     "sport": "match goal team coach league score player season",

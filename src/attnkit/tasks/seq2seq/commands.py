@@ -1,17 +1,16 @@
-"""``attnkit train seq2seq``: train an encoder-decoder (RNN with attention, or Transformer) on a built-in task or
-your pair file."""
+"""The seq2seq command hooks: ``attnkit train seq2seq`` (an RNN encoder-decoder with attention, or a Transformer, on
+a built-in task or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
+checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit translate`` is in
+:mod:`attnkit.tasks.seq2seq.translate_command`."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from pathlib import Path
 
-from attnkit.cli.common import (
-    add_runtime_options,
-    add_training_options,
-    apply_runtime,
-    fit_config_from_args,
-    is_main_process,
-)
+from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, say
+from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
 
 ATTENTIONS = ("luong-dot", "luong-general", "luong-concat", "local-m", "local-p", "bahdanau", "none")
 
@@ -51,16 +50,14 @@ TRANSFORMER_OPTIONS = {
 }
 
 
-def add_task(tasks: argparse._SubParsersAction) -> None:
-    """Add ``train seq2seq``."""
-    parser = tasks.add_parser(
-        "seq2seq",
-        help="sequence-to-sequence: G2P (cmudict), dates, EN->ES Bible, or your pairs",
-        description="Train an encoder-decoder: an RNN (GRU/LSTM) with Luong, local or Bahdanau attention (or "
-        "none), or a Transformer. Checkpoints (safetensors + config.json + tokenizers) go to OUT/best and OUT/last.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+DESCRIPTION = (
+    "Train an encoder-decoder: an RNN (GRU/LSTM) with Luong, local or Bahdanau attention (or none), or a "
+    "Transformer. Checkpoints (safetensors + config.json + tokenizers) go to OUT/best and OUT/last."
+)
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``attnkit train seq2seq``."""
     data = parser.add_argument_group("data")
     data.add_argument(
         "--data", required=True, help="a built-in task (cmudict, dates, bible-en-es) or a TSV/CSV/JSONL pair file"
@@ -101,7 +98,14 @@ def add_task(tasks: argparse._SubParsersAction) -> None:
     fit.add_argument("--label-smoothing", type=float, default=0.1)
     fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
     add_runtime_options(parser)
-    parser.set_defaults(handler=run)
+
+
+# A store_true flag of one family -> (build_seq2seq key, the value it sets)
+FAMILY_FLAGS = {
+    "rnn": {"unidirectional": ("bidirectional", False)},
+    "transformer": {"post_norm": ("norm_first", False), "share_embeddings": ("share_embeddings", True)},
+}
+FAMILY_OPTIONS = {"rnn": RNN_OPTIONS, "transformer": TRANSFORMER_OPTIONS}
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -110,32 +114,30 @@ def model_options(args: argparse.Namespace) -> dict:
     Raises:
         ValueError: an option of the other model family was given (``--attention`` with ``--model transformer``).
     """
-    own, other = (RNN_OPTIONS, TRANSFORMER_OPTIONS) if args.model == "rnn" else (TRANSFORMER_OPTIONS, RNN_OPTIONS)
-    flags = {"rnn": ["unidirectional"], "transformer": ["post_norm", "share_embeddings"]}
-    other_flags = flags["transformer" if args.model == "rnn" else "rnn"]
-    stray = [dest for dest in other if getattr(args, dest) is not None] + [d for d in other_flags if getattr(args, d)]
-    if stray:
-        names = ", ".join("--" + dest.replace("_", "-") for dest in stray)
-        other_model = "transformer" if args.model == "rnn" else "rnn"
-        raise ValueError(f"{names}: option(s) of --model {other_model}, not of --model {args.model}")
+    for family in FAMILY_OPTIONS.keys() - {args.model}:
+        stray = [dest for dest in FAMILY_OPTIONS[family] if getattr(args, dest) is not None]
+        stray += [dest for dest in FAMILY_FLAGS[family] if getattr(args, dest)]
+        if stray:
+            names = ", ".join("--" + dest.replace("_", "-") for dest in stray)
+            raise ValueError(f"{names}: option(s) of --model {family}, not of --model {args.model}")
     options: dict = {"model": args.model}
-    options.update({key: getattr(args, dest) for dest, key in own.items() if getattr(args, dest) is not None})
+    options.update(
+        {
+            key: getattr(args, dest)
+            for dest, key in FAMILY_OPTIONS[args.model].items()
+            if getattr(args, dest) is not None
+        }
+    )
+    options.update({key: value for dest, (key, value) in FAMILY_FLAGS[args.model].items() if getattr(args, dest)})
     if args.dropout is not None:
         options["dropout"] = args.dropout
-    if args.model == "rnn" and args.unidirectional:
-        options["bidirectional"] = False
-    if args.model == "transformer":
-        if args.post_norm:
-            options["norm_first"] = False
-        if args.share_embeddings:
-            options["share_embeddings"] = True
     return options
 
 
-def run(args: argparse.Namespace) -> int:
+def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
-    apply_runtime(args)
-    from attnkit.training.seq2seq_run import load_data, subset, train_seq2seq
+    from attnkit.tasks.seq2seq.data import load_data, subset
+    from attnkit.tasks.seq2seq.training import train_seq2seq
 
     options = model_options(args)
     data = load_data(
@@ -150,7 +152,6 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None:
         data = subset(data, args.limit)
     sizes = data.sizes
-    say = print if is_main_process() else _quiet  # one report under torchrun
     say(
         f"{data.name}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test pairs "
         f"({data.source_level} -> {data.target_level})"
@@ -181,13 +182,66 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _quiet(*_: object) -> None:
-    """Print nothing (ranks other than 0)."""
-
-
 def format_metrics(metrics: dict[str, float]) -> str:
     """``"WER 12.30%  PER 3.10%  on 1000 examples"`` or ``"BLEU 23.41  chrF 45.12  on 1000 examples"``."""
     count = f"on {int(metrics.get('count', 0))} examples"
     if "bleu" in metrics:
         return f"BLEU {metrics['bleu']:.2f}  chrF {metrics['chrf']:.2f}  {count}"
     return f"WER {metrics['wer']:.2f}%  PER {metrics['per']:.2f}%  {count}"
+
+
+def load(checkpoint: Path):
+    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`)."""
+    from attnkit.tasks.seq2seq.inference import load_seq2seq
+
+    return load_seq2seq(checkpoint)
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Seq2seq options of ``attnkit evaluate``."""
+    group = parser.add_argument_group("seq2seq data")
+    group.add_argument("--source-column", default="source", help="column/key of the source (default: source)")
+    group.add_argument("--target-column", default="target", help="column/key of the target (default: target)")
+    group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in tasks (default test)")
+    add_decoding_arguments(parser)
+
+
+def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
+    """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF."""
+    from attnkit.tasks.seq2seq.data import evaluation_data
+    from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
+
+    check_decoding(args)
+    loaded = load_seq2seq_ensemble(checkpoints)
+    pairs, references, label = evaluation_data(
+        loaded.config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
+    )
+    metrics = loaded.evaluate(
+        pairs,
+        references,
+        beam_size=args.beam,
+        batch_size=args.batch_size,
+        length_penalty=args.length_penalty,
+        max_len=args.max_len,
+    )
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    say(f"{format_metrics(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
+    return 0
+
+
+def predict(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit predict`` with a seq2seq checkpoint: ``attnkit translate`` with one checkpoint."""
+    check_decoding(args)
+    return print_translations(args, load(checkpoint))
+
+
+def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
+    """``attnkit explain``: the source x target alignment; for the Transformer every layer and head too."""
+    from attnkit.tasks.options import read_texts
+    from attnkit.tasks.seq2seq.explain import seq2seq_report
+
+    if getattr(args, "index", None):
+        raise ValueError(
+            "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
+        )
+    return seq2seq_report(load(checkpoint), read_texts(args), args.out, title=args.title)

@@ -1,4 +1,5 @@
-"""Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5).
+"""Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5): the loss and the
+decoded metrics.
 
     task = Seq2SeqTask(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
     fit(task, train_batches, valid_batches, FitConfig(select_metric=task.select_metric, select_mode=task.select_mode))
@@ -34,36 +35,18 @@ Shape glossary:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch, Seq2SeqData, collate_pairs
+from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, beam_search, greedy
+from attnkit.tasks.seq2seq.config import METRIC_KINDS, SELECTION
 from attnkit.training.metrics import g2p_scores
 
-__all__ = [
-    "METRIC_KINDS",
-    "SELECTION",
-    "Seq2SeqTask",
-    "Translation",
-    "label_smoothed_loss",
-    "metric_kind",
-    "sacrebleu_score",
-    "sacrebleu_sums",
-    "translate_texts",
-]
-
-METRIC_KINDS = ("sequence", "text")
-SELECTION = {"sequence": ("wer", "min"), "text": ("bleu", "max")}  # metric kind -> (select_metric, select_mode)
-
-
-def metric_kind(data: Seq2SeqData) -> str:
-    """``"text"`` for tasks whose targets are subword text (translation), else ``"sequence"``."""
-    return "text" if data.target_level == "subword" else "sequence"
+__all__ = ["Seq2SeqTask", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
 
 def label_smoothed_loss(
@@ -294,61 +277,3 @@ def sacrebleu_score(name: str, sums: Mapping[str, float]) -> float:
     metric = _sacrebleu_metric(name)
     stats = [round(sums[f"{name}_{i}"]) for i in range(_statistics_size(metric))]
     return float(metric._compute_score_from_stats(stats).score)
-
-
-@dataclass
-class Translation:
-    """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``.
-
-    ``token_ids`` are the generated ids (``<eos>`` included when the hypothesis finished): row ``t`` of
-    ``attention`` is the step that produced ``token_ids[t]``.
-    """
-
-    source: str
-    text: str
-    score: float
-    attention: torch.Tensor | None = None
-    token_ids: list[int] | None = None
-
-
-@torch.no_grad()
-def translate_texts(
-    model: nn.Module,
-    source_tokenizer: Any,
-    target_tokenizer: Any,
-    texts: Sequence[str],
-    *,
-    beam_size: int = 1,
-    batch_size: int = 64,
-    max_len: int | None = None,
-    length_penalty: float = 1.0,
-    need_weights: bool = False,
-) -> list[Translation]:
-    """Decode ``texts`` in batches (in eval mode), best hypothesis each, in input order.
-
-    With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
-    the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens).
-    """
-    was_training = model.training
-    model.eval()
-    results: list[Translation] = []
-    try:
-        for start in range(0, len(texts), batch_size):
-            chunk = list(texts[start : start + batch_size])
-            batch = collate_pairs([(ids, None) for ids in source_tokenizer.encode_batch(chunk)])
-            options = {"max_len": max_len, "length_penalty": length_penalty, "need_weights": need_weights}
-            if beam_size == 1:
-                out = greedy(model, batch.source_ids, batch.source_mask, **options)
-            else:
-                out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
-            for row, text in enumerate(chunk):
-                steps = int(out.lengths[row, 0])
-                attention = None
-                if out.attention is not None:
-                    attention = out.attention[row, 0, :steps, ..., : int(batch.source_lengths[row])]
-                tokens = out.tokens[row, 0, :steps].tolist()
-                decoded = target_tokenizer.decode(tokens)
-                results.append(Translation(text, decoded, float(out.scores[row, 0]), attention, tokens))
-    finally:
-        model.train(was_training)
-    return results

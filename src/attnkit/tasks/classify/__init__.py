@@ -1,0 +1,29 @@
+"""Document classification: HAN and pooled attention classifiers (layer 5).
+
+| module | holds |
+|---|---|
+| :mod:`~attnkit.tasks.classify.config` | ``ClassifierConfig`` (the checkpoint's ``config.json``) and the model it builds |
+| :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
+| :mod:`~attnkit.tasks.classify.training` | data loading, the loss and accuracy, ``train_classifier`` |
+| :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
+| :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
+"""
+
+from attnkit.tasks.classify import commands
+from attnkit.tasks.spec import TaskSpec
+
+SPEC = TaskSpec(
+    kind="classifier",
+    name="classify",
+    help="document classification (HAN or pooled classifier)",
+    description=commands.DESCRIPTION,
+    epilog=commands.EXAMPLES,
+    add_train_arguments=commands.add_train_arguments,
+    train=commands.train,
+    load=commands.load,
+    evaluate=commands.evaluate,
+    add_evaluate_arguments=commands.add_evaluate_arguments,
+    predict=commands.predict,
+    explain=commands.explain,
+)

@@ -1,0 +1,170 @@
+"""The classifier's command hooks: ``attnkit train classify`` and what ``evaluate`` / ``predict`` / ``explain`` do
+with a ``classifier`` checkpoint (layer 5; torch is imported only when a hook runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.tasks.options import (
+    add_runtime_options,
+    add_training_options,
+    fit_config_from_args,
+    read_texts,
+    say,
+)
+
+DESCRIPTION = "Train a document classifier (HAN or pooled); validation is carved from the training split."
+EXAMPLES = """examples:
+  attnkit train classify --data fine-foods --model han --out runs/ff
+  attnkit train classify --data 20ng --model pooled --encoder none --pooling attention --epochs 20 --out runs/20ng
+  attnkit train classify --data my.csv --test my_test.csv --text-column body --label-column topic --out runs/mine
+  attnkit train classify --data fine-foods --out runs/ff --resume        continue after an interruption
+  torchrun --nproc-per-node 2 -m attnkit.cli train classify --data r8 --out runs/r8   two processes (DDP)
+"""
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``attnkit train classify``."""
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "--data", required=True, help="a built-in dataset (20ng, r8, r52, fine-foods, bbc) or a CSV/TSV/JSONL file"
+    )
+    data.add_argument("--test", default=None, help="a test file, for --data FILE")
+    data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
+    data.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
+    model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
+    model.add_argument(
+        "--pooling", choices=["attention", "multihead", "mean", "max"], default="attention", help="pooled only"
+    )
+    model.add_argument(
+        "--attention-padding",
+        choices=["masked", "unmasked", "renormalised"],
+        default="masked",
+        help="pooled attention: mask padding (default), score it like tokens, or renormalise after softmax",
+    )
+    model.add_argument("--heads", type=int, default=4, help="multihead pooling / transformer heads (default 4)")
+    model.add_argument("--embed-dim", type=int, default=128)
+    model.add_argument(
+        "--bigram-buckets",
+        type=int,
+        default=0,
+        help="pooled: add hashed word-bigram embeddings with this many buckets, fastText-style (default 0: off)",
+    )
+    model.add_argument("--hidden", type=int, default=64, help="GRU hidden size per direction (default 64)")
+    model.add_argument("--dropout", type=float, default=0.3)
+    model.add_argument("--tokenizer", choices=["word", "wordpiece", "bpe"], default="word")
+    model.add_argument("--vocab-size", type=int, default=30000)
+    model.add_argument("--max-tokens", type=int, default=800, help="pooled: tokens kept per document")
+    model.add_argument("--max-sentences", type=int, default=30, help="HAN: sentences kept per document")
+    model.add_argument("--max-words", type=int, default=50, help="HAN: words kept per sentence")
+    fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
+    fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
+    fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
+    add_runtime_options(parser)
+
+
+def train(args: argparse.Namespace) -> int:
+    """Handler of ``attnkit train classify``."""
+    from attnkit.tasks.classify.config import ClassifierConfig
+    from attnkit.tasks.classify.training import load_data, train_classifier
+
+    config = ClassifierConfig(
+        model=args.model,
+        tokenizer=args.tokenizer,
+        vocab_size=args.vocab_size,
+        max_sentences=args.max_sentences,
+        max_words=args.max_words,
+        max_tokens=args.max_tokens,
+        embed_dim=args.embed_dim,
+        hidden=args.hidden,
+        encoder=args.encoder,
+        pooling=args.pooling,
+        attention_padding=args.attention_padding,
+        heads=args.heads,
+        dropout=args.dropout,
+        bigram_buckets=args.bigram_buckets,
+    )
+    fit_config = fit_config_from_args(args)
+    data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    report = train_classifier(
+        data,
+        config,
+        fit_config,
+        out_dir=args.out,
+        batch_size=args.batch_size,
+        valid_fraction=args.valid_fraction,
+        resume=args.resume,
+        bucketed=not args.random_batches,
+    )
+    best = report.fit.best_metrics
+    say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
+    if report.test_metrics is not None:
+        test = report.test_metrics
+        say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} documents")
+    say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
+    return 0
+
+
+def load(checkpoint: Path):
+    """The ready model of a classifier checkpoint (:class:`~attnkit.tasks.classify.inference.Classifier`)."""
+    from attnkit.tasks.classify.inference import load_classifier
+
+    return load_classifier(checkpoint)
+
+
+def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Classifier options of ``attnkit evaluate``."""
+    group = parser.add_argument_group("classifiers")
+    group.add_argument("--text-column", default="text", help="column/key of the text (default: text)")
+    group.add_argument("--label-column", default="label", help="column/key of the label (default: label)")
+
+
+def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
+    """``attnkit evaluate`` for one classifier: accuracy on a built-in test split or every row of a file."""
+    from attnkit.data.classification import builtin_names
+    from attnkit.tasks.classify.training import load_data
+
+    (checkpoint,) = checkpoints
+    if args.data is None:
+        raise ValueError("a classifier checkpoint needs --data (a built-in dataset or a labelled file)")
+    classifier = load(checkpoint)
+    data = load_data(args.data, text_column=args.text_column, label_column=args.label_column)
+    if args.data in builtin_names():
+        texts, labels = data.test_texts, data.test_labels
+    else:  # a user file: every row is evaluated
+        texts, labels = data.train_texts, data.train_labels
+    try:
+        metrics = classifier.evaluate(texts, [data.label_names[label] for label in labels], batch_size=args.batch_size)
+    except ValueError as error:
+        raise ValueError(f"{args.data}: {error}") from None
+    say(f"accuracy {100 * metrics['accuracy']:.2f}% on {int(metrics['count'])} documents (loss {metrics['loss']:.4f})")
+    return 0
+
+
+def predict(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON."""
+    classifier = load(checkpoint)
+    for prediction in classifier.predict(read_texts(args)):
+        if args.json:
+            print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
+        else:
+            confidence = prediction.probabilities[prediction.label]
+            print(f"{prediction.label}\t{confidence:.3f}\t{prediction.text[:80]}")
+    return 0
+
+
+def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
+    """``attnkit explain``: HAN documents with sentences and words shaded, or pooled tokens one row per head."""
+    from attnkit.explain.reports import classifier_report
+
+    if getattr(args, "index", None):
+        raise ValueError("--index picks test images of a vision checkpoint; explain a classifier with --text or --file")
+    classifier = load(checkpoint)
+    predictions = classifier.predict(read_texts(args))
+    title = args.title or "What the classifier attended to"
+    return classifier_report(predictions, classifier.label_names, args.out, title=title)

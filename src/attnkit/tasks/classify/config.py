@@ -1,0 +1,111 @@
+"""The classifier's config (the checkpoint's ``config.json``) and the model it builds (layer 5).
+
+Two model families read a document differently: the HAN reads sentences of words, the pooled classifier one flat
+token list under an optional encoder and a pooling. :data:`ENCODERS` builds the pooled classifier's encoder by
+name; the family itself lives in :mod:`attnkit.tasks.classify.encoding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from torch import nn
+
+from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
+from attnkit.models.padding import PADDING_MODES
+from attnkit.models.pooled import build_pooling
+from attnkit.training.config_io import JsonConfig
+
+__all__ = ["ENCODERS", "MODELS", "ClassifierConfig", "build_classifier"]
+
+MODELS = ("han", "pooled")
+
+
+@dataclass
+class ClassifierConfig(JsonConfig):
+    """Everything needed to rebuild a trained classifier (stored as the checkpoint's ``config.json``)."""
+
+    kind_name: ClassVar[str] = "classifier config"
+
+    model: str = "han"
+    label_names: list[str] = field(default_factory=list)
+    punctuated: bool = True
+    # tokenisation
+    tokenizer: str = "word"
+    vocab_size: int = 30_000
+    min_frequency: int = 2
+    # preprocessing: HAN reads sentences, the pooled classifier a flat token list
+    max_sentences: int = 30
+    max_words: int = 50
+    words_per_pseudo_sentence: int = 20
+    max_tokens: int = 800
+    # model
+    embed_dim: int = 128
+    hidden: int = 64
+    encoder: str = "bigru"
+    pooling: str = "attention"
+    attention_padding: str = "masked"  # masked | unmasked | renormalised: see attnkit.models.padding
+    heads: int = 4
+    layers: int = 2
+    dropout: float = 0.3
+    bigram_buckets: int = 0  # pooled: hashed word-bigram embeddings (0 = words only)
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {tuple(ENCODERS)}, got {self.encoder!r}")
+        if self.bigram_buckets < 0:
+            raise ValueError(f"bigram_buckets must be >= 0, got {self.bigram_buckets}")
+        if self.bigram_buckets and self.model != "pooled":
+            raise ValueError("bigram_buckets is a pooled-classifier option (--model pooled)")
+        if self.attention_padding not in PADDING_MODES:
+            raise ValueError(f"attention_padding must be one of {PADDING_MODES}, got {self.attention_padding!r}")
+        for name in ("vocab_size", "max_sentences", "max_words", "max_tokens", "embed_dim", "hidden", "heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+
+
+def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
+    return HierarchicalAttentionClassifier(
+        vocab_size,
+        len(config.label_names),
+        embed_dim=config.embed_dim,
+        word_hidden=config.hidden,
+        sentence_hidden=config.hidden,
+        dropout=config.dropout,
+    )
+
+
+def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
+    encoder = ENCODERS[config.encoder](config)
+    feature_dim = getattr(encoder, "output_dim", config.embed_dim)
+    return PooledClassifier(
+        vocab_size,
+        len(config.label_names),
+        embed_dim=config.embed_dim,
+        encoder=encoder,
+        pooling=build_pooling(config.pooling, feature_dim, heads=config.heads, padding=config.attention_padding),
+        dropout=config.dropout,
+        bigram_buckets=config.bigram_buckets,
+    )
+
+
+# The pooled classifier's encoder by name (None: pooling reads the embeddings directly).
+ENCODERS: dict[str, Callable[[ClassifierConfig], nn.Module | None]] = {
+    "none": lambda config: None,
+    "bigru": lambda config: BiGRUEncoder(config.embed_dim, config.hidden),
+    "transformer": lambda config: TransformerEncoder(
+        config.embed_dim, config.heads, config.layers, dropout=config.dropout / 3
+    ),
+}
+_BUILDERS: dict[str, Callable[[ClassifierConfig, int], nn.Module]] = {"han": _han, "pooled": _pooled}
+
+
+def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
+    """The model ``config`` describes, freshly initialised."""
+    return _BUILDERS[config.model](config, vocab_size)

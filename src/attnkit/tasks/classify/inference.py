@@ -1,0 +1,103 @@
+"""A trained classifier, ready to use: what ``attnkit.load``, ``evaluate``, ``predict`` and ``explain`` get for a
+``classifier`` checkpoint (layer 5).
+
+    classifier = load_classifier("runs/ff")              # RUN or RUN/best
+    classifier.predict(["Stale and overpriced."])[0].label
+    classifier.evaluate(texts, label_names)["accuracy"]
+
+Shape glossary:
+    B  documents   C  classes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnkit.data.tokenization import TextTokenizer
+from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
+from attnkit.tasks.classify.training import KIND, evaluate_encoded
+from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+
+__all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]
+
+
+@dataclass
+class Classifier:
+    """A trained classifier (in eval mode) and the text encoder it reads documents with."""
+
+    model: nn.Module
+    encoder: TextEncoder
+
+    @property
+    def config(self) -> ClassifierConfig:
+        """The checkpoint's config (label names, model family, preprocessing)."""
+        return self.encoder.config
+
+    @property
+    def label_names(self) -> list[str]:
+        """The classes, in the order of the model's outputs."""
+        return list(self.encoder.config.label_names)
+
+    def predict(self, texts: Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
+        """Each text's label, class probabilities and attention weights (see :func:`predict_texts`)."""
+        return predict_texts(self.model, self.encoder, texts, batch_size=batch_size)
+
+    def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` on ``texts`` with their gold label names.
+
+        Raises:
+            ValueError: a label that is not one of the checkpoint's classes, or no texts.
+        """
+        index = {name: i for i, name in enumerate(self.label_names)}
+        unknown = sorted(set(labels) - set(index))
+        if unknown:
+            raise ValueError(f"labels {unknown[:5]} are not among the checkpoint's classes ({', '.join(index)})")
+        ids = [index[label] for label in labels]
+        return evaluate_encoded(self.model, self.encoder, list(texts), ids, batch_size=batch_size)
+
+
+def load_classifier(checkpoint: str | Path) -> Classifier:
+    """Rebuild a trained classifier and its text encoder from a checkpoint directory.
+
+    Raises:
+        CheckpointError: not an attnkit checkpoint, not a classifier, a bad config, or weights that do not fit.
+    """
+    checkpoint = Path(checkpoint)
+    values = read_config_of_kind(checkpoint, KIND)
+    try:
+        config = ClassifierConfig.from_dict(values)
+        tokenizer = TextTokenizer.load(checkpoint)
+        model = build_classifier(config, tokenizer.vocab_size)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{checkpoint / CONFIG_FILE}: {error}") from error
+    load_model_weights(model, checkpoint)
+    return Classifier(model.eval(), TextEncoder(config, tokenizer))
+
+
+@torch.no_grad()
+def predict_texts(
+    model: nn.Module, encoder: TextEncoder, texts: Sequence[str], *, batch_size: int = 32
+) -> list[Prediction]:
+    """Predict labels for ``texts`` and collect the attention weights for explanation."""
+    model.eval()
+    label_names = encoder.config.label_names
+    family = encoder.family
+    results: list[Prediction] = []
+    collate = encoder.collate()
+    for start in range(0, len(texts), batch_size):
+        chunk = list(texts[start : start + batch_size])
+        items, views = family.read(encoder, chunk)
+        out = forward_batch(model, collate([(item, None) for item in items]))
+        probabilities = torch.softmax(out.logits.float(), dim=-1)  # [B, C]
+        for row, text in enumerate(chunk):
+            probs = {name: float(p) for name, p in zip(label_names, probabilities[row], strict=True)}
+            prediction = Prediction(text, label_names[int(probabilities[row].argmax())], probs)
+            family.attach_attention(prediction, encoder, items[row], views[row], out, row)
+            results.append(prediction)
+    return results

@@ -1,0 +1,177 @@
+"""Train a document classifier: what ``attnkit train classify`` and ``attnkit demo`` run (layer 5).
+
+    data = load_data("fine-foods")
+    report = train_classifier(data, ClassifierConfig(model="han"), FitConfig(epochs=5), out_dir="runs/ff")
+
+The validation split is carved from the training data (stratified, deterministic); the test split is only
+ever used for the final evaluation. A run directory holds ``best/`` and ``last/`` (safetensors + ``config.json`` +
+``tokenizer.json``), ``tokenizer/`` (the run's own copy, reused by ``resume``) and ``metrics.json``.
+
+Shape glossary:
+    B  documents   C  classes
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnkit.data.batching import DocumentBatch, EncodedDataset, TokenBatch
+from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin, stratified_split
+from attnkit.data.files import load_files
+from attnkit.data.tokenization import TextTokenizer
+from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
+from attnkit.training.loop import FitConfig, fit
+from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
+
+__all__ = ["KIND", "ClassificationTask", "evaluate_encoded", "load_data", "train_classifier"]
+
+KIND = "classifier"
+TOKENIZER_DIR = "tokenizer"
+
+
+def load_data(
+    data: str, *, test_path: str | None = None, text_column: str = "text", label_column: str = "label"
+) -> TextClassificationData:
+    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file)."""
+    if data in builtin_names():
+        if test_path is not None:
+            raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
+        return load_builtin(data)
+    if not Path(data).exists():
+        raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
+    return load_files(data, test_path, text_column=text_column, label_column=label_column)
+
+
+class ClassificationTask:
+    """Cross-entropy training and accuracy evaluation of a classifier (a ``Task`` for ``fit``)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+
+    def loss(self, batch: TokenBatch | DocumentBatch) -> torch.Tensor:
+        """Mean cross-entropy of the batch."""
+        return F.cross_entropy(forward_batch(self.model, batch).logits, batch.labels)
+
+    @torch.no_grad()
+    def evaluate_sums(self, batches: Iterable[TokenBatch | DocumentBatch]) -> dict[str, float]:
+        """Additive statistics over the batches: ``correct``, ``count``, ``loss_sum`` (summed across DDP ranks)."""
+        was_training = self.model.training
+        self.model.eval()
+        correct = count = 0
+        loss_sum = 0.0
+        for batch in batches:
+            logits = forward_batch(self.model, batch).logits  # [B, C]
+            loss_sum += float(F.cross_entropy(logits, batch.labels, reduction="sum"))
+            correct += int((logits.argmax(-1) == batch.labels).sum())
+            count += len(batch.labels)
+        self.model.train(was_training)
+        return {"correct": float(correct), "count": float(count), "loss_sum": loss_sum}
+
+    @staticmethod
+    def metrics_from_sums(sums: dict[str, float]) -> dict[str, float]:
+        """``accuracy`` and mean ``loss`` from :meth:`evaluate_sums`' totals."""
+        count = max(sums["count"], 1.0)
+        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
+
+    def evaluate(self, batches: Iterable[TokenBatch | DocumentBatch]) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` over the batches."""
+        return self.metrics_from_sums(self.evaluate_sums(batches))
+
+
+def evaluate_encoded(
+    model: nn.Module, encoder: TextEncoder, texts: list[str], labels: list[int], *, batch_size: int = 64
+) -> dict[str, float]:
+    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling)."""
+    if not texts:
+        raise ValueError("nothing to evaluate: the test split is empty")
+    dataset = EncodedDataset(encoder.encode(texts), labels)
+    batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
+    return ClassificationTask(model).evaluate(batches(0))
+
+
+def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
+    """The run's own tokeniser when resuming and it exists, else a new one from the training texts (saved)."""
+    if resume and (directory / TextTokenizer.FILENAME).exists():
+        return TextTokenizer.load(directory)
+    tokenizer = TextTokenizer.train(
+        texts, kind=config.tokenizer, vocab_size=config.vocab_size, min_frequency=config.min_frequency
+    )
+    if replica()[0] == 0:
+        tokenizer.save(directory)
+    return tokenizer
+
+
+def train_classifier(
+    data: TextClassificationData,
+    config: ClassifierConfig,
+    fit_config: FitConfig,
+    *,
+    out_dir: str | Path,
+    batch_size: int = 32,
+    valid_fraction: float = 0.1,
+    resume: bool = False,
+    bucketed: bool = True,
+) -> TrainReport:
+    """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
+
+    ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
+    checkpoint stores; ``config`` itself is not changed). Writes ``out_dir/best``, ``out_dir/last`` and
+    ``out_dir/metrics.json``; returns the :class:`~attnkit.training.run_report.TrainReport`.
+    """
+    out_dir = Path(out_dir)
+    rank, world = replica()
+    config = dataclasses.replace(config, label_names=list(data.label_names), punctuated=data.punctuated)
+    train_idx, valid_idx = stratified_split(
+        data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=fit_config.seed
+    )
+    train_texts = [data.train_texts[i] for i in train_idx]
+    tokenizer_dir = out_dir / TOKENIZER_DIR
+    tokenizer = _tokenizer(config, train_texts, tokenizer_dir, resume=resume)
+    encoder = TextEncoder(config, tokenizer)
+
+    def dataset(texts: list[str], labels: list[int]) -> EncodedDataset:
+        return EncodedDataset(encoder.encode(texts), labels)
+
+    train_set = dataset(train_texts, [data.train_labels[i] for i in train_idx])
+    # validation: each DDP rank scores its own disjoint shard; fit sums the counts across ranks
+    shard = valid_idx[rank::world]
+    valid_set = dataset([data.train_texts[i] for i in shard], [data.train_labels[i] for i in shard])
+    collate = encoder.collate()
+    train_batches = make_batches(
+        train_set,
+        collate,
+        batch_size,
+        shuffle=True,
+        bucketed=bucketed,
+        seed=fit_config.seed,
+        num_replicas=world,
+        rank=rank,
+    )
+    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
+
+    torch.manual_seed(fit_config.seed)
+    model = build_classifier(config, tokenizer.vocab_size)
+    result = fit(
+        ClassificationTask(model),
+        train_batches,
+        lambda: valid_batches(0),
+        fit_config,
+        checkpoint_dir=out_dir,
+        resume=resume,
+        model_config={"kind": KIND, **config.to_dict()},
+        extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
+    )
+    test_metrics = None
+    if data.test_texts:  # fit has left the best epoch's weights in the model
+        test_metrics = evaluate_encoded(model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size)
+    details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
+    write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
+    return report

@@ -1,0 +1,34 @@
+"""Sequence to sequence: RNN encoder-decoders with Luong or Bahdanau attention (or none) and Transformers (layer 5).
+
+| module | holds |
+|---|---|
+| :mod:`~attnkit.tasks.seq2seq.config` | ``Seq2SeqConfig`` (the checkpoint's ``config.json``), metric kinds |
+| :mod:`~attnkit.tasks.seq2seq.data` | built-in tasks and pair files; references per source |
+| :mod:`~attnkit.tasks.seq2seq.task` | the label-smoothed loss and the decoded metrics (WER/PER, BLEU/chrF) |
+| :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
+| :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
+| :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
+| :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
+| :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
+"""
+
+from attnkit.tasks.seq2seq import commands, translate_command
+from attnkit.tasks.spec import TaskSpec
+
+SPEC = TaskSpec(
+    kind="seq2seq",
+    name="seq2seq",
+    help="sequence-to-sequence: G2P (cmudict), dates, EN->ES Bible, or your pairs",
+    description=commands.DESCRIPTION,
+    epilog=commands.EXAMPLES,
+    add_train_arguments=commands.add_train_arguments,
+    train=commands.train,
+    load=commands.load,
+    evaluate=commands.evaluate,
+    add_evaluate_arguments=commands.add_evaluate_arguments,
+    predict=commands.predict,
+    add_predict_arguments=translate_command.add_decoding_arguments,
+    explain=commands.explain,
+    commands=(translate_command.register,),
+    ensembles=True,
+)

@@ -1,0 +1,105 @@
+"""The pairs a seq2seq run trains and is evaluated on (layer 5): a built-in task (``cmudict``, ``dates``,
+``bible-en-es``) or the user's TSV/CSV/JSONL pair files, and the references each source is scored against."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.data.seq2seq import Seq2SeqData, load_pair_files, load_task, read_pairs, task_names
+from attnkit.data.seq2seq.dataset import Pair
+from attnkit.tasks.seq2seq.config import Seq2SeqConfig
+
+__all__ = ["LEVELS", "evaluation_data", "load_data", "pairs_with_references", "subset"]
+
+LEVELS = ("char", "symbol", "subword")
+
+
+def load_data(
+    data: str,
+    *,
+    valid: str | None = None,
+    test: str | None = None,
+    source_column: str = "source",
+    target_column: str = "target",
+    source_level: str = "char",
+    target_level: str = "char",
+) -> Seq2SeqData:
+    """A built-in task by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file.
+
+    For a file: ``valid`` and ``test`` files are optional (without ``valid``, a hashed 5% of the training sources
+    is held out; without ``test`` nothing is tested); the levels say how to tokenise each side.
+
+    Raises:
+        ValueError: file options given with a built-in task, or an unknown level.
+        DataError / PairFileError: unreadable or bad files (``file:line: ...``).
+        FileNotFoundError: ``data`` is neither a built-in task nor a file.
+    """
+    if data in task_names():
+        given = [flag for flag, value in (("--valid", valid), ("--test", test)) if value is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)} are for pair files; the built-in task {data!r} has its own splits")
+        return load_task(data)
+    for name, level in (("source_level", source_level), ("target_level", target_level)):
+        if level not in LEVELS:
+            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
+    if not Path(data).exists():
+        raise FileNotFoundError(f"{data}: neither a built-in task ({', '.join(task_names())}) nor a file")
+    return load_pair_files(
+        data,
+        valid,
+        test,
+        source_level=source_level,  # type: ignore[arg-type]
+        target_level=target_level,  # type: ignore[arg-type]
+        source_key=source_column,
+        target_key=target_column,
+    )
+
+
+def subset(data: Seq2SeqData, limit: int) -> Seq2SeqData:
+    """The first ``limit`` training pairs and at most ``max(limit // 4, 1)`` validation and test pairs (smoke runs)."""
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    held = max(limit // 4, 1)
+    return dataclasses.replace(data, train=data.train[:limit], valid=data.valid[:held], test=data.test[:held])
+
+
+def pairs_with_references(pairs: Sequence[Pair]) -> tuple[list[Pair], list[list[str]]]:
+    """One pair per distinct source (its first), and every target the pairs give that source, in order."""
+    references: dict[str, list[str]] = {}
+    for source, target in pairs:
+        targets = references.setdefault(source, [])
+        if target not in targets:
+            targets.append(target)
+    return [(source, targets[0]) for source, targets in references.items()], list(references.values())
+
+
+def evaluation_data(
+    config: Seq2SeqConfig,
+    data: str | None = None,
+    *,
+    split: str | None = None,
+    source_column: str = "source",
+    target_column: str = "target",
+) -> tuple[list[Pair], list[list[str]], str]:
+    """The pairs to evaluate a checkpoint on, each one's acceptable references, and a label for them.
+
+    ``data`` is a built-in task (its ``split``: ``test`` by default, or ``valid``) or a pair file (every distinct
+    source in it, with all its targets as references); None means the task the checkpoint was trained on.
+    """
+    name = config.data if data is None else data
+    if name in task_names():
+        split = split or "test"
+        if split not in ("valid", "test"):
+            raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+        task = load_task(name)
+        return task.split(split), task.references_for(split), f"{name} {split} split"
+    if data is None:
+        raise ValueError(
+            f"the checkpoint was trained on {config.data!r}, not a built-in task: give the pairs with --data FILE"
+        )
+    if split is not None:
+        raise ValueError(f"--split is for built-in tasks; the file {data} is evaluated whole")
+    pairs, references = pairs_with_references(read_pairs(data, source_key=source_column, target_key=target_column))
+    return pairs, references, data

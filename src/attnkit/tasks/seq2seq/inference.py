@@ -1,0 +1,256 @@
+"""A trained sequence-to-sequence model, ready to use: what ``attnkit.load``, ``evaluate``, ``translate`` and
+``explain`` get for the checkpoints ``attnkit train seq2seq`` writes (layer 5).
+
+    loaded = load_seq2seq("runs/d")                                  # RUN or RUN/best
+    loaded.translate(["March 4, 1997"], beam_size=4)
+    loaded.evaluate(data.test, data.references_for("test"))
+    ensemble = load_seq2seq_ensemble(["runs/a", "runs/b"])          # averages the members' next-token distributions
+
+Decoding runs one path (the cached decoders of :mod:`attnkit.decoding`), with or without attention weights: when
+they are asked for, the decoded tokens are read once more by the model's teacher-forced forward pass, which returns
+the weights of exactly the steps that produced them.
+
+Shape glossary:
+    B  sources   S  source positions   T  decoded steps   L  layers   H  heads   V  target vocabulary
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs, load_tokenizers, make_loader
+from attnkit.data.seq2seq.dataset import Pair
+from attnkit.decoding import beam_search, greedy
+from attnkit.models.ensemble import Seq2SeqEnsemble
+from attnkit.models.seq2seq import build_seq2seq
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
+from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.training.checkpoint import (
+    CONFIG_FILE,
+    CheckpointError,
+    load_model_weights,
+    read_config_of_kind,
+    resolve_checkpoint,
+)
+
+__all__ = [
+    "LoadedSeq2Seq",
+    "Translation",
+    "evaluate_seq2seq",
+    "load_seq2seq",
+    "load_seq2seq_ensemble",
+    "translate_texts",
+]
+
+
+@dataclass
+class Translation:
+    """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``.
+
+    ``token_ids`` are the generated ids (``<eos>`` included when the hypothesis finished): row ``t`` of
+    ``attention`` is the step that produced ``token_ids[t]`` (``[T, S]`` for the RNN, ``[T, L, H, S]`` for the
+    Transformer; None for a model without attention or an ensemble).
+    """
+
+    source: str
+    text: str
+    score: float
+    attention: torch.Tensor | None = None
+    token_ids: list[int] | None = None
+
+
+@dataclass
+class LoadedSeq2Seq:
+    """A trained model (in eval mode) with its two tokenisers (the same object when shared) and its config."""
+
+    model: nn.Module
+    source_tokenizer: Tokenizer
+    target_tokenizer: Tokenizer
+    config: Seq2SeqConfig
+
+    def translate(
+        self,
+        texts: Sequence[str],
+        *,
+        beam_size: int = 1,
+        batch_size: int = 64,
+        length_penalty: float = 1.0,
+        max_len: int | None = None,
+        need_weights: bool = False,
+    ) -> list[Translation]:
+        """Decode ``texts`` in input order (see :func:`translate_texts`)."""
+        return translate_texts(
+            self.model,
+            self.source_tokenizer,
+            self.target_tokenizer,
+            texts,
+            beam_size=beam_size,
+            batch_size=batch_size,
+            length_penalty=length_penalty,
+            max_len=max_len,
+            need_weights=need_weights,
+        )
+
+    def evaluate(
+        self, pairs: Sequence[Pair], references: Sequence[Sequence[str]] | None = None, **options: Any
+    ) -> dict[str, float]:
+        """The decoded metrics of ``pairs`` (see :func:`evaluate_seq2seq`)."""
+        return evaluate_seq2seq(self, pairs, references, **options)
+
+
+def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
+    """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``).
+
+    Raises:
+        CheckpointError: not an attnkit checkpoint, not a seq2seq one, a bad config, missing tokenisers, or
+            weights that do not fit.
+    """
+    checkpoint = resolve_checkpoint(checkpoint)
+    values = read_config_of_kind(checkpoint, KIND)
+    try:
+        config = Seq2SeqConfig.from_dict(values)
+        model = build_seq2seq(config.model)
+        source_tok, target_tok = load_tokenizers(checkpoint)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error
+    load_model_weights(model, checkpoint)
+    return LoadedSeq2Seq(model.eval(), source_tok, target_tok, config)
+
+
+def load_seq2seq_ensemble(checkpoints: Sequence[str | Path]) -> LoadedSeq2Seq:
+    """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
+    gives :func:`load_seq2seq`'s model itself.
+
+    The members must have been trained on one task, with identical tokenisers on both sides (the same vocabulary
+    in the same order: a built-in task gives that to every run). The result carries the first member's config.
+
+    Raises:
+        CheckpointError: as :func:`load_seq2seq`, or members that do not agree on data, metrics or tokenisers.
+    """
+    if not checkpoints:
+        raise ValueError("an ensemble needs at least one checkpoint")
+    members = [load_seq2seq(checkpoint) for checkpoint in checkpoints]
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    for checkpoint, member in zip(checkpoints[1:], members[1:], strict=True):
+        for what in ("data", "metrics", "source_level", "target_level"):
+            if getattr(member.config, what) != getattr(first.config, what):
+                raise CheckpointError(
+                    f"{checkpoint} cannot join an ensemble with {checkpoints[0]}: {what} "
+                    f"{getattr(member.config, what)!r} != {getattr(first.config, what)!r}"
+                )
+        for side in ("source_tokenizer", "target_tokenizer"):
+            if getattr(member, side).to_dict() != getattr(first, side).to_dict():
+                raise CheckpointError(
+                    f"{checkpoint} cannot join an ensemble with {checkpoints[0]}: their {side.replace('_', ' ')}s "
+                    "differ (members must share one vocabulary)"
+                )
+    ensemble = Seq2SeqEnsemble([member.model for member in members]).eval()
+    return LoadedSeq2Seq(ensemble, first.source_tokenizer, first.target_tokenizer, first.config)
+
+
+def evaluate_seq2seq(
+    loaded: LoadedSeq2Seq,
+    pairs: Sequence[Pair],
+    references: Sequence[Sequence[str]] | None = None,
+    *,
+    beam_size: int = 1,
+    batch_size: int = 128,
+    length_penalty: float = 1.0,
+    max_len: int | None = None,
+) -> dict[str, float]:
+    """Decode every source of ``pairs`` and score it: ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, plus
+    the teacher-forced ``loss``, ``token_accuracy`` and ``count``.
+
+    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target).
+    """
+    if not pairs:
+        raise ValueError("nothing to evaluate: no pairs")
+    references = [[target] for _, target in pairs] if references is None else references
+    if len(references) != len(pairs):
+        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
+    dataset = encode_pairs(pairs, loaded.source_tokenizer, loaded.target_tokenizer)
+    task = Seq2SeqTask(
+        loaded.model,
+        loaded.target_tokenizer,
+        metrics=loaded.config.metrics,
+        references=references,
+        beam_size=beam_size,
+        length_penalty=length_penalty,
+        max_len=max_len,
+    )
+    return task.evaluate(make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths"))
+
+
+@torch.no_grad()
+def translate_texts(
+    model: nn.Module,
+    source_tokenizer: Any,
+    target_tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    beam_size: int = 1,
+    batch_size: int = 64,
+    max_len: int | None = None,
+    length_penalty: float = 1.0,
+    need_weights: bool = False,
+) -> list[Translation]:
+    """Decode ``texts`` in batches (in eval mode), best hypothesis each, in input order.
+
+    With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
+    the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens), read by one teacher-forced
+    pass over the decoded tokens; the decoding itself is the same with or without them.
+    """
+    was_training = model.training
+    model.eval()
+    results: list[Translation] = []
+    try:
+        for start in range(0, len(texts), batch_size):
+            chunk = list(texts[start : start + batch_size])
+            batch = collate_pairs([(ids, None) for ids in source_tokenizer.encode_batch(chunk)])
+            options = {"max_len": max_len, "length_penalty": length_penalty}
+            if beam_size == 1:
+                out = greedy(model, batch.source_ids, batch.source_mask, **options)
+            else:
+                out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
+            best = out.tokens[:, 0]  # [B, T]
+            weights = _forced_attention(model, batch.source_ids, batch.source_mask, best) if need_weights else None
+            for row, text in enumerate(chunk):
+                steps = int(out.lengths[row, 0])
+                attention = None
+                if weights is not None:
+                    attention = weights[row, :steps, ..., : int(batch.source_lengths[row])]
+                tokens = best[row, :steps].tolist()
+                decoded = target_tokenizer.decode(tokens)
+                results.append(Translation(text, decoded, float(out.scores[row, 0]), attention, tokens))
+    finally:
+        model.train(was_training)
+    return results
+
+
+def _forced_attention(
+    model: nn.Module, source_ids: torch.Tensor, source_mask: torch.Tensor, tokens: torch.Tensor
+) -> torch.Tensor | None:
+    """The attention of the steps that produced ``tokens [B, T]``: the model reads ``<bos>`` + ``tokens[:, :-1]``
+    teacher-forced (each step sees only earlier tokens, so steps after a row's ``<eos>`` change nothing before it).
+
+    Returns ``[B, T, S]`` (RNN attention), ``[B, T, L, H, S]`` (every Transformer layer's cross-attention), or
+    None for a model that gives no weights (no attention, an ensemble).
+    """
+    if tokens.shape[1] == 0 or "need_weights" not in inspect.signature(model.forward).parameters:
+        return None  # nothing decoded, or a model that gives no weights (an ensemble)
+    bos = torch.full_like(tokens[:, :1], BOS_ID)
+    target_in = torch.cat([bos, tokens[:, :-1]], dim=1)  # [B, T]; rows end in <pad> after their <eos>
+    output = model(source_ids, source_mask, target_in, need_weights=True)
+    cross = getattr(output, "cross_attention", None)
+    if cross:
+        return torch.stack(cross, dim=1).permute(0, 3, 1, 2, 4)  # L x [B, H, T, S] -> [B, T, L, H, S]
+    return getattr(output, "attention", None)

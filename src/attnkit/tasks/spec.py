@@ -1,0 +1,66 @@
+"""What a task tells the rest of attnkit about itself: :class:`TaskSpec` (layer 5).
+
+A task is one package under ``attnkit.tasks`` (``classify``, ``seq2seq``, ``vision``, ...) that exports a
+``SPEC``. The CLI builds ``attnkit train NAME`` from it, and ``evaluate`` / ``predict`` / ``explain`` / ``attnkit.load``
+look a checkpoint's ``"kind"`` up in the registry (:mod:`attnkit.tasks`) and call the task's hooks — no command
+switches on kinds.
+
+Hooks receive the parsed ``argparse.Namespace`` of their command. They live in the task's ``commands`` module,
+which imports no torch at module level, so ``attnkit --help`` answers before torch loads; the hooks import the
+task's heavy modules when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["AddArguments", "TaskSpec"]
+
+AddArguments = Callable[[argparse.ArgumentParser], None]
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """A command hook that adds no options."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task.
+
+    Attributes:
+        kind: the ``"kind"`` its checkpoints' ``config.json`` carries (``"classifier"``, ``"seq2seq"``, ...).
+        name: the ``attnkit train NAME`` sub-command.
+        help: one line for ``attnkit train --help``.
+        description, epilog: the ``attnkit train NAME --help`` page.
+        add_train_arguments: adds the task's training options to ``attnkit train NAME``'s parser.
+        train: runs ``attnkit train NAME`` (returns the exit status).
+        load: ``checkpoint directory -> ready model`` (what :func:`attnkit.load` returns for this kind).
+        evaluate: runs ``attnkit evaluate`` for checkpoints of this kind (several only if ``ensembles``).
+        predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
+        explain: writes ``attnkit explain``'s report for one checkpoint; returns the path, or None if unsupported.
+        add_evaluate_arguments, add_predict_arguments, add_explain_arguments: the task's own options of those
+            commands (each in its own argument group; the commands' shared options are theirs).
+        commands: extra top-level commands the task brings (``translate``, ``export``): ``register(subparsers)``.
+        ensembles: whether ``evaluate`` accepts several checkpoints at once.
+    """
+
+    kind: str
+    name: str
+    help: str
+    add_train_arguments: AddArguments
+    train: Callable[[argparse.Namespace], int]
+    load: Callable[[Path], Any]
+    evaluate: Callable[[argparse.Namespace, Sequence[Path]], int]
+    predict: Callable[[argparse.Namespace, Path], int] | None = None
+    explain: Callable[[argparse.Namespace, Path], Path] | None = None
+    description: str = ""
+    epilog: str = ""
+    add_evaluate_arguments: AddArguments = _no_arguments
+    add_predict_arguments: AddArguments = _no_arguments
+    add_explain_arguments: AddArguments = _no_arguments
+    commands: tuple[Callable[[Any], None], ...] = ()
+    ensembles: bool = False

@@ -1,0 +1,28 @@
+"""Image classification with visual attention: a CNN feature grid under 2-D attention pooling (layer 5).
+
+| module | holds |
+|---|---|
+| :mod:`~attnkit.tasks.vision.config` | ``VisionConfig`` (the checkpoint's ``config.json``) and the model it builds |
+| :mod:`~attnkit.tasks.vision.training` | the loss and accuracy, ``train_vision`` |
+| :mod:`~attnkit.tasks.vision.inference` | ``load_vision`` -> ``VisionModel`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.vision.commands` | the command hooks (``attnkit train vision``, evaluate, predict, explain) |
+"""
+
+from attnkit.tasks.spec import TaskSpec
+from attnkit.tasks.vision import commands
+
+SPEC = TaskSpec(
+    kind="vision",
+    name="vision",
+    help="image classification with visual attention (built-in: digits)",
+    description=commands.DESCRIPTION,
+    epilog=commands.EXAMPLES,
+    add_train_arguments=commands.add_train_arguments,
+    train=commands.train,
+    load=commands.load,
+    evaluate=commands.evaluate,
+    predict=commands.predict,
+    add_predict_arguments=commands.add_image_arguments,
+    explain=commands.explain,
+    add_explain_arguments=commands.add_image_arguments,
+)

@@ -1,0 +1,179 @@
+"""The visual-attention classifier's command hooks: ``attnkit train vision`` (a CNN feature grid + 2-D attention
+pooling) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``vision`` checkpoint (layer 5; torch is
+imported only when a hook runs)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, say
+
+EXAMPLES = """examples:
+  attnkit train vision --data digits --out runs/digits
+  attnkit train vision --data digits --heads 1 --out runs/digits-1h               one attention map per image
+  attnkit train vision --data digits --positions none --out runs/digits-nopos     pooling blind to cell positions
+  attnkit train vision --data digits --out runs/digits --resume                   continue after an interruption
+  attnkit explain --checkpoint runs/digits/best --index 0 --index 1 --out digits.html
+"""
+
+
+def _sizes(text: str) -> list[int]:
+    """``"32,64,64"`` -> ``[32, 64, 64]``; ``""`` -> ``[]``."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from error
+
+
+DESCRIPTION = (
+    "Train a visual-attention classifier: a small CNN maps each image to a grid of features, attention pooling "
+    "(with 2-D positions) weighs the cells, a linear layer classifies. Validation is carved from the training split; "
+    "the fixed test split is scored once at the end."
+)
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``attnkit train vision``."""
+    parser.add_argument("--data", choices=["digits"], required=True, help="built-in image dataset")
+    model = parser.add_argument_group("model")
+    model.add_argument("--channels", type=_sizes, default=[32, 64, 64, 64], help="conv channels (default 32,64,64,64)")
+    model.add_argument(
+        "--downsample", type=_sizes, default=[], help="conv blocks followed by 2x2 max-pooling, e.g. 1 (default none)"
+    )
+    model.add_argument("--heads", type=int, default=4, help="attention heads = attention maps per image (default 4)")
+    model.add_argument("--positions", choices=["sinusoidal-2d", "none"], default="sinusoidal-2d")
+    model.add_argument("--dropout", type=float, default=0.1)
+    fit = add_training_options(parser, epochs=40, batch_size=64, lr=5e-4, weight_decay=0.01, patience=None)
+    fit.add_argument(
+        "--select",
+        choices=["loss", "accuracy"],
+        default="loss",
+        help="validation metric that picks the best epoch (default loss: accuracy saturates on a small split)",
+    )
+    fit.add_argument("--shift", type=int, default=1, help="augment: random translations up to N pixels (default 1)")
+    fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
+    fit.add_argument("--limit", type=int, default=None, help="train on the first N training images (smoke runs)")
+    add_runtime_options(parser)
+
+
+def train(args: argparse.Namespace) -> int:
+    """Handler of ``attnkit train vision``."""
+    from attnkit.data.images import load_image_dataset
+    from attnkit.tasks.vision.config import VisionConfig
+    from attnkit.tasks.vision.training import train_vision
+
+    data = load_image_dataset(args.data)
+    if args.limit is not None:
+        if args.limit < 20:
+            raise ValueError(f"--limit must be at least 20 images, got {args.limit}")
+        data = data.subset_train(args.limit)
+    config = VisionConfig(
+        channels=args.channels,
+        downsample=args.downsample,
+        heads=args.heads,
+        positions=args.positions,
+        dropout=args.dropout,
+    )
+    fit_config = fit_config_from_args(
+        args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
+    )
+    report = train_vision(
+        data,
+        config,
+        fit_config,
+        out_dir=args.out,
+        batch_size=args.batch_size,
+        valid_fraction=args.valid_fraction,
+        max_shift=args.shift,
+        resume=args.resume,
+    )
+    best, test = report.fit.best_metrics, report.test_metrics
+    say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
+    say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} images")
+    say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
+    return 0
+
+
+def load(checkpoint: Path):
+    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`)."""
+    from attnkit.tasks.vision.inference import load_vision
+
+    return load_vision(checkpoint)
+
+
+def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
+    """``attnkit evaluate`` for a vision checkpoint: accuracy on its built-in dataset's test split."""
+    from attnkit.data.images import load_image_dataset
+
+    (checkpoint,) = checkpoints
+    vision = load(checkpoint)
+    name = args.data or vision.config.dataset
+    data = load_image_dataset(name)
+    metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
+    say(f"accuracy {100 * metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
+    return 0
+
+
+def add_image_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--index`` of ``predict`` and ``explain`` (vision checkpoints' test images)."""
+    parser.add_argument_group("vision").add_argument(
+        "--index", type=int, action="append", help="vision: a test image's index (repeatable)"
+    )
+
+
+def _images(args: argparse.Namespace, vision) -> tuple:
+    """``(images [N, C, H, W], titles, true labels or None)`` from ``--file`` or ``--index``."""
+    from attnkit.data.images import read_image_file
+    from attnkit.tasks.vision.inference import load_test_images
+
+    if getattr(args, "text", None):
+        raise ValueError("--text is for text classifiers; explain a vision checkpoint with --index N or --file F")
+    config = vision.config
+    if args.file:
+        images = read_image_file(args.file, config.image_shape)
+        titles = [f"{Path(args.file).name}, image {number}" for number in range(1, len(images) + 1)]
+        return images, titles, [None] * len(images)
+    if args.index:
+        images, gold = load_test_images(config, args.index)
+        return images, [f"{config.dataset} test image {index}" for index in args.index], list(gold)
+    raise ValueError("a vision checkpoint explains test images (--index N, repeatable) or an image file (--file F)")
+
+
+def predict(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit predict``: a label per image (tab-separated with its probability and the image's name)."""
+    import json
+
+    vision = load(checkpoint)
+    images, titles, _ = _images(args, vision)
+    for prediction, title in zip(vision.predict(images), titles, strict=True):
+        confidence = prediction.probabilities[prediction.label]
+        if args.json:
+            record = {"image": title, "label": prediction.label, "probabilities": prediction.probabilities}
+            print(json.dumps(record | {"attention": prediction.attention.tolist()}))
+        else:
+            print(f"{prediction.label}\t{confidence:.3f}\t{title}")
+    return 0
+
+
+def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
+    """``attnkit explain``: each image with every head's attention map laid over it."""
+    from attnkit.explain.html import write_report
+    from attnkit.explain.sections import visual_section
+
+    vision = load(checkpoint)
+    images, titles, true_labels = _images(args, vision)
+    label_names = vision.label_names
+    sections = [
+        visual_section(
+            prediction.image,
+            prediction.attention,
+            label_names=label_names,
+            probabilities=[prediction.probabilities[name] for name in label_names],
+            true_label=gold,
+            title=heading,
+        )
+        for prediction, heading, gold in zip(vision.predict(images), titles, true_labels, strict=True)
+    ]
+    return write_report(args.out, sections, title=args.title or "What the visual attention model looked at")

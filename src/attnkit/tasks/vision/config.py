@@ -1,0 +1,52 @@
+"""The visual-attention classifier's config (the checkpoint's ``config.json``) and the model it builds (layer 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from attnkit.models.visual import VisualAttentionClassifier, visual_attention_classifier
+from attnkit.training.config_io import JsonConfig
+
+__all__ = ["KIND", "VisionConfig", "build_vision_model"]
+
+KIND = "vision"
+
+
+@dataclass
+class VisionConfig(JsonConfig):
+    """Everything needed to rebuild a trained visual-attention classifier (the checkpoint's ``config.json``).
+
+    Attributes:
+        dataset: the built-in dataset it was trained on (``attnkit explain --index`` reads its test split).
+        label_names: the class names.
+        image_shape: ``[C, H, W]`` of the input images.
+        channels, downsample, heads, hidden, positions, dropout: see
+            :func:`attnkit.models.visual.visual_attention_classifier`.
+    """
+
+    kind_name: ClassVar[str] = "vision config"
+
+    dataset: str = "digits"
+    label_names: list[str] = field(default_factory=list)
+    image_shape: list[int] = field(default_factory=lambda: [1, 8, 8])
+    channels: list[int] = field(default_factory=lambda: [32, 64, 64, 64])
+    downsample: list[int] = field(default_factory=list)
+    heads: int = 4
+    hidden: int | None = None
+    positions: str = "sinusoidal-2d"
+    dropout: float = 0.1
+
+
+def build_vision_model(config: VisionConfig) -> VisualAttentionClassifier:
+    """The model ``config`` describes, freshly initialised."""
+    return visual_attention_classifier(
+        len(config.label_names),
+        in_channels=config.image_shape[0],
+        channels=config.channels,
+        downsample=config.downsample,
+        heads=config.heads,
+        hidden=config.hidden,
+        positions=config.positions,
+        dropout=config.dropout,
+    )

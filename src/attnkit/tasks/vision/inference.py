@@ -1,0 +1,112 @@
+"""A trained visual-attention classifier, ready to use: what ``attnkit.load``, ``evaluate``, ``predict`` and
+``explain`` get for a ``vision`` checkpoint (layer 5).
+
+Shape glossary:
+    N  images   B  batch   C  channels   H, W  image size   Hg, Wg  attention grid   heads  pooling heads
+    K  classes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from attnkit.data.images import load_image_dataset
+from attnkit.models.visual import VisualAttentionClassifier
+from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
+from attnkit.tasks.vision.training import evaluate_vision
+from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+
+__all__ = ["ImagePrediction", "VisionModel", "load_test_images", "load_vision", "predict_images"]
+
+
+@dataclass
+class ImagePrediction:
+    """One image's prediction and what the model attended to.
+
+    Attributes:
+        image: ``[C, H, W]`` as the model saw it.
+        label: the predicted class name.
+        probabilities: ``{class name: probability}``.
+        attention: ``[heads, Hg, Wg]``, each map summing to 1.
+    """
+
+    image: torch.Tensor
+    label: str
+    probabilities: dict[str, float]
+    attention: torch.Tensor
+
+
+@torch.no_grad()
+def predict_images(
+    model: VisualAttentionClassifier, images: torch.Tensor, label_names: Sequence[str], *, batch_size: int = 256
+) -> list[ImagePrediction]:
+    """Predict ``images [N, C, H, W]`` and collect each one's attention maps."""
+    if images.dim() != 4:
+        raise ValueError(f"images must have shape [N, C, H, W], got {tuple(images.shape)}")
+    model.eval()
+    results: list[ImagePrediction] = []
+    for start in range(0, len(images), batch_size):
+        chunk = images[start : start + batch_size]
+        out = model(chunk)
+        probabilities = torch.softmax(out.logits.float(), dim=-1)  # [B, K]
+        maps = out.attention_maps()  # [B, heads, Hg, Wg]
+        for row in range(len(chunk)):
+            probs = {name: float(p) for name, p in zip(label_names, probabilities[row], strict=True)}
+            label = label_names[int(probabilities[row].argmax())]
+            results.append(ImagePrediction(chunk[row], label, probs, maps[row]))
+    return results
+
+
+@dataclass
+class VisionModel:
+    """A trained visual-attention classifier (in eval mode) and its config."""
+
+    model: VisualAttentionClassifier
+    config: VisionConfig
+
+    @property
+    def label_names(self) -> list[str]:
+        """The classes, in the order of the model's outputs."""
+        return list(self.config.label_names)
+
+    def predict(self, images: torch.Tensor, *, batch_size: int = 256) -> list[ImagePrediction]:
+        """Each image's label, probabilities and attention maps (``images [N, C, H, W]``)."""
+        return predict_images(self.model, images, self.config.label_names, batch_size=batch_size)
+
+    def evaluate(self, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` on ``images [N, C, H, W]`` with class ids ``labels [N]``."""
+        return evaluate_vision(self.model, images, labels, batch_size=batch_size)
+
+
+def load_vision(checkpoint: str | Path) -> VisionModel:
+    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory.
+
+    Raises:
+        CheckpointError: not an attnkit checkpoint, not a vision one, or weights that do not fit.
+    """
+    values = read_config_of_kind(checkpoint, KIND)
+    try:
+        config = VisionConfig.from_dict(values)
+        model = build_vision_model(config)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{Path(checkpoint) / CONFIG_FILE}: {error}") from error
+    load_model_weights(model, checkpoint)
+    return VisionModel(model.eval(), config)
+
+
+def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:
+    """Test images ``[len(indices), C, H, W]`` of the checkpoint's dataset, and their true label names."""
+    data = load_image_dataset(config.dataset)
+    count = len(data.test_images)
+    bad = [index for index in indices if not 0 <= index < count]
+    if bad:
+        raise ValueError(
+            f"test image index {bad[0]} is out of range: "
+            f"the {config.dataset} test split has {count} images (0..{count - 1})"
+        )
+    chosen = torch.as_tensor(list(indices), dtype=torch.long)
+    return data.test_images[chosen], [data.label_names[int(label)] for label in data.test_labels[chosen]]

@@ -1,0 +1,130 @@
+"""Train a visual-attention classifier: what ``attnkit train vision`` runs (layer 5).
+
+:class:`VisionTask` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
+training images (stratified, seeded by the run's seed); the fixed test split is used only for the final evaluation
+and for explaining test images.
+
+Shape glossary:
+    N  images   B  batch   C  channels   H, W  image size   K  classes
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from attnkit.data.images import ImageBatch, ImageClassificationData, image_batches, stratified_indices
+from attnkit.models.visual import VisualAttentionClassifier
+from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
+from attnkit.training.loop import FitConfig, fit
+from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
+
+__all__ = ["VisionTask", "evaluate_vision", "train_vision"]
+
+
+class VisionTask:
+    """Cross-entropy training and accuracy evaluation of a visual-attention classifier (a ``Task`` for ``fit``)."""
+
+    def __init__(self, model: VisualAttentionClassifier) -> None:
+        self.model = model
+
+    def loss(self, batch: ImageBatch) -> torch.Tensor:
+        """Mean cross-entropy of the batch."""
+        return F.cross_entropy(self.model(batch.images).logits, batch.labels)
+
+    @torch.no_grad()
+    def evaluate_sums(self, batches: Iterable[ImageBatch]) -> dict[str, float]:
+        """Additive statistics: ``correct``, ``count``, ``loss_sum`` (summed across DDP ranks by ``fit``)."""
+        was_training = self.model.training
+        self.model.eval()
+        correct = count = 0
+        loss_sum = 0.0
+        for batch in batches:
+            logits = self.model(batch.images).logits  # [B, K]
+            loss_sum += float(F.cross_entropy(logits, batch.labels, reduction="sum"))
+            correct += int((logits.argmax(-1) == batch.labels).sum())
+            count += len(batch.labels)
+        self.model.train(was_training)
+        return {"correct": float(correct), "count": float(count), "loss_sum": loss_sum}
+
+    @staticmethod
+    def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` from :meth:`evaluate_sums`' totals."""
+        count = max(sums["count"], 1.0)
+        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
+
+    def evaluate(self, batches: Iterable[ImageBatch]) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` over the batches."""
+        return self.metrics_from_sums(self.evaluate_sums(batches))
+
+
+def train_vision(
+    data: ImageClassificationData,
+    config: VisionConfig,
+    fit_config: FitConfig,
+    *,
+    out_dir: str | Path,
+    batch_size: int = 64,
+    valid_fraction: float = 0.1,
+    max_shift: int = 1,
+    resume: bool = False,
+) -> TrainReport:
+    """Train ``config``'s model on ``data``'s training images; keep the best epoch by ``fit_config``'s selection
+    metric on the validation split (``"accuracy"`` or ``"loss"``).
+
+    ``max_shift`` augments training images by random translations of up to that many pixels. Writes
+    ``out_dir/best`` and ``out_dir/last`` (safetensors + ``config.json``) and ``out_dir/metrics.json``;
+    ``config``'s dataset, labels and image shape are taken from ``data`` (the report carries the stored config). Runs
+    under ``torchrun`` too: each rank trains and validates on its own shard (batch-norm statistics are those of
+    each rank's batches, and rank 0's running statistics are saved).
+    """
+    out_dir = Path(out_dir)
+    rank, world = replica()
+    config = dataclasses.replace(
+        config, dataset=data.name, label_names=list(data.label_names), image_shape=list(data.image_shape)
+    )
+    train_idx, valid_idx = stratified_indices(data.train_labels.tolist(), valid_fraction, seed=fit_config.seed)
+    train_images, train_labels = data.train_images[train_idx], data.train_labels[train_idx]
+    shard = valid_idx[rank::world]
+    train_batches = image_batches(
+        train_images,
+        train_labels,
+        batch_size,
+        shuffle=True,
+        seed=fit_config.seed,
+        max_shift=max_shift,
+        num_replicas=world,
+        rank=rank,
+    )
+    valid_batches = image_batches(data.train_images[shard], data.train_labels[shard], 4 * batch_size, shuffle=False)
+
+    torch.manual_seed(fit_config.seed)
+    model = build_vision_model(config)
+    result = fit(
+        VisionTask(model),
+        train_batches,
+        lambda: valid_batches(0),
+        fit_config,
+        checkpoint_dir=out_dir,
+        resume=resume,
+        model_config={"kind": KIND, **config.to_dict()},
+    )
+    # fit has left the best epoch's weights in the model
+    test_metrics = evaluate_vision(model, data.test_images, data.test_labels, batch_size=4 * batch_size)
+    details = {"max_shift": max_shift, "train_images": len(train_idx), "valid_images": len(valid_idx)}
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
+    write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
+    return report
+
+
+def evaluate_vision(
+    model: VisualAttentionClassifier, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256
+) -> dict[str, float]:
+    """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]``."""
+    if len(images) == 0:
+        raise ValueError("nothing to evaluate: no images")
+    return VisionTask(model).evaluate(image_batches(images, labels, batch_size, shuffle=False)(0))

@@ -1,0 +1,173 @@
+"""House rules of the source tree, read from the code itself: no import cycles (imports inside functions and under
+``TYPE_CHECKING`` count: a cycle is a cycle for the reader), no source file over 400 lines, layers 1-3 import only
+downwards, and no command switches on checkpoint kinds."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "attnkit"
+LAYERS = {
+    "masks": 1,
+    "scores": 2,
+    "distributions": 2,
+    "functional": 2,
+    "attention": 3,
+    "pooling": 3,
+    "multihead": 3,
+    "positions": 3,
+    "kv_cache": 3,
+    "outputs": 3,
+    "models": 4,
+    "decoding": 4,
+    "data": 5,
+    "training": 5,
+    "explain": 5,
+    "tasks": 5,
+    "cli": 6,
+    "experiments": 6,
+}
+
+
+def modules() -> dict[str, Path]:
+    """``attnkit.x.y`` -> its file, for every module of the package."""
+    found = {}
+    for path in SOURCE.rglob("*.py"):
+        parts = list(path.relative_to(SOURCE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The attnkit modules ``name`` imports anywhere in its file (parent packages excluded: importing a child
+    runs its parents' ``__init__`` anyway)."""
+    is_package = path.name == "__init__.py"
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            candidates = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for candidate in candidates:
+            while candidate and candidate not in known:
+                candidate = candidate.rpartition(".")[0]
+            if candidate and candidate != name and not name.startswith(candidate + "."):
+                targets.add(candidate)
+    return targets
+
+
+def import_cycles(graph: dict[str, set[str]], files: dict[str, Path]) -> list[list[str]]:
+    """Strongly connected components of more than one module (a package ``__init__`` re-exporting its own
+    children does not count), by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            core = sorted(m for m in component if files[m].name != "__init__.py")
+            if len(core) > 1:
+                cycles.append(core)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path):
+    """The check itself can fail: two modules importing each other, one of them inside a function."""
+    package = tmp_path / "attnkit"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from attnkit.b import g\n")
+    (package / "b.py").write_text("def g():\n    from attnkit.a import x\n")
+    files = {"attnkit": package / "__init__.py", "attnkit.a": package / "a.py", "attnkit.b": package / "b.py"}
+    graph = {name: imports_of(name, path, files) for name, path in files.items()}
+    assert import_cycles(graph, files) == [["attnkit.a", "attnkit.b"]]
+
+
+def test_no_import_cycles():
+    files = modules()
+    graph = {name: imports_of(name, path, files) for name, path in files.items()}
+    assert import_cycles(graph, files) == []
+
+
+def test_no_source_file_over_400_lines():
+    long = {str(path.relative_to(SOURCE)): n for path in SOURCE.rglob("*.py") if (n := len(path.read_text().splitlines())) > 400}
+    assert long == {}
+
+
+def test_layers_one_to_three_import_only_downwards():
+    files = modules()
+    upward = []
+    for name, path in files.items():
+        parts = name.split(".")
+        own = LAYERS.get(parts[1]) if len(parts) > 1 else None
+        if own is None or own > 3:
+            continue
+        for target in imports_of(name, path, files):
+            other = LAYERS.get(target.split(".")[1]) if "." in target else None
+            if other is not None and other > own:
+                upward.append(f"{name} (layer {own}) imports {target} (layer {other})")
+    assert upward == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "where"), [("config.model ==", "src"), ("kind ==", "src/attnkit/cli"), ("kind ==", "src/attnkit/tasks")]
+)
+def test_no_switch_on_model_or_checkpoint_kind(pattern, where):
+    """Commands look a checkpoint's task up in the registry; model families are looked up by name."""
+    root = SOURCE.parents[1]
+    hits = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in (root / where).rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if pattern in line
+    ]
+    assert hits == []
+
+
+def test_the_cli_modules_import_no_torch_at_module_level():
+    """``attnkit --help`` builds every parser: the modules it imports must not import torch at their top."""
+    root = SOURCE.parents[1]
+    code = (
+        "import sys; from attnkit.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('torch', 'numpy', 'tokenizers', 'matplotlib') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [__import__("sys").executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert result.stdout.strip() == "[]"
