@@ -74,6 +74,7 @@ def test_baseline_reports_scores_and_times(run):
     assert (workdir / "model.fst").is_file()
     assert result["count"] == 201 and result["train_pairs"] == 2000 and result["order"] == 4
     assert result["train_seconds"] > 0 and result["decode_seconds"] > 0
+    assert result["train_cpu_seconds"] > 0 and result["decode_cpu_seconds"] >= 0
     assert result["version"] == "0.3.0"
     assert 0 < result["wer"] < 100 and 0 < result["per"] < result["wer"]
 
