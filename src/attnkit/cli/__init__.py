@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from attnkit.cli import commands
 from attnkit.tasks.options import apply_runtime
@@ -27,9 +28,17 @@ EPILOG = """examples:
 """
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, reporting a usage error as one ``attnkit: error:`` line (exit 2) that names the command
+    whose ``--help`` explains it; sub-command parsers are of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"attnkit: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (every subcommand)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="attnkit",
         description="Attention for sequence models: train, evaluate, predict and explain attention models.",
         epilog=EPILOG,
@@ -58,11 +67,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnkit: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as err:  # DataError, CheckpointError are ValueErrors
+    except BrokenPipeError:  # the reader went away (`attnkit predict ... | head -n 1`): stop quietly
+        _silence_stdout()
+        return 141  # as a shell reports a process ended by SIGPIPE
+    except (ValueError, OSError, RuntimeError) as err:  # DataError, CheckpointError are ValueErrors
         if getattr(args, "debug", False):
             raise
-        print(f"attnkit: error: {err}", file=sys.stderr)
+        print(f"attnkit: error: {_one_line(err)}", file=sys.stderr)
         return 2
+
+
+def _one_line(error: BaseException) -> str:
+    """An error as one line: an OS error as ``path: reason`` (``PermissionError`` -> "runs/x: Permission denied")."""
+    if isinstance(error, OSError) and error.strerror:
+        paths = [str(path) for path in (error.filename, error.filename2) if path is not None]
+        return ": ".join([*paths[:1], error.strerror]) if paths else error.strerror
+    return " ".join(str(error).split("\n")) or type(error).__name__
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise a second BrokenPipeError."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover

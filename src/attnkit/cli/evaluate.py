@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options
+from attnkit.tasks.options import add_runtime_options, positive_int
 
 EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/ff --data fine-foods                a run directory means its best/
@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a built-in dataset/task or a file (CSV/TSV/JSONL); classifiers need it, seq2seq and vision models "
         "default to the built-in data they were trained on",
     )
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     for task in registered_tasks():
         task.add_evaluate_arguments(parser)
     add_runtime_options(parser)

@@ -11,6 +11,7 @@ decides what to explain:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options
@@ -49,6 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit explain``: the checkpoint's task writes the report."""
+    if Path(args.out).is_dir():
+        raise ValueError(f"--out {args.out}: is a directory; give the HTML file to write (e.g. {args.out}/report.html)")
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.explain is None:
         raise ValueError(f"{checkpoint}: attnkit explain does not support {task.kind} checkpoints yet")

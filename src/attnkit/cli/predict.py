@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options
+from attnkit.tasks.options import add_runtime_options, positive_int
 
 EXAMPLES = """examples:
   attnkit predict --checkpoint runs/ff --text "Stale and overpriced."     a run directory means its best/
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--text", action="append", help="a text (repeatable)")
     source.add_argument("--file", help="one text per line (vision: a .npy array or a picture)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with attention weights")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     for task in registered_tasks():
         task.add_predict_arguments(parser)
     add_runtime_options(parser)

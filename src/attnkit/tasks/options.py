@@ -7,15 +7,43 @@ training) and the readers of the texts a command is given (``--text``, ``--file`
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+# what marks a directory as an attnkit run (a finished or interrupted one), and what a run writes into it
+RUN_MARKERS = ("metrics.json", "best", "last")
+RUN_FILES = (*RUN_MARKERS, "metrics.csv", "tokenizer", "tokenizers", "tensorboard", "command.json", "report.html")
+
+
+def _number(kind: type, low: float, *, inclusive: bool = True):
+    """An argparse ``type`` that parses ``kind`` and refuses values below ``low`` (or equal, if not inclusive)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            expected = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < low or (value == low and not inclusive) or value != value:  # NaN fails the last test
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+positive_int = _number(int, 1)
+non_negative_int = _number(int, 0)
+positive_float = _number(float, 0.0, inclusive=False)
+non_negative_float = _number(float, 0.0)
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     """``--seed``, ``--threads``, ``--no-progress``, ``--debug``."""
     group = parser.add_argument_group("runtime")
     group.add_argument(
-        "--seed", type=int, default=0, help="random seed; a CPU run with the same seed repeats (default 0)"
+        "--seed", type=non_negative_int, default=0, help="random seed; a CPU run with the same seed repeats (default 0)"
     )
-    group.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    group.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars")
     group.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
 
@@ -47,9 +75,9 @@ def add_training_options(
 ) -> argparse._ArgumentGroup:
     """The ``training`` options every ``attnkit train TASK`` shares; returns the group for the task's own."""
     fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=epochs, help=f"(default {epochs})")
-    fit.add_argument("--batch-size", type=int, default=batch_size, help=f"(default {batch_size})")
-    fit.add_argument("--lr", type=float, default=lr, help=f"AdamW learning rate (default {lr:g})")
+    fit.add_argument("--epochs", type=positive_int, default=epochs, help=f"(default {epochs})")
+    fit.add_argument("--batch-size", type=positive_int, default=batch_size, help=f"(default {batch_size})")
+    fit.add_argument("--lr", type=positive_float, default=lr, help=f"AdamW learning rate (default {lr:g})")
     fit.add_argument(
         "--lr-decay",
         type=float,
@@ -58,21 +86,67 @@ def add_training_options(
     )
     fit.add_argument(
         "--warmup-steps",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="raise the learning rate linearly over this many first steps (default 0; Transformers: ~4000)",
     )
-    fit.add_argument("--weight-decay", type=float, default=weight_decay, help=f"(default {weight_decay:g})")
+    fit.add_argument(
+        "--weight-decay", type=non_negative_float, default=weight_decay, help=f"(default {weight_decay:g})"
+    )
     fit.add_argument(
         "--patience",
-        type=int,
+        type=positive_int,
         default=patience,
         help=f"early stopping patience in epochs (default {'off' if patience is None else patience})",
     )
-    fit.add_argument("--max-minutes", type=float, default=None, help="time budget: stop cleanly after this long")
-    fit.add_argument("--out", required=True, help="run directory (best/, last/, metrics.json)")
-    fit.add_argument("--resume", action="store_true", help="continue from OUT/last")
+    fit.add_argument(
+        "--max-minutes", type=positive_float, default=None, help="time budget: stop cleanly after this long"
+    )
+    fit.add_argument("--out", required=True, help="run directory (best/, last/, metrics.json, metrics.csv)")
+    again = fit.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true", help="continue the run in OUT from OUT/last")
+    again.add_argument("--overwrite", action="store_true", help="replace the run already in OUT (deletes it first)")
     return fit
+
+
+def check_run_directory(args: argparse.Namespace) -> Path:
+    """Check ``--out`` before anything is written; returns it.
+
+    A directory that already holds a run (``metrics.json``, ``best/`` or ``last/``) is refused unless ``--resume``
+    (continue it) or ``--overwrite`` (replace it: :func:`clear_previous_run`, called just before training) says what
+    to do; a path that is a file, or under one, is refused.
+
+    Raises:
+        ValueError: the cases above, in one line naming the path.
+    """
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    blocking = next((parent for parent in out.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"--out {out}: {blocking} is a file, not a directory")
+    existing = [name for name in RUN_MARKERS if (out / name).exists()]
+    if existing and not (args.resume or getattr(args, "overwrite", False)):
+        raise ValueError(
+            f"--out {out} already holds a run ({', '.join(existing)}): add --resume to continue it or --overwrite "
+            "to replace it"
+        )
+    return out
+
+
+def clear_previous_run(args: argparse.Namespace) -> None:
+    """Under ``--overwrite``, delete what a previous run wrote in ``--out`` (:data:`RUN_FILES`, nothing else); on
+    the main process only. Call it after every argument and input has been checked, just before training."""
+    import shutil
+
+    if not getattr(args, "overwrite", False) or not is_main_process():
+        return
+    for name in RUN_FILES:
+        path = Path(args.out) / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def fit_config_from_args(args: argparse.Namespace, **overrides):
@@ -100,27 +174,64 @@ def say(*values: object) -> None:
 
 
 def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[str]:
-    """The input texts: ``--text`` values, the ``--file``'s lines, or standard input's.
+    """The input texts: ``--text`` values, the ``--file``'s lines, or standard input's (lines end at ``\\n`` only,
+    so a text may hold U+2028 or NEL).
 
     Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output lines up with its input).
 
     Raises:
-        ValueError: no text given, or a file that is not UTF-8 text.
+        ValueError: no text given, an empty ``--text``, a ``--file`` that is a directory or not UTF-8 text (naming
+            the line).
     """
     import sys
 
     if getattr(args, "text", None):
-        lines = list(args.text)
-    elif getattr(args, "file", None):
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
-        except UnicodeDecodeError as error:
-            raise ValueError(f"{args.file}: not UTF-8 text ({error.reason})") from None
+        empty = [number for number, text in enumerate(args.text, start=1) if not text.strip()]
+        if empty:
+            raise ValueError(f"--text number {empty[0]} is empty: give a text to read")
+        return list(args.text)
+    if getattr(args, "file", None):
+        lines = read_lines(args.file)
     elif sys.stdin is None or sys.stdin.isatty():
         raise ValueError("no text given: use --text, --file or standard input")
     else:
-        lines = sys.stdin.read().splitlines()
+        lines = split_lines(sys.stdin.buffer.read(), "standard input")
     if not any(line.strip() for line in lines):
         raise ValueError("no text given: use --text, --file or standard input")
     return lines if keep_blank else [line for line in lines if line.strip()]
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file (see :func:`split_lines`).
+
+    Raises:
+        ValueError: the path is missing or a directory, or the file is not UTF-8 (``file:line``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, not a file of texts")
+    if not path.exists():
+        raise ValueError(f"{path}: no such file")
+    return split_lines(path.read_bytes(), str(path))
+
+
+def split_lines(data: bytes, name: str) -> list[str]:
+    """UTF-8 ``data`` split at ``\\n`` only (a ``\\r`` before it dropped; no final empty line), so U+2028, NEL and
+    form feeds stay inside their line.
+
+    Raises:
+        ValueError: bytes that are not UTF-8, as ``name:line: not valid UTF-8 (byte 0x.. at column N)``.
+    """
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    texts = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            texts.append(line.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as error:
+            byte = line[error.start]
+            raise ValueError(
+                f"{name}:{number}: not valid UTF-8 (byte 0x{byte:02x} at column {error.start + 1})"
+            ) from None
+    return texts

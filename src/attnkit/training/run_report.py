@@ -15,10 +15,14 @@ this process is, the report a run returns, and the ``metrics.json`` it writes â€
 | ``train_seconds`` | training time of the whole run, resumed parts included |
 | ``num_parameters`` | trainable and frozen parameters of the model |
 | ``details`` | task-specific facts (split sizes, augmentation, ...) |
+
+``metrics.csv`` beside it has one row per epoch (resumed epochs included): ``epoch``, ``train_loss``, ``seconds``,
+``steps``, ``partial`` (an epoch cut short by the time budget) and every validation metric as ``valid_NAME``.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Mapping
@@ -30,9 +34,10 @@ from torch import nn
 
 from attnkit.training.loop import FitConfig, FitResult
 
-__all__ = ["METRICS_FILE", "TrainReport", "count_parameters", "replica", "write_metrics"]
+__all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "replica", "write_metrics"]
 
 METRICS_FILE = "metrics.json"
+HISTORY_FILE = "metrics.csv"
 
 
 def replica() -> tuple[int, int]:
@@ -74,7 +79,7 @@ def count_parameters(model: nn.Module) -> int:
 def write_metrics(
     out_dir: str | Path, report: TrainReport, *, task: str, data: str, fit_config: FitConfig, batch_size: int
 ) -> Path:
-    """Write ``OUT/metrics.json`` (the schema in the module docstring) on rank 0; return its path."""
+    """Write ``OUT/metrics.json`` and ``OUT/metrics.csv`` (the module docstring) on rank 0; return the JSON's path."""
     path = Path(out_dir) / METRICS_FILE
     if replica()[0] != 0:
         return path
@@ -96,4 +101,19 @@ def write_metrics(
         "details": report.details,
     }
     path.write_text(json.dumps(summary, indent=2) + "\n")
+    write_history(Path(out_dir) / HISTORY_FILE, report.fit)
     return path
+
+
+def write_history(path: Path, result: FitResult) -> None:
+    """One CSV row per epoch of ``result.history`` (columns in the module docstring)."""
+    names = sorted({name for record in result.history for name in record.metrics})
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["epoch", "train_loss", "seconds", "steps", "partial", *(f"valid_{n}" for n in names)])
+        for record in result.history:
+            values = [record.metrics.get(name, "") for name in names]
+            writer.writerow(
+                [record.epoch, f"{record.train_loss:.6g}", f"{record.seconds:.1f}", record.steps, int(record.partial)]
+                + [f"{value:.6g}" if isinstance(value, float) else value for value in values]
+            )

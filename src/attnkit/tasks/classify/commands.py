@@ -11,7 +11,11 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
+    check_run_directory,
+    clear_previous_run,
     fit_config_from_args,
+    non_negative_int,
+    positive_int,
     read_texts,
     say,
 )
@@ -47,21 +51,23 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         default="masked",
         help="pooled attention: mask padding (default), score it like tokens, or renormalise after softmax",
     )
-    model.add_argument("--heads", type=int, default=4, help="multihead pooling / transformer heads (default 4)")
-    model.add_argument("--embed-dim", type=int, default=128)
+    model.add_argument(
+        "--heads", type=positive_int, default=4, help="multihead pooling / transformer heads (default 4)"
+    )
+    model.add_argument("--embed-dim", type=positive_int, default=128)
     model.add_argument(
         "--bigram-buckets",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="pooled: add hashed word-bigram embeddings with this many buckets, fastText-style (default 0: off)",
     )
-    model.add_argument("--hidden", type=int, default=64, help="GRU hidden size per direction (default 64)")
+    model.add_argument("--hidden", type=positive_int, default=64, help="GRU hidden size per direction (default 64)")
     model.add_argument("--dropout", type=float, default=0.3)
     model.add_argument("--tokenizer", choices=["word", "wordpiece", "bpe"], default="word")
-    model.add_argument("--vocab-size", type=int, default=30000)
-    model.add_argument("--max-tokens", type=int, default=800, help="pooled: tokens kept per document")
-    model.add_argument("--max-sentences", type=int, default=30, help="HAN: sentences kept per document")
-    model.add_argument("--max-words", type=int, default=50, help="HAN: words kept per sentence")
+    model.add_argument("--vocab-size", type=positive_int, default=30000)
+    model.add_argument("--max-tokens", type=positive_int, default=800, help="pooled: tokens kept per document")
+    model.add_argument("--max-sentences", type=positive_int, default=30, help="HAN: sentences kept per document")
+    model.add_argument("--max-words", type=positive_int, default=50, help="HAN: words kept per sentence")
     fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
     fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
     fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
@@ -73,6 +79,7 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.classify.config import ClassifierConfig
     from attnkit.tasks.classify.training import load_data, train_classifier
 
+    check_run_directory(args)
     config = ClassifierConfig(
         model=args.model,
         tokenizer=args.tokenizer,
@@ -88,9 +95,12 @@ def train(args: argparse.Namespace) -> int:
         heads=args.heads,
         dropout=args.dropout,
         bigram_buckets=args.bigram_buckets,
+        text_column=args.text_column,
+        label_column=args.label_column,
     )
     fit_config = fit_config_from_args(args)
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    clear_previous_run(args)
     report = train_classifier(
         data,
         config,
@@ -120,29 +130,42 @@ def load(checkpoint: Path):
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     """Classifier options of ``attnkit evaluate``."""
     group = parser.add_argument_group("classifiers")
-    group.add_argument("--text-column", default="text", help="column/key of the text (default: text)")
-    group.add_argument("--label-column", default="label", help="column/key of the label (default: label)")
+    group.add_argument("--text-column", default=None, help="column/key of the text (default: the training file's)")
+    group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
-    """``attnkit evaluate`` for one classifier: accuracy on a built-in test split or every row of a file."""
+    """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
+    a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
     from attnkit.data.classification import builtin_names
-    from attnkit.tasks.classify.training import load_data
+    from attnkit.tasks.classify.report import classification_report, format_report
+    from attnkit.tasks.classify.training import evaluate_encoded, load_data
 
     (checkpoint,) = checkpoints
     if args.data is None:
         raise ValueError("a classifier checkpoint needs --data (a built-in dataset or a labelled file)")
     classifier = load(checkpoint)
-    data = load_data(args.data, text_column=args.text_column, label_column=args.label_column)
+    text_column = args.text_column or classifier.config.text_column
+    label_column = args.label_column or classifier.config.label_column
+    data = load_data(args.data, text_column=text_column, label_column=label_column)
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
         texts, labels = data.train_texts, data.train_labels
     try:
-        metrics = classifier.evaluate(texts, [data.label_names[label] for label in labels], batch_size=args.batch_size)
+        gold = classifier.label_ids([data.label_names[label] for label in labels])
     except ValueError as error:
         raise ValueError(f"{args.data}: {error}") from None
-    say(f"accuracy {100 * metrics['accuracy']:.2f}% on {int(metrics['count'])} documents (loss {metrics['loss']:.4f})")
+    metrics = evaluate_encoded(classifier.model, classifier.encoder, texts, gold, batch_size=args.batch_size)
+    report = classification_report(
+        gold, classifier.predict_ids(texts, batch_size=args.batch_size), classifier.label_names
+    )
+    report["loss"] = round(metrics["loss"], 4)
+    if args.json:
+        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report}))
+        return 0
+    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {metrics['loss']:.4f})\n")
+    print(format_report(report))
     return 0
 
 
@@ -154,7 +177,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
             print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
         else:
             confidence = prediction.probabilities[prediction.label]
-            print(f"{prediction.label}\t{confidence:.3f}\t{prediction.text[:80]}")
+            print(f"{prediction.label}\t{confidence:.3f}\t{prediction.text}")
     return 0
 
 

@@ -51,6 +51,9 @@ class ClassifierConfig(JsonConfig):
     layers: int = 2
     dropout: float = 0.3
     bigram_buckets: int = 0  # pooled: hashed word-bigram embeddings (0 = words only)
+    # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
+    text_column: str = "text"
+    label_column: str = "label"
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:

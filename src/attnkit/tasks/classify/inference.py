@@ -54,12 +54,29 @@ class Classifier:
         Raises:
             ValueError: a label that is not one of the checkpoint's classes, or no texts.
         """
+        return evaluate_encoded(self.model, self.encoder, list(texts), self.label_ids(labels), batch_size=batch_size)
+
+    def label_ids(self, labels: Sequence[str]) -> list[int]:
+        """The class ids of label names (refusing names that are not the checkpoint's classes)."""
         index = {name: i for i, name in enumerate(self.label_names)}
         unknown = sorted(set(labels) - set(index))
         if unknown:
             raise ValueError(f"labels {unknown[:5]} are not among the checkpoint's classes ({', '.join(index)})")
-        ids = [index[label] for label in labels]
-        return evaluate_encoded(self.model, self.encoder, list(texts), ids, batch_size=batch_size)
+        return [index[label] for label in labels]
+
+    @torch.no_grad()
+    def predict_ids(self, texts: Sequence[str], *, batch_size: int = 64) -> list[int]:
+        """The predicted class id of each text, in input order (batches of similar lengths, no attention kept)."""
+        items = self.encoder.encode(texts)
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        collate = self.encoder.collate()
+        predicted = [0] * len(items)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            logits = forward_batch(self.model, collate([(items[i], None) for i in chunk])).logits  # [B, C]
+            for i, label in zip(chunk, logits.argmax(-1).tolist(), strict=True):
+                predicted[i] = label
+        return predicted
 
 
 def load_classifier(checkpoint: str | Path) -> Classifier:

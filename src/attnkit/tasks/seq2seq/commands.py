@@ -6,10 +6,18 @@ checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit transla
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, say
+from attnkit.tasks.options import (
+    add_runtime_options,
+    add_training_options,
+    check_run_directory,
+    clear_previous_run,
+    fit_config_from_args,
+    say,
+)
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
 
 ATTENTIONS = ("luong-dot", "luong-general", "luong-concat", "local-m", "local-p", "bahdanau", "none")
@@ -134,12 +142,22 @@ def model_options(args: argparse.Namespace) -> dict:
     return options
 
 
+def check_model_options(options: dict) -> None:
+    """Build the model ``options`` describe on a two-token vocabulary (cheap), so a bad combination (heads that do
+    not divide the model size, ...) is refused before anything is read or written."""
+    from attnkit.models.seq2seq import build_seq2seq
+
+    build_seq2seq({**options, "source_vocab_size": 6, "target_vocab_size": 6})
+
+
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
     from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import train_seq2seq
 
+    check_run_directory(args)
     options = model_options(args)
+    check_model_options(options)
     data = load_data(
         args.data,
         valid=args.valid,
@@ -157,6 +175,7 @@ def train(args: argparse.Namespace) -> int:
         f"({data.source_level} -> {data.target_level})"
     )
     fit_config = fit_config_from_args(args)
+    clear_previous_run(args)
     report = train_seq2seq(
         data,
         options,
@@ -225,6 +244,9 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         max_len=args.max_len,
     )
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    if getattr(args, "json", False):
+        print(json.dumps({"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}))
+        return 0
     say(f"{format_metrics(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0
 

@@ -5,10 +5,18 @@ imported only when a hook runs)."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, say
+from attnkit.tasks.options import (
+    add_runtime_options,
+    add_training_options,
+    check_run_directory,
+    clear_previous_run,
+    fit_config_from_args,
+    say,
+)
 
 EXAMPLES = """examples:
   attnkit train vision --data digits --out runs/digits
@@ -64,6 +72,8 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.vision.config import VisionConfig
     from attnkit.tasks.vision.training import train_vision
 
+    check_run_directory(args)
+
     data = load_image_dataset(args.data)
     if args.limit is not None:
         if args.limit < 20:
@@ -79,6 +89,7 @@ def train(args: argparse.Namespace) -> int:
     fit_config = fit_config_from_args(
         args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
     )
+    clear_previous_run(args)
     report = train_vision(
         data,
         config,
@@ -112,6 +123,9 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     name = args.data or vision.config.dataset
     data = load_image_dataset(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
+    if getattr(args, "json", False):
+        print(json.dumps({"data": name, "accuracy": round(100 * metrics["accuracy"], 2), "count": metrics["count"]}))
+        return 0
     say(f"accuracy {100 * metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
     return 0
 
@@ -143,8 +157,6 @@ def _images(args: argparse.Namespace, vision) -> tuple:
 
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit predict``: a label per image (tab-separated with its probability and the image's name)."""
-    import json
-
     vision = load(checkpoint)
     images, titles, _ = _images(args, vision)
     for prediction, title in zip(vision.predict(images), titles, strict=True):
