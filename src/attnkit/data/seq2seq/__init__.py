@@ -24,7 +24,7 @@ from attnkit.data.seq2seq.bible import MissingSwordModulesError, cache_dir, load
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.data.seq2seq.dates import load_dates
-from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_pairs
+from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_numbered_pairs, read_pairs
 from attnkit.data.seq2seq.registry import TASKS, load_task, task_names
 from attnkit.data.seq2seq.subword import SubwordTokenizer
 from attnkit.data.seq2seq.tokenization import (
@@ -66,6 +66,7 @@ __all__ = [
     "load_tokenizer",
     "load_tokenizers",
     "make_loader",
+    "read_numbered_pairs",
     "read_pairs",
     "save_tokenizers",
     "task_names",
