@@ -279,7 +279,8 @@ def test_training_file_with_a_single_label_is_refused(tmp_path):
     with pytest.raises(DataError) as caught:
         load_files(path, label_column="y")
     assert str(caught.value) == (
-        f"{path}: every row has the label 'pos' in column 'y'; a classifier needs at least 2 different labels to learn from"
+        f"{path}: every row has the label 'pos' in column 'y'; "
+        "a classifier needs at least 2 different labels to learn from"
     )
 
 
