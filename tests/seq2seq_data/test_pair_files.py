@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from attnkit.data.seq2seq import DataError, PairFileError, load_pair_files, read_pairs
+from attnkit.data.seq2seq import DataError, PairFileError, load_pair_files, read_numbered_pairs, read_pairs
+from attnkit.data.seq2seq.dataset import PairFile
+from attnkit.data.seq2seq.files import pair_line
 
 
 def write(tmp_path, name, text):
@@ -104,3 +106,77 @@ def test_load_pair_files_carves_validation_and_keeps_references(tmp_path):
     assert data.test == [("read", "R EH D"), ("cat", "K AE T")]
     assert data.references_for("test") == [["R EH D", "R IY D"], ["K AE T"]]
     assert data.target_level == "symbol" and not data.shared_vocab
+
+
+# --- lines end at "\n" only; errors that used to escape (issue 17) ------------------------------------------
+
+BREAKERS = ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]  # str.splitlines() splits at these
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85"])  # the others are escaped in JSON strings
+def test_jsonl_pairs_may_hold_unicode_line_separators(tmp_path, char):
+    pairs = [(f"a{char}b", "x"), ("c", f"y{char}z"), ("d", "w")]
+    text = "".join(json.dumps({"source": s, "target": t}, ensure_ascii=False) + "\n" for s, t in pairs)
+    assert read_pairs(write(tmp_path, "p.jsonl", text)) == pairs
+
+
+@pytest.mark.parametrize("char", BREAKERS)
+def test_tsv_pairs_may_hold_unicode_line_separators(tmp_path, char):
+    path = write(tmp_path, "p.tsv", f"a{char}b\tx\nc\ty{char}z\r\nd\tw\r\n")
+    assert read_numbered_pairs(path) == [(1, (f"a{char}b", "x")), (2, ("c", f"y{char}z")), (3, ("d", "w"))]
+
+
+def test_invalid_json_reason_does_not_double_at(tmp_path):
+    path = write(tmp_path, "p.jsonl", '{"source": "a", "target": "b}\n')
+    with pytest.raises(PairFileError) as caught:
+        read_pairs(path)
+    assert caught.value.problems == [f"{path}:1: invalid JSON (Unterminated string starting at column 27)"]
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("[" * 100_000, "invalid JSON (nested too deeply to read)"),
+        (
+            '{"source": 1' + "0" * 5000 + ', "target": "b"}',
+            "invalid JSON (Exceeds the limit (4300 digits) for integer string conversion)",
+        ),
+        ('{"source": "a\\ud83d", "target": "b"}', "'source' holds a lone surrogate \\ud83d at character 2"),
+        ('{"source": "a", "target": ["' + "x" * 100 + '"]}', "'target' must be a string, found [\"xxx"),
+    ],
+)
+def test_json_rows_that_used_to_escape_are_reported(tmp_path, line, reason):
+    path = write(tmp_path, "p.jsonl", '{"source": "a", "target": "b"}\n' + line + "\n")
+    with pytest.raises(PairFileError) as caught:
+        read_pairs(path)
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}:2: {reason}") and len(problem) < 200
+
+
+def test_directory_and_bad_file_name(tmp_path):
+    (tmp_path / "pairs.tsv").mkdir()
+    with pytest.raises(DataError, match=r"pairs\.tsv: is a directory, expected a file"):
+        read_pairs(tmp_path / "pairs.tsv")
+    with pytest.raises(DataError, match=r"not a usable file name"):
+        read_pairs("a\0b.tsv")
+
+
+def test_holding_out_validation_must_leave_training_pairs(tmp_path):
+    train = write(tmp_path, "two.tsv", "a\tb\nc\td\n")
+    with pytest.raises(
+        DataError, match=r"two\.tsv: holding out 90% of its 2 sources for validation leaves no training"
+    ):
+        load_pair_files(train, valid_fraction=0.9)
+
+
+def test_load_pair_files_records_where_each_split_came_from(tmp_path):
+    train = write(tmp_path, "train.tsv", "".join(f"w{i}\tW{i}\n" for i in range(40)))
+    test = write(tmp_path, "test.jsonl", '{"en": "x", "es": "y"}\n')
+    data = load_pair_files(train, test=test, source_key="en", target_key="es")
+    assert data.files == {
+        "train": PairFile(str(train), "en", "es"),
+        "valid": PairFile(str(train), "en", "es"),
+        "test": PairFile(str(test), "en", "es"),
+    }
+    assert pair_line(data.files["valid"], data.valid[0]) == int(data.valid[0][0][1:]) + 1
+    assert pair_line(data.files["test"], ("x", "y")) == 1 and pair_line(data.files["test"], ("x", "z")) is None

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 
 __all__ = [
     "BUILTIN_DATASETS",

@@ -1,13 +1,22 @@
 """Labelled text from user files: CSV, TSV and JSONL (layer 5).
 
 Every problem with the input — a missing column, an empty text or label, bytes that are not UTF-8, a
-malformed row, a label that appears in the test file but never in the training file — raises one
-:class:`DataError` whose message starts with ``file:line``. Files are read completely and checked before
-anything is returned, and this module writes nothing, so a caller that writes outputs only after loading
-leaves nothing behind on error.
+malformed row, a training file with a single label, a label that appears in the test file but never in the
+training file — raises one :class:`DataError` whose one-line message starts with ``file:line`` (or ``file:``
+when no line applies). Files are read completely and checked before anything is returned, and this module
+writes nothing, so a caller that writes outputs only after loading leaves nothing behind on error.
 
-Line numbers are 1-based physical lines: line 1 of a CSV/TSV file is its header, and a quoted field that spans
-several lines is reported at the line where its record starts.
+Formats:
+    - CSV: standard quoting (a quoted field may hold commas, quotes and newlines).
+    - TSV: read verbatim, one row per line split at tabs, as the sequence-to-sequence reader does: quotes are
+      text (natural text is full of them), so a field cannot hold a tab or a newline; use CSV or JSONL for those.
+    - JSONL: one JSON object per line.
+Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their line.
+Line numbers are 1-based physical lines: line 1 of a CSV/TSV file is its header, and a quoted CSV field that
+spans several lines is reported at the line where its record starts.
+
+The low-level readers (:class:`DataError`, :func:`read_utf8`, :func:`read_lines`, :func:`split_lines`) live in
+:mod:`attnkit.data.reading` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,19 +27,32 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from attnkit.data.classification import TextClassificationData
+from attnkit.data.classification import TextClassificationData
+from attnkit.data.reading import (
+    DataError,
+    parse_json_line,
+    read_lines,
+    read_utf8,
+    shown_json,
+    split_lines,
+    unicode_problem,
+)
 
-__all__ = ["FORMATS", "DataError", "FileRows", "detect_format", "load_files", "read_rows"]
+__all__ = [
+    "FORMATS",
+    "DataError",
+    "FileRows",
+    "detect_format",
+    "load_files",
+    "read_lines",
+    "read_rows",
+    "read_utf8",
+    "split_lines",
+]
 
 # file suffix -> format name
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-
-
-class DataError(ValueError):
-    """Bad input data. The message is one line, starting with ``file:line`` where a line applies."""
 
 
 @dataclass
@@ -78,8 +100,11 @@ def read_rows(
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
+        ValueError: ``text_column`` and ``label_column`` name the same column.
     """
     path = Path(path)
+    if text_column == label_column:
+        raise ValueError(f"text_column and label_column are both {text_column!r}; they must name different columns")
     fmt = file_format or detect_format(path)
     if fmt not in ("csv", "tsv", "jsonl"):
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv or jsonl")
@@ -111,22 +136,30 @@ def load_files(
     text_column: str = "text",
     label_column: str = "label",
     file_format: str | None = None,
+    min_labels: int = 2,
 ) -> TextClassificationData:
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
     Label names are the sorted distinct training labels; labels are their indices. Without a test file the
     test lists are empty. Texts are treated as punctuated (sentence splitting uses a real segmenter).
 
-    Raises:
-        DataError: ``file:line: ...`` for any bad row, or at the first test row whose label never occurs in
-            the training file.
-    """
-    from attnkit.data.classification import TextClassificationData
+    Args:
+        min_labels: the fewest distinct labels the training file may hold: 2 by default, since a classifier
+            trained on one label is "100% accurate" and useless; 1 reads a file to evaluate a model on.
 
+    Raises:
+        DataError: ``file:line: ...`` for any bad row, ``file: ...`` when the training file holds fewer than
+            ``min_labels`` labels, or at the first test row whose label never occurs in the training file.
+    """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
     train = read_rows(train_path, **kwargs)
-    test = read_rows(test_path, **kwargs) if test_path is not None else None
     label_names = sorted(set(train.labels))
+    if len(label_names) < min_labels:
+        raise DataError(
+            f"{train.path}: every row has the label {label_names[0]!r} in column {label_column!r}; "
+            f"a classifier needs at least {min_labels} different labels to learn from"
+        )
+    test = read_rows(test_path, **kwargs) if test_path is not None else None
     index = {name: i for i, name in enumerate(label_names)}
     if test is not None:
         for label, line in zip(test.labels, test.lines, strict=True):
@@ -147,44 +180,37 @@ def load_files(
     )
 
 
-def read_utf8(path: Path) -> str:
-    """The file's text (UTF-8, BOM allowed); ``DataError`` naming ``file:line`` for bytes that are not UTF-8."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a file") from None
-    except OSError as error:
-        raise DataError(f"{path}: cannot read ({error.strerror})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        start = error.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
-        line = raw.count(b"\n", 0, start) + 1
-        column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
-        raise DataError(
-            f"{path}:{line}: byte 0x{raw[start]:02x} at column {column} is not valid UTF-8; save the file as UTF-8"
-        ) from None
-
-
 def _table_records(path: Path, text: str, fmt: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line, fields)``; the header comes first with line 0."""
-    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
-    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel-tab" if fmt == "tsv" else "excel")
+    """Yield ``(line, fields)``; the header comes first with line 0. Blank lines are skipped."""
+    records = _tsv_records(text) if fmt == "tsv" else _csv_records(path, text)
     seen_header = False
+    for line, fields in records:
+        yield (line if seen_header else 0), fields
+        seen_header = True
+    if not seen_header:
+        raise DataError(f"{path}:1: the file is empty; expected a header line naming the columns")
+
+
+def _tsv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """TSV verbatim: one record per line, fields split at tabs, quotes kept as text."""
+    for line, content in enumerate(split_lines(text), start=1):
+        if content.strip():
+            yield line, content.split("\t")
+
+
+def _csv_records(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
+    """CSV with standard quoting; a record's line is the line where it starts."""
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
+    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel")
     last_line = 0
     try:
         for fields in reader:
             start, last_line = last_line + 1, reader.line_num
             if not fields or (len(fields) == 1 and not fields[0].strip()):
                 continue  # blank line
-            yield (start if seen_header else 0), fields
-            seen_header = True
+            yield start, fields
     except csv.Error as error:
-        raise DataError(f"{path}:{last_line + 1}: malformed {fmt.upper()} ({error})") from None
-    if not seen_header:
-        raise DataError(f"{path}:1: the file is empty; expected a header line naming the columns")
+        raise DataError(f"{path}:{last_line + 1}: malformed CSV ({error})") from None
 
 
 def _check_header(path: Path, header: list[str], columns: list[str]) -> None:
@@ -204,13 +230,13 @@ def _table_row(path: Path, line: int, header: list[str], fields: list[str]) -> d
 
 
 def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, dict]]:
-    for line, content in enumerate(text.splitlines(), start=1):
+    for line, content in enumerate(split_lines(text), start=1):
         if not content.strip():
             continue
         try:
-            record = json.loads(content)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{path}:{line}: invalid JSON ({error.msg} at column {error.colno})") from None
+            record = parse_json_line(content)
+        except ValueError as error:
+            raise DataError(f"{path}:{line}: {error}") from None
         if not isinstance(record, dict):
             raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
         yield line, record
@@ -220,11 +246,12 @@ def _text_field(path: Path, line: int, record: dict, column: str, what: str) -> 
     if column not in record:
         raise DataError(f"{path}:{line}: no {column!r} field (fields: {', '.join(map(str, record))})")
     value = record[column]
-    if value is None or isinstance(value, (dict, list)):
-        raise DataError(f"{path}:{line}: {what} in {column!r} must be a string, found {json.dumps(value)}")
-    if what == "text" and not isinstance(value, str):
-        raise DataError(f"{path}:{line}: text in {column!r} must be a string, found {json.dumps(value)}")
+    if value is None or isinstance(value, (dict, list)) or (what == "text" and not isinstance(value, str)):
+        raise DataError(f"{path}:{line}: {what} in {column!r} must be a string, found {shown_json(value)}")
     value = value if isinstance(value, str) else json.dumps(value)
     if not value.strip():
         raise DataError(f"{path}:{line}: empty {what} in column {column!r}")
+    problem = unicode_problem(value)
+    if problem is not None:
+        raise DataError(f"{path}:{line}: the {what} in {column!r} {problem}")
     return value if what == "text" else value.strip()

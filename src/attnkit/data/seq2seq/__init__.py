@@ -1,9 +1,10 @@
 """Sequence-to-sequence data: built-in tasks, user pair files, tokenisers and batches (layer 5).
 
-    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, load_task, make_loader
+    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, limit_pair_lengths, load_task, make_loader
 
     data = load_task("dates", train_size=2000)           # or "cmudict", "bible-en-es", or load_pair_files(...)
     source_tok, target_tok = build_tokenizers(data)      # trained on data.train only
+    data = limit_pair_lengths(data, source_tok, target_tok).data   # drop pairs over 256 / 256 tokens
     train = encode_pairs(data.train, source_tok, target_tok)
     for batch in make_loader(train, batch_size=64):      # Seq2SeqBatch: source_ids [B, S], target_in [B, T], ...
         ...
@@ -24,7 +25,15 @@ from attnkit.data.seq2seq.bible import MissingSwordModulesError, cache_dir, load
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.data.seq2seq.dates import load_dates
-from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_pairs
+from attnkit.data.seq2seq.files import DataError, PairFileError, load_pair_files, read_numbered_pairs, read_pairs
+from attnkit.data.seq2seq.lengths import (
+    DEFAULT_MAX_SOURCE_LENGTH,
+    DEFAULT_MAX_TARGET_LENGTH,
+    LengthLimit,
+    LongPair,
+    find_long_pairs,
+    limit_pair_lengths,
+)
 from attnkit.data.seq2seq.registry import TASKS, load_task, task_names
 from attnkit.data.seq2seq.subword import SubwordTokenizer
 from attnkit.data.seq2seq.tokenization import (
@@ -39,12 +48,16 @@ from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 
 __all__ = [
     "BOS_ID",
+    "DEFAULT_MAX_SOURCE_LENGTH",
+    "DEFAULT_MAX_TARGET_LENGTH",
     "EOS_ID",
     "PAD_ID",
     "TASKS",
     "UNK_ID",
     "BucketBatchSampler",
     "DataError",
+    "LengthLimit",
+    "LongPair",
     "MissingSwordModulesError",
     "PairDataset",
     "PairFileError",
@@ -58,6 +71,8 @@ __all__ = [
     "cache_dir",
     "collate_pairs",
     "encode_pairs",
+    "find_long_pairs",
+    "limit_pair_lengths",
     "load_bible",
     "load_cmudict",
     "load_dates",
@@ -66,6 +81,7 @@ __all__ = [
     "load_tokenizer",
     "load_tokenizers",
     "make_loader",
+    "read_numbered_pairs",
     "read_pairs",
     "save_tokenizers",
     "task_names",

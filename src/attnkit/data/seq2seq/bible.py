@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 from attnkit.data.seq2seq.dataset import Seq2SeqData, hash_order
 
 __all__ = [

@@ -7,11 +7,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["SPLITS", "Level", "Pair", "Seq2SeqData", "hash_order", "stable_key"]
+__all__ = ["SPLITS", "Level", "Pair", "PairFile", "Seq2SeqData", "hash_order", "stable_key"]
 
 Pair = tuple[str, str]
 Level = Literal["char", "symbol", "subword"]
 SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class PairFile:
+    """Where a split's pairs were read from: the file, and the keys (or header names) of its two columns.
+
+    Enough to find a pair's line again for a message (:func:`attnkit.data.seq2seq.files.pair_line`).
+    """
+
+    path: str
+    source_key: str = "source"
+    target_key: str = "target"
 
 
 @dataclass
@@ -27,6 +39,8 @@ class Seq2SeqData:
         source_level, target_level: how the task tokenises each side — ``"char"``, ``"symbol"`` (whitespace
             separated: phonemes, words) or ``"subword"`` (BPE trained on the training split).
         shared_vocab: whether one tokeniser serves both sides (the subword translation task).
+        files: for data read from user files, the :class:`PairFile` each split came from (a validation split
+            carved out of the training file names the training file); empty for built-in tasks.
     """
 
     name: str
@@ -37,6 +51,7 @@ class Seq2SeqData:
     target_level: Level = "char"
     shared_vocab: bool = False
     references: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, PairFile] = field(default_factory=dict)
 
     def split(self, name: str) -> list[Pair]:
         """The pairs of split ``name`` (``"train"``, ``"valid"`` or ``"test"``)."""

@@ -6,6 +6,7 @@
 - JSONL (``.jsonl``, ``.ndjson``): one object per line with string fields ``source`` and ``target`` (or the
   names given); other fields are ignored.
 
+Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their pair.
 Blank lines are skipped and fields are stripped of surrounding whitespace. Every bad row is reported — one line
 ``file:line: what is wrong`` each — in a single :class:`PairFileError` (a :class:`DataError`, itself a
 ``ValueError``), so a user fixes the whole file in one go. Line numbers are 1-based physical lines.
@@ -15,14 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from attnkit.data.files import DataError, read_utf8
-from attnkit.data.seq2seq.dataset import Level, Pair, Seq2SeqData, hash_order
+from attnkit.data.reading import DataError, parse_json_line, read_utf8, shown_json, split_lines, unicode_problem
+from attnkit.data.seq2seq.dataset import Level, Pair, PairFile, Seq2SeqData, hash_order
 
-__all__ = ["FORMATS", "DataError", "PairFileError", "load_pair_files", "read_pairs"]
+__all__ = ["FORMATS", "DataError", "PairFileError", "load_pair_files", "pair_line", "read_numbered_pairs", "read_pairs"]
 
 FORMATS = {
     ".tsv": "tsv",
@@ -67,6 +67,20 @@ def read_pairs(
         DataError: ``file: ...`` when the file cannot be read or holds no pairs.
         PairFileError: listing every bad row as ``file:line: reason``.
     """
+    return [
+        pair
+        for _, pair in read_numbered_pairs(path, source_key=source_key, target_key=target_key, file_format=file_format)
+    ]
+
+
+def read_numbered_pairs(
+    path: str | Path,
+    *,
+    source_key: str = "source",
+    target_key: str = "target",
+    file_format: str | None = None,
+) -> list[tuple[int, Pair]]:
+    """As :func:`read_pairs`, each pair with the 1-based line it starts on: ``[(line, (source, target)), ...]``."""
     path = Path(path)
     fmt = file_format or FORMATS.get(path.suffix.lower())
     if fmt not in ("tsv", "csv", "jsonl"):
@@ -82,7 +96,7 @@ def read_pairs(
         if isinstance(row, str):
             problems.append(f"{path}:{line}: {row}")
         else:
-            pairs.append(row)
+            pairs.append((line, row))
     if problems:
         raise PairFileError(problems)
     if not pairs:
@@ -104,6 +118,12 @@ def load_pair_files(
     """A task from the user's files. Without a validation file, ``valid_fraction`` of the training sources
     (chosen by a salted hash, so the same file always gives the same split) become the validation set; without
     a test file the test set is empty. A source with several targets in one file keeps them all as references.
+    ``files`` of the result records where each split came from.
+
+    Raises:
+        ValueError: ``valid_fraction`` outside ``[0, 1)``.
+        DataError / PairFileError: as :func:`read_pairs`, and when carving the validation set leaves no
+            training pair.
     """
     if not 0 <= valid_fraction < 1:
         raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
@@ -116,7 +136,18 @@ def load_pair_files(
         held = set(sources[: round(valid_fraction * len(sources))])
         valid_pairs = [p for p in train_pairs if p[0] in held]
         train_pairs = [p for p in train_pairs if p[0] not in held]
+        if not train_pairs:
+            raise DataError(
+                f"{train}: holding out {valid_fraction:.0%} of its {len(sources)} sources for validation "
+                "leaves no training pair; give more pairs or a validation file"
+            )
     test_pairs = read_pairs(test, **keys) if test is not None else []
+    files = {
+        "train": PairFile(str(train), **keys),
+        "valid": PairFile(str(valid if valid is not None else train), **keys),
+    }
+    if test is not None:
+        files["test"] = PairFile(str(test), **keys)
     references: dict[str, list[str]] = {}
     for source, target in (*valid_pairs, *test_pairs):
         targets = references.setdefault(source, [])
@@ -131,7 +162,17 @@ def load_pair_files(
         target_level=target_level,
         shared_vocab=source_level == target_level == "subword",
         references={s: t for s, t in references.items() if len(t) > 1},
+        files=files,
     )
+
+
+def pair_line(file: PairFile, pair: Pair) -> int | None:
+    """The first line of ``file`` that holds ``pair`` (re-reading the file), or ``None`` if none does now."""
+    try:
+        numbered = read_numbered_pairs(file.path, source_key=file.source_key, target_key=file.target_key)
+    except DataError:  # the file changed or vanished since it was loaded
+        return None
+    return next((line for line, found in numbered if found == pair), None)
 
 
 def _first_per_source(pairs: list[Pair]) -> list[Pair]:
@@ -145,9 +186,12 @@ def _pair(source: object, target: object, source_name: str, target_name: str) ->
     """The checked pair, or the reason it is bad."""
     for value, name in ((source, source_name), (target, target_name)):
         if not isinstance(value, str):
-            return f"{name} must be a string, found {json.dumps(value)}"
+            return f"{name} must be a string, found {shown_json(value)}"
         if not value.strip():
             return f"empty {name}"
+        problem = unicode_problem(value)
+        if problem is not None:
+            return f"{name} {problem}"
     return source.strip(), target.strip()
 
 
@@ -157,7 +201,7 @@ def _records(text: str, fmt: str) -> Iterator[tuple[int, list[str] | str]]:
     TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules.
     """
     if fmt == "tsv":
-        for line, content in enumerate(text.splitlines(), start=1):
+        for line, content in enumerate(split_lines(text), start=1):
             if content.strip():
                 yield line, content.split("\t")
         return
@@ -193,13 +237,13 @@ def _table_rows(text: str, fmt: str, source_key: str, target_key: str) -> Iterat
 
 
 def _jsonl_rows(text: str, source_key: str, target_key: str) -> Iterator[tuple[int, Pair | str]]:
-    for line, content in enumerate(text.splitlines(), start=1):
+    for line, content in enumerate(split_lines(text), start=1):
         if not content.strip():
             continue
         try:
-            record = json.loads(content)
-        except json.JSONDecodeError as error:
-            yield line, f"invalid JSON ({error.msg} at column {error.colno})"
+            record = parse_json_line(content)
+        except ValueError as error:
+            yield line, str(error)
             continue
         if not isinstance(record, dict):
             yield line, f"expected a JSON object with {source_key!r} and {target_key!r}, found {type(record).__name__}"

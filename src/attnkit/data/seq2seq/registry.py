@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 from attnkit.data.seq2seq.bible import load_bible
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 from attnkit.data.seq2seq.dataset import Level, Seq2SeqData
 from attnkit.data.seq2seq.subword import SubwordTokenizer
 from attnkit.data.seq2seq.vocab import Vocab
