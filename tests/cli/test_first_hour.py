@@ -163,3 +163,66 @@ def test_overwrite_replaces_a_finished_run(run, tmp_path):
     assert main([*argv, "stars", *SMALL, "--epochs", "1", "--out", str(copy), "--overwrite"]) == 0
     assert not (copy / "best" / "stale.txt").exists()
     assert json.loads((copy / "metrics.json").read_text())["epochs_run"] == 1
+
+
+def test_user_files_are_read_as_written(run, tmp_path):
+    """JSONL strings may hold U+2028 / NEL; TSV is read verbatim (an unclosed quote is text); one label is refused."""
+    root, out = run
+    jsonl = tmp_path / "docs.jsonl"
+    rows = [{"review": f"great\u2028tea {i}", "stars": "pos"} for i in range(3)]
+    rows += [{"review": f"awful\x85coffee {i}", "stars": "neg"} for i in range(3)]
+    jsonl.write_text("\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n")
+    result = attnkit("evaluate", "--checkpoint", str(out), "--data", str(jsonl))
+    assert result.returncode == 0, result.stderr
+    assert "on 6 documents" in result.stdout
+    tsv = tmp_path / "docs.tsv"
+    tsv.write_text("review\tstars\n" + '"great tea\tpos\n' + "".join(f"awful coffee {i}\tneg\n" for i in range(79)))
+    result = attnkit("evaluate", "--checkpoint", str(out), "--data", str(tsv))
+    assert result.returncode == 0, result.stderr
+    assert "on 80 documents" in result.stdout
+    single = tmp_path / "single.csv"
+    single.write_text("review,stars\n" + "".join(f"tea {i},pos\n" for i in range(10)))
+    result = attnkit("train", "classify", "--data", str(single), "--text-column", "review", "--label-column", "stars",
+                     *SMALL, "--out", str(tmp_path / "single-run"))  # fmt: skip
+    assert_user_error(result, str(single), "'pos'", "at least 2 different labels")
+    assert not (tmp_path / "single-run").exists()
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    """A small pair file of dates (ISO -> written out) with one 5,000-character pair on line 8."""
+    root = tmp_path_factory.mktemp("pairs")
+    months = ["January", "February", "March", "April", "May", "June"]
+    rows = [(f"2001-0{m + 1}-{d:02d}", f"{d} {months[m]} 2001") for m in range(6) for d in range(1, 11)]
+    lines = [f"{source}\t{target}" for source, target in rows]
+    lines.insert(7, "x" * 5000 + "\tlong")
+    (root / "pairs.tsv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def test_long_pairs_are_skipped_with_a_count_or_refused_under_strict(pairs):
+    common = ["train", "seq2seq", "--data", str(pairs / "pairs.tsv"), "--model", "rnn", "--embed-dim", "8"]
+    common += ["--hidden", "16", "--epochs", "1", "--no-progress", "--no-test"]
+    result = attnkit(*common, "--out", str(pairs / "run"))
+    assert result.returncode == 0, result.stderr
+    assert "skipped 1 pair longer than 256 source / 256 target tokens (train 1)" in result.stdout
+    strict = attnkit(*common, "--strict", "--out", str(pairs / "strict"))
+    assert_user_error(strict, f"{pairs / 'pairs.tsv'}:8", "5000 tokens", "limit of 256")
+    assert not (pairs / "strict").exists()
+    # translate: one output line per input line, even when a line holds U+2028
+    lines = "2001-03-04\n2001-05\u202806\n2001-01-02\n"
+    result = attnkit("translate", "--checkpoint", str(pairs / "run"), stdin=lines)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3
+
+
+def test_translate_json_decodes_exactly_as_translate(pairs):
+    texts = ["--text", "2001-03-04", "--text", "2001-06-10", "--text", "2001-01-01"]
+    plain = attnkit("translate", "--checkpoint", str(pairs / "run"), "--beam", "3", *texts)
+    as_json = attnkit("translate", "--checkpoint", str(pairs / "run"), "--beam", "3", "--json", *texts)
+    assert plain.returncode == 0 and as_json.returncode == 0, plain.stderr + as_json.stderr
+    records = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [record["translation"] for record in records] == plain.stdout.splitlines()
+    for record in records:  # one attention row per decoded token, each a distribution over the source tokens
+        assert len(record["attention"]) == len(record["target_tokens"])
+        assert all(abs(sum(row) - 1) < 1e-3 and len(row) == len(record["source_tokens"]) for row in record["attention"])

@@ -175,15 +175,17 @@ def say(*values: object) -> None:
 
 def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[str]:
     """The input texts: ``--text`` values, the ``--file``'s lines, or standard input's (lines end at ``\\n`` only,
-    so a text may hold U+2028 or NEL).
+    so a text may hold U+2028 or NEL; see :func:`attnkit.data.reading.read_lines`).
 
     Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output lines up with its input).
 
     Raises:
-        ValueError: no text given, an empty ``--text``, a ``--file`` that is a directory or not UTF-8 text (naming
-            the line).
+        ValueError: no text given, an empty ``--text``, a ``--file`` that is missing, a directory or not UTF-8 text
+            (naming the line).
     """
     import sys
+
+    from attnkit.data.reading import read_lines
 
     if getattr(args, "text", None):
         empty = [number for number, text in enumerate(args.text, start=1) if not text.strip()]
@@ -195,43 +197,7 @@ def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[st
     elif sys.stdin is None or sys.stdin.isatty():
         raise ValueError("no text given: use --text, --file or standard input")
     else:
-        lines = split_lines(sys.stdin.buffer.read(), "standard input")
+        lines = read_lines(sys.stdin)
     if not any(line.strip() for line in lines):
         raise ValueError("no text given: use --text, --file or standard input")
     return lines if keep_blank else [line for line in lines if line.strip()]
-
-
-def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (see :func:`split_lines`).
-
-    Raises:
-        ValueError: the path is missing or a directory, or the file is not UTF-8 (``file:line``).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path}: is a directory, not a file of texts")
-    if not path.exists():
-        raise ValueError(f"{path}: no such file")
-    return split_lines(path.read_bytes(), str(path))
-
-
-def split_lines(data: bytes, name: str) -> list[str]:
-    """UTF-8 ``data`` split at ``\\n`` only (a ``\\r`` before it dropped; no final empty line), so U+2028, NEL and
-    form feeds stay inside their line.
-
-    Raises:
-        ValueError: bytes that are not UTF-8, as ``name:line: not valid UTF-8 (byte 0x.. at column N)``.
-    """
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    texts = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            texts.append(line.removesuffix(b"\r").decode("utf-8"))
-        except UnicodeDecodeError as error:
-            byte = line[error.start]
-            raise ValueError(
-                f"{name}:{number}: not valid UTF-8 (byte 0x{byte:02x} at column {error.start + 1})"
-            ) from None
-    return texts

@@ -147,7 +147,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     classifier = load(checkpoint)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
-    data = load_data(args.data, text_column=text_column, label_column=label_column)
+    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1)
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated

@@ -37,16 +37,22 @@ TOKENIZER_DIR = "tokenizer"
 
 
 def load_data(
-    data: str, *, test_path: str | None = None, text_column: str = "text", label_column: str = "label"
+    data: str,
+    *,
+    test_path: str | None = None,
+    text_column: str = "text",
+    label_column: str = "label",
+    min_labels: int = 2,
 ) -> TextClassificationData:
-    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file)."""
+    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
+    ``min_labels`` distinct labels (a file to evaluate on may hold one)."""
     if data in builtin_names():
         if test_path is not None:
             raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
         return load_builtin(data)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
-    return load_files(data, test_path, text_column=text_column, label_column=label_column)
+    return load_files(data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels)
 
 
 class ClassificationTask:

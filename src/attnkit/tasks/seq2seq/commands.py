@@ -16,6 +16,7 @@ from attnkit.tasks.options import (
     check_run_directory,
     clear_previous_run,
     fit_config_from_args,
+    positive_int,
     say,
 )
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
@@ -78,7 +79,25 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--source-level", choices=levels, default="char", help="pair files: source units (char)")
     data.add_argument("--target-level", choices=levels, default="char", help="pair files: target units (char)")
     data.add_argument("--vocab-size", type=int, default=8000, help="subword vocabulary size (default 8000)")
-    data.add_argument("--limit", type=int, default=None, help="the first N training pairs, N/4 valid/test (smoke)")
+    data.add_argument(
+        "--limit", type=positive_int, default=None, help="the first N training pairs, N/4 valid/test (smoke)"
+    )
+    data.add_argument(
+        "--max-source-length",
+        type=positive_int,
+        default=256,
+        help="skip pairs whose source has more than N tokens, as the task's tokeniser counts them (default 256; "
+        "keeps every pair of the built-in tasks)",
+    )
+    data.add_argument(
+        "--max-target-length", type=positive_int, default=256, help="the same for the target side (default 256)"
+    )
+    data.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse the data, naming file:line of the first pair over --max-source-length/--max-target-length, "
+        "instead of skipping such pairs",
+    )
 
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["rnn", "transformer"], default="rnn", help="default: rnn")
@@ -187,6 +206,9 @@ def train(args: argparse.Namespace) -> int:
         resume=args.resume,
         evaluate_test=not args.no_test,
         data_name=args.data,
+        max_source_length=args.max_source_length,
+        max_target_length=args.max_target_length,
+        strict=args.strict,
     )
     say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
     if report.test_metrics is not None:

@@ -36,6 +36,7 @@ from attnkit.data.seq2seq import (
     make_loader,
     save_tokenizers,
 )
+from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
@@ -97,6 +98,9 @@ def train_seq2seq(
     resume: bool = False,
     evaluate_test: bool = True,
     data_name: str | None = None,
+    max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
+    max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
+    strict: bool = False,
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -111,6 +115,9 @@ def train_seq2seq(
         resume: continue from ``out_dir/last`` with the run's own tokenisers.
         evaluate_test: decode the test split (greedily) with the best weights at the end, if it has pairs.
         data_name: what ``config.json`` records as the data (default ``data.name``).
+        max_source_length, max_target_length: pairs longer than this many tokens on either side are skipped (a
+            batch pads to its longest pair: one very long pair can exhaust memory); the count is printed.
+        strict: refuse such pairs instead (one line naming ``file:line``).
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -128,6 +135,13 @@ def train_seq2seq(
     fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
     source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
+    limited = limit_pair_lengths(
+        data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
+        strict=strict,
+    )  # fmt: skip
+    if limited.skipped_total and rank == 0:
+        print(limited.message())
+    data = limited.data
     model_config = {
         **model_options,
         "source_vocab_size": source_tok.vocab_size,
@@ -147,7 +161,7 @@ def train_seq2seq(
         _save_tokenizers(tokenizer_dir, source_tok, target_tok)
     names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
 
-    train_set = encode_pairs(data.train, source_tok, target_tok)
+    train_set = limited.encoded["train"]
     valid_shard = data.valid[rank::world]
     references = data.references_for("valid")[rank::world]
     valid_loader = make_loader(
