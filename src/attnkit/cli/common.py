@@ -65,7 +65,8 @@ def add_training_options(
         default="plateau",
         help="learning rate after the warm-up: 'plateau' keeps it, times --lr-decay after each epoch without "
         "improvement (default); 'inverse-sqrt' decays it as lr*sqrt(warmup/step); 'cosine' anneals it to --min-lr "
-        "over the --max-minutes budget, or over --epochs without one",
+        "over the --max-minutes budget (give enough --epochs, and --patience, for the budget to end the run), "
+        "or over --epochs without one",
     )
     fit.add_argument(
         "--lr-decay",
