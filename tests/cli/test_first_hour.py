@@ -167,7 +167,7 @@ def test_overwrite_replaces_a_finished_run(run, tmp_path):
 
 def test_user_files_are_read_as_written(run, tmp_path):
     """JSONL strings may hold U+2028 / NEL; TSV is read verbatim (an unclosed quote is text); one label is refused."""
-    root, out = run
+    _, out = run
     jsonl = tmp_path / "docs.jsonl"
     rows = [{"review": f"great\u2028tea {i}", "stars": "pos"} for i in range(3)]
     rows += [{"review": f"awful\x85coffee {i}", "stars": "neg"} for i in range(3)]

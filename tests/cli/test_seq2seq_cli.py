@@ -215,7 +215,7 @@ def test_help_has_examples(command, capsys):
 
 
 def test_the_cli_lists_every_attention_the_model_knows():
-    from attnkit.tasks.seq2seq.commands import ATTENTIONS
     from attnkit.models.rnn_seq2seq import ATTENTIONS as MODEL_ATTENTIONS
+    from attnkit.tasks.seq2seq.commands import ATTENTIONS
 
     assert ATTENTIONS == MODEL_ATTENTIONS

@@ -22,11 +22,11 @@ from attnkit.data.seq2seq import (
 from attnkit.models.rnn_seq2seq import RNNSeq2Seq
 from attnkit.models.seq2seq import build_seq2seq, seq2seq_options
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from attnkit.training.checkpoint import load_model_weights, read_config
-from attnkit.training.loop import FitConfig, fit
 from attnkit.tasks.seq2seq.config import metric_kind
 from attnkit.tasks.seq2seq.inference import translate_texts
 from attnkit.tasks.seq2seq.task import Seq2SeqTask, label_smoothed_loss
+from attnkit.training.checkpoint import load_model_weights, read_config
+from attnkit.training.loop import FitConfig, fit
 
 
 @pytest.fixture(autouse=True)

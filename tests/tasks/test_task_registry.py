@@ -185,5 +185,5 @@ def test_configs_refuse_unknown_keys_and_wrong_types_naming_the_field():
 
 def test_toy_config_round_trips_through_the_shared_serialiser():
     assert ToyConfig.from_dict({"threshold": 3}) == ToyConfig(3)
-    with pytest.raises(ValueError, match="toy config field 'threshold' must be an integer, got 3.5"):
+    with pytest.raises(ValueError, match=r"toy config field 'threshold' must be an integer, got 3\.5"):
         ToyConfig.from_dict({"threshold": 3.5})

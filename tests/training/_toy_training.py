@@ -155,10 +155,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep in every training step")
     parser.add_argument("--epoch-shuffle", action="store_true", help="shuffle with an epoch-seeded generator")
+    parser.add_argument("--accumulate", type=int, default=1, help="batches per optimiser step")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    config = FitConfig(epochs=args.epochs, lr=0.01, patience=None, progress=False, seed=7, select_metric="accuracy")
+    config = FitConfig(
+        epochs=args.epochs,
+        lr=0.01,
+        patience=None,
+        progress=False,
+        seed=7,
+        select_metric="accuracy",
+        accumulate=args.accumulate,
+    )
     result, _ = run(
         config,
         checkpoint_dir=args.checkpoint_dir,

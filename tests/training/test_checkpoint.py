@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
@@ -14,8 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from attnkit.training import checkpoint as ckpt
-from attnkit.training import loop
+from attnkit.training import _checkpoint_write as writer
 from attnkit.training.checkpoint import (
     CheckpointError,
     load_model_weights,
@@ -24,8 +22,11 @@ from attnkit.training.checkpoint import (
     read_metadata,
     read_trainer_state,
     recover_checkpoint,
+    resolve_checkpoint,
     save_checkpoint,
 )
+
+SOURCES = Path(__file__).resolve().parents[2] / "src" / "attnkit"
 
 
 class Tied(nn.Module):
@@ -179,9 +180,11 @@ def test_pickle_files_are_refused_without_being_unpickled(tmp_path):
 
 
 def test_the_package_never_unpickles():
-    for module in (ckpt, loop):
-        source = inspect.getsource(module)
-        assert "torch.load(" not in source and "import pickle" not in source
+    sources = sorted(SOURCES.rglob("*.py"))
+    assert len(sources) > 50 and any(path.name == "_checkpoint_write.py" for path in sources)
+    for path in sources:
+        source = path.read_text(encoding="utf-8")
+        assert "torch.load(" not in source and "import pickle" not in source, path
 
 
 @pytest.mark.parametrize(
@@ -276,7 +279,7 @@ def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(ckpt, "_fsync_dir", fail)
+    monkeypatch.setattr(writer, "_fsync_dir", fail)
     with pytest.raises(OSError, match="disk full"):
         save_checkpoint(tmp_path / "last", fresh(1), trainer_state={"epoch": 2})
     assert [p.name for p in tmp_path.iterdir()] == ["last"]
@@ -294,10 +297,10 @@ def test_a_crash_between_the_two_renames_is_recovered(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         real_replace(src, dst)
 
-    monkeypatch.setattr(ckpt.os, "replace", replace_then_die)
+    monkeypatch.setattr(os, "replace", replace_then_die)
     with pytest.raises(KeyboardInterrupt):
         save_checkpoint(tmp_path / "last", fresh(1), trainer_state={"epoch": 2})
-    monkeypatch.setattr(ckpt.os, "replace", real_replace)
+    monkeypatch.setattr(os, "replace", real_replace)
     assert not (tmp_path / "last").exists() and (tmp_path / ".last.old").is_dir()
 
     recover_checkpoint(tmp_path / "last")
@@ -313,3 +316,37 @@ def test_a_file_in_the_way_is_not_replaced(tmp_path):
     with pytest.raises(CheckpointError, match="exists and is not a directory"):
         save_checkpoint(tmp_path / "last", fresh(0))
     assert (tmp_path / "last").read_text() == "not mine"
+
+
+def test_a_checkpoint_path_means_itself_and_a_run_directory_means_its_best(tmp_path):
+    save_checkpoint(tmp_path / "run" / "best", fresh(0))
+    save_checkpoint(tmp_path / "run" / "last", fresh(1), trainer_state={"epoch": 1})
+    assert resolve_checkpoint(tmp_path / "run") == tmp_path / "run" / "best"
+    assert resolve_checkpoint(str(tmp_path / "run" / "last")) == tmp_path / "run" / "last"
+    assert resolve_checkpoint(tmp_path / "run" / "best") == tmp_path / "run" / "best"
+    model = fresh(2)
+    load_model_weights(model, resolve_checkpoint(tmp_path / "run"))
+    assert same_weights(model, fresh(0))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, r"x: does not exist \(expected a checkpoint or run directory\)$"),
+        (lambda p: p.mkdir(), r"x: not a checkpoint or run directory \(no config\.json, no best/config\.json\)$"),
+        (lambda p: (p / "last").mkdir(parents=True), r"x: not a checkpoint or run directory"),
+        (lambda p: p.write_text("weights"), r"x: is a file, not a checkpoint directory"),
+    ],
+)
+def test_anything_else_is_refused_in_one_line_naming_the_path(tmp_path, make, message):
+    path = tmp_path / "x"
+    make(path)
+    with pytest.raises(CheckpointError, match=message) as error:
+        resolve_checkpoint(path)
+    assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
+
+
+def test_a_pickle_file_is_refused_by_the_path_rule_as_a_pickle(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"not read")
+    with pytest.raises(CheckpointError, match=r"model\.pt: refusing to load a \.pt file \(pickle-based"):
+        resolve_checkpoint(tmp_path / "model.pt")

@@ -63,3 +63,24 @@ def test_two_processes_match_one_process_with_the_same_global_batch(tmp_path):
             torch.testing.assert_close(actual[key], expected[key], rtol=0, atol=1e-5)
     # Rank 0 alone wrote the checkpoints: two directories, no leftovers of a concurrent write.
     assert sorted(p.name for p in (tmp_path / "ddp").iterdir()) == ["best", "last"]
+
+
+def test_two_processes_accumulating_half_batches_match_one_process_on_whole_batches(tmp_path):
+    # Each rank accumulates 2 batches of 4 items per step (DDP reduces only on the second): 16 items per step,
+    # the same items as the single process's batches of 16.
+    script = tmp_path / "train_toy.py"
+    script.write_text(LAUNCHER)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    single = launch([sys.executable, str(script)], tmp_path / "single", "--epochs", "2")
+    finish("ddp", launch(torchrun, tmp_path / "ddp", "--epochs", "2", "--global-batch", "8", "--accumulate", "2"))
+    finish("single", single)
+    single = json.loads((tmp_path / "single.json").read_text())
+    ddp = json.loads((tmp_path / "ddp.json").read_text())
+    for one, two in zip(single["history"], ddp["history"], strict=True):
+        assert two["steps"] == one["steps"] == 12
+        assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-6, abs=1e-7)
+        assert two["metrics"]["accuracy"] == one["metrics"]["accuracy"]
+    expected = load_file(tmp_path / "single" / "last" / "model.safetensors")
+    actual = load_file(tmp_path / "ddp" / "last" / "model.safetensors")
+    for key in expected:
+        torch.testing.assert_close(actual[key], expected[key], rtol=0, atol=1e-5)

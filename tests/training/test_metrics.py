@@ -4,12 +4,16 @@ import functools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.training.metrics import (
     BucketScore,
     bleu_by_length,
+    bleu_from_statistics,
+    bleu_statistics,
+    chrf_from_statistics,
+    chrf_statistics,
     corpus_bleu,
     corpus_chrf,
     edit_distance,
@@ -128,6 +132,66 @@ def test_corpus_length_mismatch_raises():
         corpus_bleu(["a"], ["a", "b"])
     with pytest.raises(ValueError, match="empty corpus"):
         corpus_chrf([], [])
+
+
+# --- BLEU and chrF from additive statistics -------------------------------------------------------------------
+def test_bleu_statistics_by_hand():
+    stats = bleu_statistics(["a b c d", "x y"], ["a b c e", "x y z"])
+    # sentence 1: 4 tokens, matches 3/4 unigrams, 2/3 bigrams, 1/2 trigrams, 0/1 4-grams; sentence 2: 2 of 3 tokens
+    assert stats["bleu_sys_len"] == 6 and stats["bleu_ref_len"] == 7
+    assert [stats[f"bleu_correct_{n}"] for n in (1, 2, 3, 4)] == [5, 3, 1, 0]
+    assert [stats[f"bleu_total_{n}"] for n in (1, 2, 3, 4)] == [6, 4, 2, 1]
+    # No 4-gram matches: exponential smoothing gives the 4th precision 100 / (2 * 1); brevity penalty exp(1 - 7/6).
+    precisions = [100 * 5 / 6, 100 * 3 / 4, 100 * 1 / 2, 100 / 2]
+    by_hand = math.exp(1 - 7 / 6) * math.exp(sum(math.log(p) for p in precisions) / 4)
+    assert bleu_from_statistics(stats) == pytest.approx(by_hand, rel=1e-12)
+    assert bleu_from_statistics(stats) == pytest.approx(corpus_bleu(["a b c d", "x y"], ["a b c e", "x y z"]))
+
+
+def test_chrf_statistics_by_hand():
+    stats = chrf_statistics(["ab c"], ["abd"])  # whitespace is dropped: "abc" against "abd"
+    assert [(stats[f"chrf_hyp_{n}"], stats[f"chrf_ref_{n}"], stats[f"chrf_match_{n}"]) for n in range(1, 7)] == [
+        (3, 3, 2),  # a, b match; c does not
+        (2, 2, 1),  # ab matches; bc does not
+        (1, 1, 0),
+        (0, 0, 0),
+        (0, 0, 0),
+        (0, 0, 0),
+    ]
+    # Precision and recall both average (2/3 + 1/2 + 0) / 3 = 7/18 over the 3 orders present, so F2 = 7/18.
+    assert chrf_from_statistics(stats) == pytest.approx(100 * 7 / 18, rel=1e-12)
+    assert chrf_from_statistics(stats) == pytest.approx(corpus_chrf(["ab c"], ["abd"]), rel=1e-12)
+    # A hypothesis n-gram counts only where its reference has n-grams of that order (sacreBLEU's rule).
+    assert (
+        chrf_statistics(["abcd"], ["ab"])["chrf_hyp_3"] == 0 and chrf_statistics(["abcd"], ["abc"])["chrf_hyp_3"] == 2
+    )
+
+
+def test_statistics_of_nothing_are_zeros_with_every_key_and_mismatches_raise():
+    for statistics, score in ((bleu_statistics, bleu_from_statistics), (chrf_statistics, chrf_from_statistics)):
+        empty = statistics([], [])
+        assert set(empty) == set(statistics(["a b"], ["a c"])) and not any(empty.values())
+        assert score(empty) == 0.0
+        with pytest.raises(ValueError, match="hypotheses has 1 items but references has 0"):
+            statistics(["a"], [])
+
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", ".", ",", "é", "日本", "don't", "x", "(", "2.5"]
+SENTENCES = st.lists(st.sampled_from(WORDS), max_size=9).map(" ".join) | st.text(max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(SENTENCES, SENTENCES), min_size=1, max_size=7), st.integers(1, 3))
+def test_statistics_summed_over_shards_score_like_sacrebleu_on_the_whole_corpus(pairs, shards):
+    # sacreBLEU's public corpus scores are the oracle: if sacreBLEU changes BLEU's or chrF's definition, this fails.
+    hypotheses, references = [h for h, _ in pairs], [r for _, r in pairs]
+    for statistics, score, whole in (
+        (bleu_statistics, bleu_from_statistics, corpus_bleu),
+        (chrf_statistics, chrf_from_statistics, corpus_chrf),
+    ):
+        parts = [statistics(hypotheses[k::shards], references[k::shards]) for k in range(shards)]
+        summed = {key: sum(part[key] for part in parts) for key in parts[0]}
+        assert score(summed) == pytest.approx(whole(hypotheses, references), abs=1e-9)
 
 
 def test_bleu_by_length_buckets():

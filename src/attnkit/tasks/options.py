@@ -79,16 +79,43 @@ def add_training_options(
     fit.add_argument("--batch-size", type=positive_int, default=batch_size, help=f"(default {batch_size})")
     fit.add_argument("--lr", type=positive_float, default=lr, help=f"AdamW learning rate (default {lr:g})")
     fit.add_argument(
+        "--schedule",
+        choices=("plateau", "inverse-sqrt", "cosine"),
+        default="plateau",
+        help="learning rate after the warm-up: 'plateau' keeps it, times --lr-decay after each epoch without "
+        "improvement (default); 'inverse-sqrt' decays it as lr*sqrt(warmup/step); 'cosine' anneals it to --min-lr "
+        "over the --max-minutes budget (give enough --epochs, and --patience, for the budget to end the run), "
+        "or over --epochs without one",
+    )
+    fit.add_argument(
         "--lr-decay",
-        type=float,
+        type=positive_float,
         default=1.0,
-        help="multiply the learning rate by this after each epoch without improvement (default 1: constant)",
+        help="plateau schedule: multiply the learning rate by this after each epoch without improvement "
+        "(default 1: constant)",
+    )
+    fit.add_argument(
+        "--min-lr", type=non_negative_float, default=0.0, help="cosine schedule: the learning rate it ends at (default 0)"
     )
     fit.add_argument(
         "--warmup-steps",
         type=non_negative_int,
         default=0,
         help="raise the learning rate linearly over this many first steps (default 0; Transformers: ~4000)",
+    )
+    fit.add_argument(
+        "--accumulate",
+        type=positive_int,
+        default=1,
+        help="sum the gradients of this many batches per optimiser step: an effective batch of "
+        "--batch-size x ACCUMULATE (default 1)",
+    )
+    fit.add_argument(
+        "--average-last",
+        type=positive_int,
+        default=1,
+        help="validate and keep the average of the weights of the last K epochs (checkpoint averaging; "
+        "default 1: each epoch's own)",
     )
     fit.add_argument(
         "--weight-decay", type=non_negative_float, default=weight_decay, help=f"(default {weight_decay:g})"
@@ -156,8 +183,12 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
     return FitConfig(
         epochs=args.epochs,
         lr=args.lr,
+        schedule=args.schedule,
         lr_decay=args.lr_decay,
+        min_lr=args.min_lr,
         warmup_steps=args.warmup_steps,
+        accumulate=args.accumulate,
+        average_last=args.average_last,
         weight_decay=args.weight_decay,
         patience=args.patience,
         seed=args.seed,

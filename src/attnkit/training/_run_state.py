@@ -2,17 +2,18 @@
 
 A ``last/`` checkpoint holds, besides the weights, everything :func:`attnkit.training.loop.fit` needs to go on as if
 never interrupted: AdamW's state, the epoch, the best epoch with its metrics (and its weights when they are not the
-checkpoint's own), the patience counter, the history, the time spent, and the settings that must not change.
+checkpoint's own), the patience counter, the history, the time spent, the learning-rate schedule's state, the
+weights of the epochs being averaged (``FitConfig.average_last``), and the settings that must not change.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -28,24 +29,34 @@ from attnkit.training.checkpoint import (
     save_checkpoint,
 )
 from attnkit.training.distributed import DistributedContext, any_rank, barrier
+from attnkit.training.fit_config import FitConfig
+from attnkit.training.schedule import ScheduleState
 
-if TYPE_CHECKING:
-    from attnkit.training.loop import FitConfig
-
-__all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_copy", "start_run"]
+__all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_copy", "holding", "start_run"]
 
 LAST, BEST = "last", "best"
 # Settings added after checkpoints were first written: their value in a checkpoint that predates them.
-_SETTING_DEFAULTS = {"lr_decay": 1.0, "warmup_steps": 0}
+_SETTING_DEFAULTS = {
+    "lr_decay": 1.0,
+    "warmup_steps": 0,
+    "schedule": "plateau",
+    "min_lr": 0.0,
+    "accumulate": 1,
+    "average_last": 1,
+}
 _STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
 _RESULT_SETTINGS = (
     "seed",
     "lr",
+    "schedule",
     "lr_decay",
+    "min_lr",
     "warmup_steps",
     "weight_decay",
     "grad_clip",
+    "accumulate",
+    "average_last",
     "select_metric",
     "select_mode",
 )
@@ -53,7 +64,8 @@ _RESULT_SETTINGS = (
 
 @dataclass
 class EpochRecord:
-    """What one epoch did: its mean training loss, its validation metrics, its time and optimiser steps.
+    """What one epoch did: its mean training loss (over batches), its validation metrics (of the averaged weights
+    when ``FitConfig.average_last > 1``), its time and its optimiser steps (batches / ``accumulate``, rounded up).
 
     ``partial`` marks an epoch cut short by the time budget.
     """
@@ -78,6 +90,9 @@ class RunState:
     history: list[EpochRecord] = field(default_factory=list)
     elapsed: float = 0.0
     best_weights: dict[str, torch.Tensor] | None = None
+    schedule: ScheduleState = field(default_factory=ScheduleState)
+    # average_last > 1: the weights at the end of the last (up to) average_last epochs, this epoch's last.
+    recent_weights: list[dict[str, torch.Tensor]] = field(default_factory=list)
 
 
 def start_run(
@@ -133,11 +148,16 @@ def _restore(
             bad_epochs=int(state["bad_epochs"]),
             history=[EpochRecord(**record) for record in state["history"]],
             elapsed=float(state["elapsed_seconds"]),
+            schedule=ScheduleState(**state.get("schedule", {})),
         )
         saved_best = state["best_weights"]
+        saved_recent = list(state.get("recent_weights", []))
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: malformed trainer state ({type(error).__name__}: {error})") from error
     run.best_weights = _restored_best_weights(path, saved_best, model, run)
+    if config.average_last > 1 and run.epoch > 0:  # the checkpoint's own weights close the window
+        run.recent_weights = [_fitting(path, weights, model, "averaged") for weights in saved_recent]
+        run.recent_weights.append(cpu_copy(model))
     return run
 
 
@@ -149,8 +169,8 @@ def _check_same_run(
     if not isinstance(saved, dict):
         raise CheckpointError(f"{path}: malformed trainer state (no fit_config)")
     differences = [
-        f"{name}={saved.get(name)!r} then, {getattr(config, name)!r} now"
-        for name in _RESULT_SETTINGS
+        f"{name}={saved.get(name, _SETTING_DEFAULTS.get(name))!r} then, {getattr(config, name)!r} now"
+        for name in _result_settings(config)
         if saved.get(name, _SETTING_DEFAULTS.get(name)) != getattr(config, name)
     ]
     if differences:
@@ -168,6 +188,13 @@ def _check_same_run(
         )
 
 
+def _result_settings(config: FitConfig) -> tuple[str, ...]:
+    """The settings a resumed run must keep: those that change the numbers, and the cosine schedule's horizon."""
+    if config.schedule != "cosine":
+        return _RESULT_SETTINGS
+    return (*_RESULT_SETTINGS, "max_minutes", *(("epochs",) if config.max_minutes is None else ()))
+
+
 def _restored_best_weights(
     path: Path, saved: dict[str, torch.Tensor] | None, model: nn.Module, run: RunState
 ) -> dict[str, torch.Tensor] | None:
@@ -178,14 +205,24 @@ def _restored_best_weights(
         if run.best_epoch != run.epoch:
             raise CheckpointError(f"{path}: best epoch {run.best_epoch} but no best weights saved")
         return cpu_copy(model)
+    return _fitting(path, saved, model, "best")
+
+
+def _fitting(path: Path, saved: object, model: nn.Module, what: str) -> dict[str, torch.Tensor]:
+    """``saved`` if it is a state dict with the model's names and shapes; else a CheckpointError."""
     expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
+    if not isinstance(saved, Mapping) or not all(isinstance(value, torch.Tensor) for value in saved.values()):
+        raise CheckpointError(f"{path}: malformed saved {what} weights")
     found = {name: tuple(value.shape) for name, value in saved.items()}
     if found != expected:
-        raise CheckpointError(f"{path}: the saved best weights do not fit {type(model).__name__}")
+        raise CheckpointError(f"{path}: the saved {what} weights do not fit {type(model).__name__}")
     return dict(saved)
 
 
 def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitConfig, world_size: int) -> dict:
+    # The best weights equal the checkpoint's own when the best epoch is this one and no averaging is on: not
+    # stored twice. Nor is the last of the averaged window, which is the checkpoint's own weights.
+    own_best = run.best_epoch == run.epoch and config.average_last == 1
     return {
         "version": _STATE_VERSION,
         "epoch": run.epoch,
@@ -198,8 +235,9 @@ def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitC
         "fit_config": {item.name: getattr(config, item.name) for item in fields(config)},
         "world_size": world_size,
         "optimizer": optimizer.state_dict(),
-        # The best weights equal the checkpoint's own when the best epoch is this one: not stored twice.
-        "best_weights": None if run.best_epoch == run.epoch else run.best_weights,
+        "schedule": asdict(run.schedule),
+        "best_weights": None if own_best else run.best_weights,
+        "recent_weights": run.recent_weights[:-1],
     }
 
 
@@ -213,14 +251,23 @@ class RunCheckpoints:
     context: DistributedContext
 
     def after_epoch(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, run: RunState, config: FitConfig, *, improved: bool
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        run: RunState,
+        config: FitConfig,
+        *,
+        improved: bool,
+        best_weights: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
-        """``best/`` first (when the epoch improved), then ``last/`` with the trainer state."""
+        """``best/`` first (when the epoch improved: ``best_weights``, or the model's own when None), then
+        ``last/`` with the model's own weights and the trainer state."""
         metadata = {"epoch": run.epoch, "metrics": run.history[-1].metrics, "best_epoch": run.best_epoch}
 
         def write() -> None:
             if improved:
-                self._save(BEST, model, metadata)
+                with holding(model, best_weights):
+                    self._save(BEST, model, metadata)
             self._save(LAST, model, metadata, _trainer_state(run, optimizer, config, self.context.world_size))
 
         self._on_main(write)
@@ -264,4 +311,19 @@ class RunCheckpoints:
 
 
 def cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the model's state dict on the CPU."""
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+
+
+@contextmanager
+def holding(model: nn.Module, weights: Mapping[str, torch.Tensor] | None) -> Iterator[None]:
+    """Load ``weights`` into ``model`` for the duration, then put its own weights back exactly (None: no change)."""
+    if weights is None:
+        yield
+        return
+    own = cpu_copy(model)
+    model.load_state_dict(weights)
+    try:
+        yield
+    finally:
+        model.load_state_dict(own)

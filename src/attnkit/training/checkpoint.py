@@ -19,28 +19,37 @@ and the directory are fsynced, and only then is it moved into place: the old dir
 ``.<name>.old``, the new one renamed to ``<name>``, the parent fsynced, the old one deleted. A reader never sees a
 half-written checkpoint; a process killed between the two renames leaves the previous checkpoint in
 ``.<name>.old``, which :func:`recover_checkpoint` (called by every save and by ``fit(..., resume=True)``) moves
-back.
+back. The writing lives in :mod:`attnkit.training._checkpoint_write`; this module reads, and re-exports the writer.
+
+One rule for the paths users give (:func:`resolve_checkpoint`): a checkpoint directory means itself, a run directory
+(holding ``best/``) means its ``best/``, anything else is refused in one line.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
-import shutil
-import uuid
-from collections.abc import Mapping
-from datetime import datetime, timezone
-from glob import escape
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save
+from safetensors.torch import load_file
 from torch import nn
 
-from attnkit.training._state_codec import decode_state, encode_state
+from attnkit.training._checkpoint_format import (
+    ALIASES_KEY,
+    CONFIG_FILE,
+    FORMAT,
+    FORMAT_VERSION,
+    PICKLE_SUFFIXES,
+    SECTION,
+    STATE_JSON_FILE,
+    STATE_TENSORS_FILE,
+    WEIGHTS_FILE,
+    CheckpointError,
+)
+from attnkit.training._checkpoint_write import recover_checkpoint, save_checkpoint
+from attnkit.training._state_codec import decode_state
 
 __all__ = [
     "CONFIG_FILE",
@@ -56,207 +65,34 @@ __all__ = [
     "read_metadata",
     "read_trainer_state",
     "recover_checkpoint",
+    "resolve_checkpoint",
     "save_checkpoint",
 ]
 
-FORMAT = "attnkit.checkpoint"
-FORMAT_VERSION = 1
-WEIGHTS_FILE = "model.safetensors"
-CONFIG_FILE = "config.json"
-STATE_TENSORS_FILE = "trainer_state.safetensors"
-STATE_JSON_FILE = "trainer_state.json"
-_RESERVED_FILES = frozenset({WEIGHTS_FILE, CONFIG_FILE, STATE_TENSORS_FILE, STATE_JSON_FILE})
-_SECTION = "attnkit"  # the reserved top-level key of config.json
-_ALIASES_KEY = "attnkit.aliases"  # safetensors header entry: {dropped tied name: stored name}
-_PICKLE_SUFFIXES = frozenset({".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".tar", ".joblib"})
-
-
-class CheckpointError(ValueError):
-    """A path is not a valid attnkit checkpoint (or cannot be written as one); the message names the path."""
-
-
-# ---------------------------------------------------------------------------------------------------- writing
+RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
-    """``path`` itself when it holds a ``config.json``, else ``path/best`` when that does (a run directory)."""
-    path = Path(path)
-    if not (path / "config.json").is_file() and (path / "best" / "config.json").is_file():
-        return path / "best"
-    return path
+    """The checkpoint directory that ``path`` names, by the one rule every command follows.
 
-
-def save_checkpoint(
-    directory: str | Path,
-    model: nn.Module,
-    *,
-    model_config: Mapping[str, Any] | None = None,
-    extra_files: Mapping[str, str | Path] | None = None,
-    trainer_state: Mapping[str, Any] | None = None,
-    metadata: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write ``model`` as a checkpoint directory at ``directory``, atomically replacing any checkpoint there.
-
-    Args:
-        directory: the checkpoint directory to (re)place; its parent is created if needed.
-        model: the module whose ``state_dict()`` is saved (unwrap DDP first: pass ``ddp.module``).
-        model_config: JSON-serialisable options that rebuild the model; written at the top level of
-            ``config.json``. The key ``"attnkit"`` is reserved.
-        extra_files: ``{name in the checkpoint: source path}``, e.g. ``{"tokenizer.json": path}``; copied in.
-        trainer_state: for resumable checkpoints, any nest of dicts, lists, tuples, scalars, strings and tensors
-            (an optimizer's ``state_dict()`` fits): tensors go to ``trainer_state.safetensors``, the rest to
-            ``trainer_state.json``. Read it back with :func:`read_trainer_state`.
-        metadata: JSON-serialisable facts about the checkpoint (epoch, metrics, ...), kept in the ``"attnkit"``
-            section of ``config.json``; non-finite floats are written as ``null``.
-
-    Returns:
-        The checkpoint directory.
+    A checkpoint directory (it holds ``config.json``) means itself; a run directory (it holds ``best/``, as
+    :func:`attnkit.training.loop.fit` writes) means its ``best/``. Whether that directory is a valid checkpoint is
+    checked when it is read.
 
     Raises:
-        ValueError: ``model_config``, ``extra_files`` or ``trainer_state`` cannot be stored as described.
-        CheckpointError: ``directory`` exists and is not a directory.
+        CheckpointError: one line naming ``path``: it does not exist, it is a file (pickle formats named as
+            such), or it is a directory that is neither kind.
     """
-    target = Path(directory)
-    if target.exists() and not target.is_dir():
-        raise CheckpointError(f"{target}: exists and is not a directory; refusing to replace it with a checkpoint")
-    config_text = _config_text(model_config, extra_files, metadata, has_state=trainer_state is not None)
-    sources = _check_extra_files(extra_files)
-    state_json, state_tensors = (None, None) if trainer_state is None else encode_state(trainer_state)
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    recover_checkpoint(target)
-    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:12]}"
-    staging.mkdir()
-    try:
-        weights, aliases = _weights_to_save(model)
-        _write_bytes(
-            staging / WEIGHTS_FILE, save(weights, metadata={"format": "pt", _ALIASES_KEY: json.dumps(aliases)})
-        )
-        for name, source in sources.items():
-            shutil.copyfile(source, staging / name)
-            _fsync_file(staging / name)
-        if state_json is not None:
-            _write_bytes(staging / STATE_TENSORS_FILE, save(state_tensors, metadata={"format": "pt"}))
-            _write_bytes(staging / STATE_JSON_FILE, state_json.encode("utf-8"))
-        _write_bytes(
-            staging / CONFIG_FILE, config_text.encode("utf-8")
-        )  # written last: a directory with a config is complete
-        _fsync_dir(staging)
-        _publish(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
-
-
-def recover_checkpoint(directory: str | Path) -> None:
-    """Repair what a save interrupted by a crash left next to ``directory``.
-
-    If ``directory`` is missing but its previous version survives as ``.<name>.old`` (the process died between
-    the two renames of a save), that version is moved back. Leftover temporary directories are deleted.
-    """
-    target = Path(directory)
-    parent = target.parent
-    if not parent.is_dir():
-        return
-    backup = parent / f".{target.name}.old"
-    if backup.is_dir():
-        if target.exists():
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            os.replace(backup, target)
-            _fsync_dir(parent)
-    for stale in parent.glob(f".{escape(target.name)}.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-
-
-def _publish(staging: Path, target: Path) -> None:
-    """Move the finished ``staging`` directory to ``target``; see the module docstring for the crash analysis."""
-    backup = target.parent / f".{target.name}.old"
-    if target.exists():
-        shutil.rmtree(backup, ignore_errors=True)
-        os.replace(target, backup)
-    os.replace(staging, target)
-    _fsync_dir(target.parent)
-    shutil.rmtree(backup, ignore_errors=True)
-
-
-def _config_text(
-    model_config: Mapping[str, Any] | None,
-    extra_files: Mapping[str, str | Path] | None,
-    metadata: Mapping[str, Any] | None,
-    *,
-    has_state: bool,
-) -> str:
-    """The text of config.json, or a ValueError saying which argument cannot be stored."""
-    config = dict(model_config or {})
-    if not all(isinstance(key, str) for key in config):
-        raise ValueError("model_config keys must be strings")
-    if _SECTION in config:
-        raise ValueError(f"model_config must not use the key {_SECTION!r}: it holds attnkit's own metadata")
-    section = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "version": _attnkit_version(),
-        "torch": torch.__version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "files": sorted(extra_files or {}),
-        "trainer_state": has_state,
-        "metadata": _finite_or_null(dict(metadata or {})),
-    }
-    try:
-        json.dumps(config, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"model_config is not JSON-serialisable: {error}") from error
-    try:
-        return json.dumps({**config, _SECTION: section}, indent=2, allow_nan=False) + "\n"
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"checkpoint metadata is not JSON-serialisable: {error}") from error
-
-
-def _check_extra_files(extra_files: Mapping[str, str | Path] | None) -> dict[str, Path]:
-    """Validate ``{name: source}`` before anything is written."""
-    sources: dict[str, Path] = {}
-    for name, source in (extra_files or {}).items():
-        if not name or Path(name).name != name or name in {".", ".."}:
-            raise ValueError(f"extra file name {name!r} must be a plain file name, without directories")
-        if name in _RESERVED_FILES:
-            raise ValueError(f"extra file name {name!r} is reserved for the checkpoint's own files")
-        path = Path(source)
-        if not path.is_file():
-            raise ValueError(f"extra file {name!r}: {path} is not a file")
-        sources[name] = path
-    return sources
-
-
-def _weights_to_save(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """The state_dict as contiguous CPU tensors, each storage once: ``(tensors, {alias: stored name})``.
-
-    Tied parameters (the same tensor under two names) are stored once and restored through the alias; other
-    tensors that share memory with an earlier one (overlapping views) are cloned, as safetensors requires.
-    """
-    tensors: dict[str, torch.Tensor] = {}
-    aliases: dict[str, str] = {}
-    views: dict[tuple, str] = {}
-    storages: set[tuple] = set()
-    for name, value in model.state_dict().items():
-        tensor = value.detach()
-        if tensor.numel() == 0:
-            tensors[name] = tensor.cpu().contiguous()
-            continue
-        storage = (tensor.device, tensor.untyped_storage().data_ptr())
-        view = (*storage, tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
-        if view in views:
-            aliases[name] = views[view]
-            continue
-        views[view] = name
-        tensor = tensor.clone() if storage in storages else tensor
-        storages.add(storage)
-        tensors[name] = tensor.cpu().contiguous()
-    return tensors, aliases
-
-
-# ---------------------------------------------------------------------------------------------------- reading
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: does not exist (expected a checkpoint or run directory)")
+    if not path.is_dir():
+        raise CheckpointError(_not_a_directory(path))
+    if (path / CONFIG_FILE).is_file():
+        return path
+    if (path / RUN_BEST).is_dir():
+        return path / RUN_BEST
+    raise CheckpointError(f"{path}: not a checkpoint or run directory (no {CONFIG_FILE}, no {RUN_BEST}/{CONFIG_FILE})")
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:
@@ -266,7 +102,7 @@ def read_config(directory: str | Path) -> dict[str, Any]:
         CheckpointError: ``directory`` is not a valid attnkit checkpoint.
     """
     _, config = _open_checkpoint(directory)
-    return {key: value for key, value in config.items() if key != _SECTION}
+    return {key: value for key, value in config.items() if key != SECTION}
 
 
 def read_config_of_kind(directory: str | Path, kind: str) -> dict[str, Any]:
@@ -290,7 +126,7 @@ def read_metadata(directory: str | Path) -> dict[str, Any]:
         CheckpointError: ``directory`` is not a valid attnkit checkpoint.
     """
     _, config = _open_checkpoint(directory)
-    return dict(config[_SECTION])
+    return dict(config[SECTION])
 
 
 def load_model_weights(model: nn.Module, directory: str | Path) -> None:
@@ -306,13 +142,13 @@ def load_model_weights(model: nn.Module, directory: str | Path) -> None:
     weights_path = path / WEIGHTS_FILE
     header = _read_header(weights_path)
     try:
-        aliases = json.loads(header.metadata.get(_ALIASES_KEY, "{}"))
+        aliases = json.loads(header.metadata.get(ALIASES_KEY, "{}"))
     except json.JSONDecodeError as error:
-        raise CheckpointError(f"{weights_path}: malformed {_ALIASES_KEY!r} header entry: {error}") from error
+        raise CheckpointError(f"{weights_path}: malformed {ALIASES_KEY!r} header entry: {error}") from error
     if not isinstance(aliases, dict) or not all(
         isinstance(alias, str) and target in header.shapes for alias, target in aliases.items()
     ):
-        raise CheckpointError(f"{weights_path}: malformed {_ALIASES_KEY!r} header entry: {aliases!r}")
+        raise CheckpointError(f"{weights_path}: malformed {ALIASES_KEY!r} header entry: {aliases!r}")
     saved = {**header.shapes, **{alias: header.shapes[target] for alias, target in aliases.items()}}
     expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
     problems = _name_problems(set(expected), set(saved), what="tensor")
@@ -339,7 +175,7 @@ def read_trainer_state(directory: str | Path) -> dict[str, Any]:
     """
     path, config = _open_checkpoint(directory)
     json_path, tensors_path = path / STATE_JSON_FILE, path / STATE_TENSORS_FILE
-    if not config[_SECTION].get("trainer_state") or not json_path.is_file() or not tensors_path.is_file():
+    if not config[SECTION].get("trainer_state") or not json_path.is_file() or not tensors_path.is_file():
         raise CheckpointError(
             f"{path}: no trainer state ({STATE_JSON_FILE} + {STATE_TENSORS_FILE}); "
             "it holds weights only and cannot be resumed from"
@@ -365,24 +201,17 @@ def _open_checkpoint(directory: str | Path) -> tuple[Path, dict[str, Any]]:
     if not path.exists():
         raise CheckpointError(f"{path}: no such checkpoint directory")
     if not path.is_dir():
-        if path.suffix.lower() in _PICKLE_SUFFIXES:
-            raise CheckpointError(
-                f"{path}: refusing to load a {path.suffix} file (pickle-based formats can run code when loaded); "
-                f"an attnkit checkpoint is a directory holding {WEIGHTS_FILE} and {CONFIG_FILE}"
-            )
-        raise CheckpointError(
-            f"{path}: is a file, not a checkpoint directory (expected a directory with {WEIGHTS_FILE} and {CONFIG_FILE})"
-        )
+        raise CheckpointError(_not_a_directory(path))
     config_path = path / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(f"{path}: no {CONFIG_FILE}; not an attnkit checkpoint")
     config = _read_json(config_path)
     if not isinstance(config, dict):
         raise CheckpointError(f"{config_path}: expected a JSON object, got {type(config).__name__}")
-    section = config.get(_SECTION)
+    section = config.get(SECTION)
     if not isinstance(section, dict) or section.get("format") != FORMAT:
         raise CheckpointError(
-            f"{config_path}: no {_SECTION!r} section with format {FORMAT!r}; not an attnkit checkpoint "
+            f"{config_path}: no {SECTION!r} section with format {FORMAT!r}; not an attnkit checkpoint "
             "(written by another tool?)"
         )
     version = section.get("format_version")
@@ -402,6 +231,16 @@ def _open_checkpoint(directory: str | Path) -> tuple[Path, dict[str, Any]]:
     if not isinstance(section.get("metadata", {}), dict):
         raise CheckpointError(f"{config_path}: malformed 'metadata' entry")
     return path, config
+
+
+def _not_a_directory(path: Path) -> str:
+    """Why the file ``path`` is refused (a pickle format is named as such)."""
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        return (
+            f"{path}: refusing to load a {path.suffix} file (pickle-based formats can run code when loaded); "
+            f"an attnkit checkpoint is a directory holding {WEIGHTS_FILE} and {CONFIG_FILE}"
+        )
+    return f"{path}: is a file, not a checkpoint directory (expected a directory with {WEIGHTS_FILE} and {CONFIG_FILE})"
 
 
 class _Header:
@@ -448,47 +287,3 @@ def _name_problems(expected: set[str], found: set[str], *, what: str) -> list[st
 
 def _more(items: list, shown: int) -> str:
     return f" (and {len(items) - shown} more)" if len(items) > shown else ""
-
-
-# ------------------------------------------------------------------------------------------------- helpers
-
-
-def _finite_or_null(value: Any) -> Any:
-    """Replace non-finite floats by None, recursively, so that config.json is strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {key: _finite_or_null(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_null(item) for item in value]
-    return value
-
-
-def _attnkit_version() -> str:
-    from attnkit import __version__
-
-    return __version__
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write and fsync a new file (with the permissions the umask gives)."""
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a directory's entries (new files, renames) durable; a no-op where directories cannot be opened."""
-    if os.name != "posix":
-        return
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

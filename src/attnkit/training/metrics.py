@@ -10,12 +10,22 @@ reference, counted against that closest reference's length (the first such on a 
 
     WER = 100 · (words with no exact match) / words
     PER = 100 · Σ_words min_r edits(prediction, r) / Σ_words len(closest r)
+
+Corpus BLEU and chrF are functions of statistics that add up over sentences, so shards of a corpus (the ranks of
+a distributed evaluation) can be scored apart and combined exactly: :func:`bleu_statistics` /
+:func:`chrf_statistics` give a shard's, and :func:`bleu_from_statistics` / :func:`chrf_from_statistics` score
+their sum, equal to :func:`corpus_bleu` / :func:`corpus_chrf` on the whole corpus. BLEU's go through sacreBLEU's
+public API (``BLEU.corpus_score``'s counts and lengths, the static ``BLEU.compute_bleu``). sacreBLEU exposes no
+chrF statistics publicly, so they are counted here, as sacreBLEU's chrF defines them (character n-grams up to 6 with
+whitespace removed, β = 2, precision and recall averaged over the orders present); the tests hold them equal to
+``sacrebleu.corpus_chrf``, so a change in sacreBLEU's chrF fails a test instead of drifting silently.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Sequence
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -23,6 +33,10 @@ __all__ = [
     "BucketScore",
     "G2PScores",
     "bleu_by_length",
+    "bleu_from_statistics",
+    "bleu_statistics",
+    "chrf_from_statistics",
+    "chrf_statistics",
     "corpus_bleu",
     "corpus_chrf",
     "edit_distance",
@@ -139,6 +153,102 @@ def corpus_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
     _check_corpus(hypotheses, references)
     return float(sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score)
+
+
+BLEU_ORDER = 4  # sacreBLEU's default max_ngram_order
+CHRF_CHAR_ORDER, CHRF_BETA = 6, 2  # sacreBLEU's chrF defaults (no word n-grams: chrF, not chrF++)
+
+
+def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """BLEU's additive statistics of a corpus (one reference each), by sacreBLEU's defaults (13a tokens):
+    ``bleu_sys_len``, ``bleu_ref_len`` (closest reference lengths) and, for n = 1..4, ``bleu_correct_n`` and
+    ``bleu_total_n`` (clipped n-gram matches and hypothesis n-grams). An empty corpus gives the same keys, zero.
+
+    Raises:
+        ValueError: the two sequences differ in length.
+    """
+    _check_lengths(hypotheses, references)
+    keys = ["bleu_sys_len", "bleu_ref_len"]
+    keys += [f"bleu_{kind}_{n}" for kind in ("correct", "total") for n in range(1, BLEU_ORDER + 1)]
+    if not hypotheses:
+        return dict.fromkeys(keys, 0.0)
+    from sacrebleu.metrics import BLEU
+
+    score = BLEU(max_ngram_order=BLEU_ORDER).corpus_score(list(hypotheses), [list(references)])
+    values = [score.sys_len, score.ref_len, *score.counts, *score.totals]
+    return {key: float(value) for key, value in zip(keys, values, strict=True)}
+
+
+def bleu_from_statistics(sums: Mapping[str, float]) -> float:
+    """Corpus BLEU (percent) from :func:`bleu_statistics` summed over shards, through ``BLEU.compute_bleu`` with
+    the options of sacreBLEU's ``BLEU()`` (exponential smoothing, no effective order)."""
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(max_ngram_order=BLEU_ORDER)
+    counts = {key: round(sums[key]) for key in bleu_statistics([], [])}
+    score = BLEU.compute_bleu(
+        correct=[counts[f"bleu_correct_{n}"] for n in range(1, BLEU_ORDER + 1)],
+        total=[counts[f"bleu_total_{n}"] for n in range(1, BLEU_ORDER + 1)],
+        sys_len=counts["bleu_sys_len"],
+        ref_len=counts["bleu_ref_len"],
+        smooth_method=metric.smooth_method,
+        smooth_value=metric.smooth_value,
+        effective_order=metric.effective_order,
+        max_ngram_order=metric.max_ngram_order,
+    )
+    return float(score.score)
+
+
+def chrf_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """chrF's additive statistics of a corpus (one reference each): for n = 1..6, ``chrf_hyp_n``, ``chrf_ref_n``
+    and ``chrf_match_n``, the hypothesis, reference and matching character n-grams (whitespace removed; a
+    hypothesis' n-grams count only where its reference has some of that order, as in sacreBLEU). An empty corpus
+    gives the same keys, zero.
+
+    Raises:
+        ValueError: the two sequences differ in length.
+    """
+    _check_lengths(hypotheses, references)
+    totals = [0] * (3 * CHRF_CHAR_ORDER)  # [hyp, ref, match] per order
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        for n, (hyp, ref) in enumerate(zip(_char_ngrams(hypothesis), _char_ngrams(reference), strict=True)):
+            matches = sum(min(count, ref[gram]) for gram, count in hyp.items() if gram in ref)
+            totals[3 * n] += sum(hyp.values()) if ref else 0
+            totals[3 * n + 1] += sum(ref.values())
+            totals[3 * n + 2] += matches
+    keys = [f"chrf_{kind}_{n}" for n in range(1, CHRF_CHAR_ORDER + 1) for kind in ("hyp", "ref", "match")]
+    return {key: float(value) for key, value in zip(keys, totals, strict=True)}
+
+
+def chrf_from_statistics(sums: Mapping[str, float]) -> float:
+    """Corpus chrF (percent) from :func:`chrf_statistics` summed over shards: the F-β (β = 2) of the character
+    n-gram precision and recall, each averaged over the orders that both sides have."""
+    beta2 = CHRF_BETA**2
+    precision = recall = 0.0
+    orders = 0
+    for n in range(1, CHRF_CHAR_ORDER + 1):
+        hyp, ref, match = (round(sums[f"chrf_{kind}_{n}"]) for kind in ("hyp", "ref", "match"))
+        if hyp > 0 and ref > 0:
+            precision += match / hyp
+            recall += match / ref
+            orders += 1
+    if orders == 0:
+        return 0.0
+    precision, recall = precision / orders, recall / orders
+    if not precision + recall:
+        return 0.0
+    return 100 * ((1 + beta2) * precision * recall / ((beta2 * precision) + recall))
+
+
+def _char_ngrams(text: str) -> list[Counter]:
+    """Counts of the character n-grams of ``text`` without its whitespace, for n = 1..6."""
+    line = "".join(text.split())
+    return [Counter(line[i : i + n] for i in range(len(line) - n + 1)) for n in range(1, CHRF_CHAR_ORDER + 1)]
+
+
+def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    if len(hypotheses) != len(references):
+        raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
 
 
 @dataclass(frozen=True)

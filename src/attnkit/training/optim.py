@@ -1,8 +1,10 @@
-"""The optimiser of :func:`attnkit.training.loop.fit` and its learning-rate schedule: AdamW, a linear warm-up over
-the run's first steps, and a decay each time validation stops improving (layer 5).
+"""The optimiser of :func:`attnkit.training.loop.fit` and the plateau schedule's moves: AdamW, a linear warm-up over
+the run's first steps, and a decay each time validation stops improving (layer 5). The other schedules, and the
+choice among them, are in :mod:`attnkit.training.schedule`.
 
-The schedule lives in the optimiser's parameter groups (``"lr"``, and ``"scheduled_lr"`` during the warm-up), so
-it is saved with the optimiser's state in every checkpoint and a resumed run carries on where it stopped.
+The plateau schedule lives in the optimiser's parameter groups (``"lr"``, and ``"scheduled_lr"`` during the
+warm-up), so it is saved with the optimiser's state in every checkpoint and a resumed run carries on where it
+stopped.
 """
 
 from __future__ import annotations

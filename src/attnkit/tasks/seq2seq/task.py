@@ -21,10 +21,10 @@ processes, each decoding its own shard, report exactly the metrics of one proces
 
 * always: ``loss_sum``, ``tokens``, ``correct_tokens``, ``examples``;
 * ``"sequence"``: ``word_errors``, ``phoneme_edits``, ``reference_phonemes`` (the counts behind WER and PER);
-* ``"text"``: sacreBLEU's sufficient statistics, summed over sentences — ``bleu_0 .. bleu_9`` (hypothesis and
-  reference lengths, then matched and total n-grams for n = 1..4) and ``chrf_0 .. chrf_17`` (hypothesis,
-  reference and matched counts per character and word n-gram order). sacreBLEU computes a corpus score from
-  exactly these sums (``corpus_score`` = ``_compute_score_from_stats(sum of segment statistics)``), so the
+* ``"text"``: BLEU's and chrF's sufficient statistics, summed over sentences — ``bleu_sys_len``,
+  ``bleu_ref_len``, ``bleu_correct_n`` and ``bleu_total_n`` for n = 1..4, and ``chrf_hyp_n``, ``chrf_ref_n``,
+  ``chrf_match_n`` for character n-gram orders 1..6 (:func:`~attnkit.training.metrics.bleu_statistics`,
+  :func:`~attnkit.training.metrics.chrf_statistics`). A corpus score is a function of exactly these sums, so the
   result equals :func:`~attnkit.training.metrics.corpus_bleu` / ``corpus_chrf`` on the gathered hypotheses;
   a test checks it. Hypotheses themselves are never gathered.
 
@@ -44,7 +44,13 @@ from torch import nn
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, beam_search, greedy
 from attnkit.tasks.seq2seq.config import METRIC_KINDS, SELECTION
-from attnkit.training.metrics import g2p_scores
+from attnkit.training.metrics import (
+    bleu_from_statistics,
+    bleu_statistics,
+    chrf_from_statistics,
+    chrf_statistics,
+    g2p_scores,
+)
 
 __all__ = ["Seq2SeqTask", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
@@ -246,34 +252,22 @@ class Seq2SeqTask:
         return self._decoded_metrics(sums)
 
 
-def _sacrebleu_metric(name: str) -> Any:
-    """sacreBLEU's ``BLEU()`` or ``CHRF()`` with the default options :mod:`attnkit.training.metrics` uses."""
-    from sacrebleu.metrics import BLEU, CHRF
-
-    if name not in ("bleu", "chrf"):
-        raise ValueError(f"name must be 'bleu' or 'chrf', got {name!r}")
-    return BLEU() if name == "bleu" else CHRF()
-
-
-def _statistics_size(metric: Any) -> int:
-    return len(metric._extract_corpus_statistics(["a"], [["a"]])[0])
-
-
 def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """sacreBLEU's sufficient statistics of ``name`` (``"bleu"``/``"chrf"``) summed over the sentences, as
-    ``{"bleu_0": ..., "bleu_1": ...}`` (zeros, same keys, for no sentences: ranks must agree on keys)."""
-    metric = _sacrebleu_metric(name)
-    if len(hypotheses) != len(references):
-        raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
-    totals = [0] * _statistics_size(metric)
-    if hypotheses:
-        for segment in metric._extract_corpus_statistics(list(hypotheses), [list(references)]):
-            totals = [a + int(b) for a, b in zip(totals, segment, strict=True)]
-    return {f"{name}_{i}": float(value) for i, value in enumerate(totals)}
+    ``{"bleu_sys_len": ..., "bleu_correct_1": ...}`` (zeros, same keys, for no sentences: ranks must agree on
+    keys); see :func:`attnkit.training.metrics.bleu_statistics` and :func:`~attnkit.training.metrics.chrf_statistics`."""
+    if name == "bleu":
+        return bleu_statistics(hypotheses, references)
+    if name == "chrf":
+        return chrf_statistics(hypotheses, references)
+    raise ValueError(f"name must be 'bleu' or 'chrf', got {name!r}")
 
 
 def sacrebleu_score(name: str, sums: Mapping[str, float]) -> float:
     """The corpus score (percent) of ``name`` from statistics summed by :func:`sacrebleu_sums`."""
-    metric = _sacrebleu_metric(name)
-    stats = [round(sums[f"{name}_{i}"]) for i in range(_statistics_size(metric))]
-    return float(metric._compute_score_from_stats(stats).score)
+    if name == "bleu":
+        return bleu_from_statistics(sums)
+    if name == "chrf":
+        return chrf_from_statistics(sums)
+    raise ValueError(f"name must be 'bleu' or 'chrf', got {name!r}")
+

@@ -1,0 +1,206 @@
+"""One epoch of :func:`attnkit.training.loop.fit`: the training steps (with gradient accumulation), the validation,
+and the rules that decide what comes next (layer 5)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from attnkit.training._progress import Reporter
+from attnkit.training._run_state import RunState
+from attnkit.training.distributed import DistributedContext, all_reduce_sums, check_replicas_in_sync
+from attnkit.training.fit_config import FitConfig
+from attnkit.training.schedule import LearningRateSchedule
+from attnkit.training.task import Batch, Task, is_summable
+
+__all__ = ["EpochTotals", "batch_count", "improves", "running", "stop_reason", "to_device", "train_epoch", "validate"]
+
+
+class EpochTotals(NamedTuple):
+    """What one process's training part of an epoch did."""
+
+    loss_sum: float  # the batches' mean losses, summed
+    batches: int
+    steps: int  # optimiser steps
+    partial: bool  # cut short by the time budget
+
+
+def train_epoch(
+    task: Task,
+    train_model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    schedule: LearningRateSchedule,
+    batches: Iterable[Batch],
+    *,
+    config: FitConfig,
+    context: DistributedContext,
+    device: torch.device,
+    reporter: Reporter,
+    epoch: int,
+    clock: Callable[[], float],
+    out_of_time: Callable[[], bool],
+    steps_before: int = 0,
+) -> EpochTotals:
+    """One pass over ``batches``, an optimiser step every ``config.accumulate`` batches (and after the last).
+
+    ``task.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
+    run's optimiser steps in earlier epochs (for the schedule); the time budget is checked after every step.
+    Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
+    that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
+    Under DDP the gradients are reduced across ranks only on the batch that completes a step.
+    """
+    model = _plain(train_model)
+    model.train()
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    max_norm = math.inf if config.grad_clip is None else config.grad_clip
+    accumulate = config.accumulate
+    # With accumulation the step boundary must be known before the batch's backward pass (DDP reduces there).
+    marked = _mark_last(batches) if accumulate > 1 else ((batch, False) for batch in batches)
+    loss_sum, count, steps, pending = 0.0, 0, 0, 0
+    with reporter.epoch_bar(epoch, batch_count(batches)) as bar:
+        for batch, last in marked:
+            boundary = last or pending + 1 == accumulate
+            with nullcontext() if boundary else _no_sync(train_model):
+                loss = task.loss(to_device(batch, device))
+                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+                    shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+                    raise ValueError(f"Task.loss must return a scalar tensor (the batch's mean loss), got {shape}")
+                if pending == 0:
+                    optimizer.zero_grad(set_to_none=True)
+                (loss if accumulate == 1 else loss / accumulate).backward()
+            pending += 1
+            count += 1
+            value = loss.item()
+            loss_sum += value
+            bar.step(value)
+            if not boundary:
+                continue
+            if pending < accumulate:  # the epoch's last step, over fewer batches: their mean, not a smaller sum
+                for parameter in parameters:
+                    if parameter.grad is not None:
+                        parameter.grad.mul_(accumulate / pending)
+            pending = 0
+            norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+            if not torch.isfinite(norm):
+                raise FloatingPointError(
+                    f"epoch {epoch}, step {steps + 1}: gradient norm {norm.item()} (loss {value}); "
+                    "lower the learning rate or check the data"
+                )
+            schedule.before_step(optimizer, steps_before + steps + 1, clock())
+            optimizer.step()
+            steps += 1
+            if steps == 1:
+                check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
+            if out_of_time():
+                return EpochTotals(loss_sum, count, steps, True)
+    return EpochTotals(loss_sum, count, steps, False)
+
+
+def validate(
+    task: Task, batches: Iterable[Batch], config: FitConfig, context: DistributedContext, device: torch.device
+) -> dict[str, float]:
+    """The task's metrics on the validation split (reduced exactly over ranks), with the selection metric checked."""
+    model = task.model
+    model.eval()
+    try:
+        with torch.no_grad():
+            moved = (to_device(batch, device) for batch in batches)
+            if is_summable(task):
+                raw = task.metrics_from_sums(all_reduce_sums(task.evaluate_sums(moved), context))
+            else:
+                raw = task.evaluate(moved)
+    finally:
+        model.train()
+    try:
+        metrics = {str(name): float(value) for name, value in raw.items()}
+    except (AttributeError, TypeError, ValueError) as error:
+        raise ValueError(f"the task's evaluation must return {{name: number}}, got {raw!r}") from error
+    if config.select_metric not in metrics:
+        raise ValueError(
+            f"the task's metrics {sorted(metrics)} have no {config.select_metric!r} (FitConfig.select_metric)"
+        )
+    return metrics
+
+
+def stop_reason(run: RunState, config: FitConfig, out_of_time: bool) -> str | None:
+    """Why the run stops before its next epoch (``"epochs"``, ``"early_stopping"``, ``"time_budget"``), or None."""
+    if run.epoch >= config.epochs:
+        return "epochs"
+    if config.patience is not None and run.bad_epochs >= config.patience:
+        return "early_stopping"
+    if out_of_time:
+        return "time_budget"
+    return None
+
+
+def improves(value: float, best: float | None, mode: str) -> bool:
+    """True when ``value`` is finite and better than ``best`` (None: nothing yet) in ``mode`` (``"max"``/``"min"``)."""
+    if not math.isfinite(value):
+        return False
+    return best is None or (value > best if mode == "max" else value < best)
+
+
+@contextmanager
+def running(task: Task, train_model: nn.Module) -> Iterator[None]:
+    """Point ``task.model`` at the DDP wrapper for the training steps, and back at the plain model afterwards."""
+    plain = task.model
+    if train_model is plain:
+        yield
+        return
+    task.model = train_model
+    try:
+        yield
+    finally:
+        task.model = plain
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """Move a batch's tensors to the model's device (nothing to do on the CPU)."""
+    if device.type == "cpu":
+        return batch
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, Mapping):
+        return {
+            key: to_device(value, device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()
+        }
+    mover = getattr(batch, "to", None)
+    return mover(device) if callable(mover) else batch
+
+
+def batch_count(batches: Iterable[Batch]) -> int | None:
+    """``len(batches)``, or None when the iterable has no length."""
+    try:
+        return len(batches)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def _mark_last(batches: Iterable[Batch]) -> Iterator[tuple[Batch, bool]]:
+    """``(batch, is the last one)`` pairs, looking one batch ahead."""
+    iterator = iter(batches)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        yield current, False
+        current = following
+    yield current, True
+
+
+def _plain(train_model: nn.Module) -> nn.Module:
+    """The model inside a DDP wrapper (the model itself otherwise)."""
+    return train_model.module if isinstance(train_model, nn.parallel.DistributedDataParallel) else train_model
+
+
+def _no_sync(train_model: nn.Module) -> AbstractContextManager:
+    """DDP's ``no_sync()`` (keep this batch's gradients local); nothing to do for a plain model."""
+    if isinstance(train_model, nn.parallel.DistributedDataParallel):
+        return train_model.no_sync()
+    return nullcontext()

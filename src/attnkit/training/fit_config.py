@@ -1,0 +1,117 @@
+"""The options of :func:`attnkit.training.loop.fit`, checked once when they are made (layer 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SCHEDULES", "FitConfig"]
+
+# The learning-rate schedules: how the rate moves after the warm-up (see attnkit.training.schedule).
+SCHEDULES = ("plateau", "inverse-sqrt", "cosine")
+
+
+@dataclass
+class FitConfig:
+    """Options of :func:`attnkit.training.loop.fit`.
+
+    Attributes:
+        epochs: the most epochs to train (in total, counting the epochs of a resumed run).
+        lr: AdamW's (initial, or peak after the warm-up) learning rate.
+        schedule: how the rate moves after the warm-up (see :mod:`attnkit.training.schedule`):
+            ``"plateau"`` (the default) keeps ``lr`` and multiplies it by ``lr_decay`` after every validated epoch
+            that does not improve the selection metric; ``"inverse-sqrt"`` decays it as
+            ``lr * sqrt(warmup_steps / step)`` (Vaswani et al. 2017); ``"cosine"`` anneals it from ``lr`` to
+            ``min_lr`` along half a cosine, over the time budget when ``max_minutes`` is set (so a time-budgeted run
+            anneals fully whatever its speed), else over ``epochs`` epochs of optimiser steps.
+        lr_decay: the plateau factor (0 < lr_decay <= 1; 1.0 keeps the rate constant); ``"plateau"`` only. The
+            rate lives in the optimiser's state, so a resumed run carries on with the decayed value.
+        min_lr: the rate the cosine schedule ends at (``"cosine"`` only; 0 <= min_lr <= lr).
+        warmup_steps: the learning rate rises linearly over the first this many optimiser steps of the run
+            (resumed parts included), from ``lr / warmup_steps`` at step 1 to ``lr`` at step ``warmup_steps``; 0
+            starts at ``lr``. Transformers trained with Adam need it (Vaswani et al. 2017, section 5.3).
+        weight_decay: AdamW's decoupled weight decay, applied to matrices and embeddings only (parameters with two
+            or more dimensions), not to biases and norm gains.
+        grad_clip: the largest global gradient norm, or None for no clipping.
+        accumulate: sum the gradients of this many batches before each optimiser step, each batch's mean loss
+            divided by ``accumulate``, so that a step equals one step on the concatenated batch (when the batches
+            have equal sizes); the last step of an epoch averages the batches left over. Steps, warm-up and
+            schedules count optimiser steps.
+        average_last: ``k`` > 1 validates, selects and ships the average of the weights at the end of the last
+            ``k`` validated epochs (fewer in the first ``k - 1`` epochs), while training goes on from the
+            weights themselves (checkpoint averaging; see :mod:`attnkit.training.averaging`). 1 uses each epoch's
+            own weights.
+        patience: stop after this many epochs in a row without improvement; None trains every epoch.
+        select_metric: the validation metric that picks the best epoch (a key of the task's metrics).
+        select_mode: ``"max"`` (accuracy, BLEU) or ``"min"`` (loss, WER).
+        seed: seeds every epoch's random generators (with the epoch and the rank).
+        progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).
+        max_minutes: a wall-time budget for the whole run (resumed runs included): training stops after the step
+            that exhausts it, validates that partial epoch, checkpoints and returns.
+        log_every: refresh the bar's running loss every this many steps.
+        find_unused_parameters: passed to DDP, for models whose forward leaves some parameters unused.
+    """
+
+    epochs: int = 10
+    lr: float = 1e-3
+    lr_decay: float = 1.0
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    grad_clip: float | None = 1.0
+    patience: int | None = 3
+    select_metric: str = "accuracy"
+    select_mode: str = "max"
+    seed: int = 0
+    progress: bool = True
+    max_minutes: float | None = None
+    log_every: int = 50
+    find_unused_parameters: bool = False
+    # Added later: last, so that positional construction keeps its meaning.
+    schedule: str = "plateau"
+    min_lr: float = 0.0
+    accumulate: int = 1
+    average_last: int = 1
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.epochs < 0:
+            problems.append(f"epochs must be >= 0, got {self.epochs}")
+        if not self.lr > 0:
+            problems.append(f"lr must be > 0, got {self.lr}")
+        problems += self._schedule_problems()
+        if self.warmup_steps < 0:
+            problems.append(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not self.weight_decay >= 0:
+            problems.append(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            problems.append(f"grad_clip must be > 0 or None, got {self.grad_clip}")
+        if self.accumulate < 1:
+            problems.append(f"accumulate must be >= 1, got {self.accumulate}")
+        if self.average_last < 1:
+            problems.append(f"average_last must be >= 1, got {self.average_last}")
+        if self.patience is not None and self.patience < 1:
+            problems.append(f"patience must be >= 1 or None, got {self.patience}")
+        if self.select_mode not in ("max", "min"):
+            problems.append(f"select_mode must be 'max' or 'min', got {self.select_mode!r}")
+        if self.seed < 0:
+            problems.append(f"seed must be >= 0, got {self.seed}")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            problems.append(f"max_minutes must be > 0 or None, got {self.max_minutes}")
+        if self.log_every < 1:
+            problems.append(f"log_every must be >= 1, got {self.log_every}")
+        if problems:
+            raise ValueError("FitConfig: " + "; ".join(problems))
+
+    def _schedule_problems(self) -> list[str]:
+        """The schedule, its plateau factor and its floor: each option only where it acts, never ignored."""
+        if self.schedule not in SCHEDULES:
+            return [f"schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {self.schedule!r}"]
+        problems = []
+        if not 0 < self.lr_decay <= 1:
+            problems.append(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        elif self.lr_decay != 1.0 and self.schedule != "plateau":
+            problems.append(f"lr_decay applies to schedule='plateau' only, got {self.lr_decay} with {self.schedule!r}")
+        if not 0 <= self.min_lr <= self.lr:
+            problems.append(f"min_lr must be in [0, lr={self.lr}], got {self.min_lr}")
+        elif self.min_lr != 0.0 and self.schedule != "cosine":
+            problems.append(f"min_lr applies to schedule='cosine' only, got {self.min_lr} with {self.schedule!r}")
+        return problems
