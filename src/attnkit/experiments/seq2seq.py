@@ -30,16 +30,22 @@ def run_seq2seq_experiment(
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     experiment = EXPERIMENTS[name]
-    unknown = sorted(set(runs or []) - set(experiment.runs) - set(experiment.ensembles))
+    peers = [experiment.peer] if experiment.peer else []
+    unknown = sorted(set(runs or []) - set(experiment.runs) - set(experiment.ensembles) - set(peers))
     if unknown:
-        known = [*experiment.runs, *experiment.ensembles]
+        known = [*experiment.runs, *experiment.ensembles, *peers]
         raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(known)}")
+    with_peer = bool(peers) and (runs is None or experiment.peer in runs)
     ensembles = [run for run in runs or experiment.ensembles if run in experiment.ensembles]
     runs = [run for run in runs or experiment.runs if run in experiment.runs]
     for ensemble in ensembles:  # an ensemble needs its members trained first
         runs += [member for member in experiment.ensembles[ensemble] if member not in runs]
     summary_path = paths.results / f"{name}.json"
     summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+    if with_peer:
+        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+        summary["peer"] = _peer_row(experiment, paths, summary.get("peer"))
+        write_json(summary_path, summary)
     for run in runs:
         out = paths.runs / name / slug(run)
         argv = experiment.train_argv(run, out)
@@ -80,6 +86,21 @@ def run_seq2seq_experiment(
 
     render_results(paths)
     return summary
+
+
+def _peer_row(experiment: Seq2SeqExperiment, paths: ExperimentPaths, previous: dict | None) -> dict:
+    """The classical peer's row: Phonetisaurus trained on the task's training split, decoded on its test words and
+    scored by attnkit's scorer (reused while its package version and n-gram order are unchanged)."""
+    from attnkit.data.seq2seq import load_task
+    from attnkit.tasks.seq2seq.phonetisaurus import phonetisaurus_baseline, phonetisaurus_version
+
+    order = 8
+    if previous and previous.get("order") == order and previous.get("version") == phonetisaurus_version():
+        return previous
+    workdir = paths.runs / experiment.name / experiment.peer
+    row = phonetisaurus_baseline(load_task(experiment.data), workdir, order=order)
+    row["command"] = command_line(["experiment", experiment.name, "--only", experiment.peer])
+    return row
 
 
 def _header(experiment: Seq2SeqExperiment, name: str) -> dict[str, str]:

@@ -25,6 +25,8 @@ class Seq2SeqExperiment:
     processes: dict[str, int] = field(default_factory=dict)  # run -> processes under torchrun (default 1)
     # name -> member runs, decoded together (Seq2SeqEnsemble) once every member has finished
     ensembles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # a classical peer trained on the same training split and scored by the same code ("phonetisaurus")
+    peer: str | None = None
 
     def train_argv(self, run: str, out: Path) -> list[str]:
         """The ``attnkit`` arguments of one run (``--resume``: an interrupted run continues where it stopped)."""
@@ -38,6 +40,7 @@ EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
         "cmudict",
         "Grapheme-to-phoneme on CMUdict (12,000 held-out words)",
         beam=5,
+        peer="phonetisaurus",
         runs={
             "transformer": "--model transformer --dim 128 --ff-dim 512 --heads 4 --batch-size 64 --lr 1e-3 "
             "--epochs 200 --patience 6 --lr-decay 0.5 --label-smoothing 0.1 --max-minutes 60",

@@ -18,7 +18,7 @@ def render_sections(results: Path) -> list[str]:
     for name, experiment in EXPERIMENTS.items():
         summary = read_json(results / f"{name}.json")
         lines = [f"## {experiment.title}", ""]
-        if not summary or not summary.get("runs"):
+        if not summary or not (summary.get("runs") or summary.get("peer")):
             lines.append(f"_Not run yet: `attnkit experiment {name}`._")
         else:
             if name == "g2p":  # the RNN with attention: the best Luong variant (same split, same metrics)
@@ -58,6 +58,13 @@ def _table(name: str, summary: dict) -> list[str]:
         lines.append(
             f"| {run} | {test[first]:.2f} | {test[second]:.2f} |{beam} {valid[selected]:.2f} | {row['minutes']:.1f} "
             f"| {row['epochs_run']} | `{row['command']}` |"
+        )
+    peer = summary.get("peer")
+    if peer and not text:
+        lines.append(
+            f"| **peer:** Phonetisaurus {peer['version']} (order-{peer['order']} joint n-gram WFST, same split and "
+            f"scorer) | {peer['wer']:.2f} | {peer['per']:.2f} | – | – | {peer['train_cpu_seconds'] / 60:.1f} (CPU) | – "
+            f"| `{peer['command']}` |"
         )
     if text and summary.get("plot"):
         labels = [bucket_label(b) for b in next(iter(summary["runs"].values()))["bleu_by_length"]]

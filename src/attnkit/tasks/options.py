@@ -95,7 +95,10 @@ def add_training_options(
         "(default 1: constant)",
     )
     fit.add_argument(
-        "--min-lr", type=non_negative_float, default=0.0, help="cosine schedule: the learning rate it ends at (default 0)"
+        "--min-lr",
+        type=non_negative_float,
+        default=0.0,
+        help="cosine schedule: the learning rate it ends at (default 0)",
     )
     fit.add_argument(
         "--warmup-steps",

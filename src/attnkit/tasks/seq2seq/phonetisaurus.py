@@ -261,6 +261,14 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def phonetisaurus_version() -> str | None:
+    """The installed ``phonetisaurus`` package's version, or None when it is not installed."""
+    try:
+        return importlib.metadata.version("phonetisaurus")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def phonetisaurus_baseline(task_data: Seq2SeqData, workdir: str | Path, *, order: int = 8, split: str = "test") -> dict:
     """Train Phonetisaurus on ``task_data.train``, decode ``split``'s words, and score them as the models are.
 

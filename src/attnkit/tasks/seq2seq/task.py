@@ -270,4 +270,3 @@ def sacrebleu_score(name: str, sums: Mapping[str, float]) -> float:
     if name == "chrf":
         return chrf_from_statistics(sums)
     raise ValueError(f"name must be 'bleu' or 'chrf', got {name!r}")
-
