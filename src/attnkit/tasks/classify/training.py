@@ -14,23 +14,22 @@ Shape glossary:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from attnkit.data.batching import DocumentBatch, EncodedDataset, TokenBatch
+from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin, stratified_split
 from attnkit.data.files import load_files
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
+from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["KIND", "ClassificationTask", "evaluate_encoded", "load_data", "train_classifier"]
+__all__ = ["KIND", "classification_task", "evaluate_encoded", "load_data", "train_classifier"]
 
 KIND = "classifier"
 TOKENIZER_DIR = "tokenizer"
@@ -55,40 +54,9 @@ def load_data(
     return load_files(data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels)
 
 
-class ClassificationTask:
-    """Cross-entropy training and accuracy evaluation of a classifier (a ``Task`` for ``fit``)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        self.model = model
-
-    def loss(self, batch: TokenBatch | DocumentBatch) -> torch.Tensor:
-        """Mean cross-entropy of the batch."""
-        return F.cross_entropy(forward_batch(self.model, batch).logits, batch.labels)
-
-    @torch.no_grad()
-    def evaluate_sums(self, batches: Iterable[TokenBatch | DocumentBatch]) -> dict[str, float]:
-        """Additive statistics over the batches: ``correct``, ``count``, ``loss_sum`` (summed across DDP ranks)."""
-        was_training = self.model.training
-        self.model.eval()
-        correct = count = 0
-        loss_sum = 0.0
-        for batch in batches:
-            logits = forward_batch(self.model, batch).logits  # [B, C]
-            loss_sum += float(F.cross_entropy(logits, batch.labels, reduction="sum"))
-            correct += int((logits.argmax(-1) == batch.labels).sum())
-            count += len(batch.labels)
-        self.model.train(was_training)
-        return {"correct": float(correct), "count": float(count), "loss_sum": loss_sum}
-
-    @staticmethod
-    def metrics_from_sums(sums: dict[str, float]) -> dict[str, float]:
-        """``accuracy`` and mean ``loss`` from :meth:`evaluate_sums`' totals."""
-        count = max(sums["count"], 1.0)
-        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
-
-    def evaluate(self, batches: Iterable[TokenBatch | DocumentBatch]) -> dict[str, float]:
-        """``accuracy``, mean ``loss`` and ``count`` over the batches."""
-        return self.metrics_from_sums(self.evaluate_sums(batches))
+def classification_task(model: nn.Module) -> CrossEntropyTask:
+    """Cross-entropy training and accuracy evaluation of a document classifier (a ``Task`` for ``fit``)."""
+    return CrossEntropyTask(model, lambda model, batch: forward_batch(model, batch).logits)
 
 
 def evaluate_encoded(
@@ -99,7 +67,7 @@ def evaluate_encoded(
         raise ValueError("nothing to evaluate: the test split is empty")
     dataset = EncodedDataset(encoder.encode(texts), labels)
     batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
-    return ClassificationTask(model).evaluate(batches(0))
+    return classification_task(model).evaluate(batches(0))
 
 
 def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
@@ -165,7 +133,7 @@ def train_classifier(
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
     result = fit(
-        ClassificationTask(model),
+        classification_task(model),
         train_batches,
         lambda: valid_batches(0),
         fit_config,

@@ -1,6 +1,6 @@
 """Train a visual-attention classifier: what ``attnkit train vision`` runs (layer 5).
 
-:class:`VisionTask` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
+:func:`vision_task` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
 training images (stratified, seeded by the run's seed); the fixed test split is used only for the final evaluation
 and for explaining test images.
 
@@ -11,55 +11,23 @@ Shape glossary:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from attnkit.data.images import ImageBatch, ImageClassificationData, image_batches, stratified_indices
+from attnkit.data.images import ImageClassificationData, image_batches, stratified_indices
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
+from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["VisionTask", "evaluate_vision", "train_vision"]
+__all__ = ["evaluate_vision", "train_vision", "vision_task"]
 
 
-class VisionTask:
+def vision_task(model: VisualAttentionClassifier) -> CrossEntropyTask:
     """Cross-entropy training and accuracy evaluation of a visual-attention classifier (a ``Task`` for ``fit``)."""
-
-    def __init__(self, model: VisualAttentionClassifier) -> None:
-        self.model = model
-
-    def loss(self, batch: ImageBatch) -> torch.Tensor:
-        """Mean cross-entropy of the batch."""
-        return F.cross_entropy(self.model(batch.images).logits, batch.labels)
-
-    @torch.no_grad()
-    def evaluate_sums(self, batches: Iterable[ImageBatch]) -> dict[str, float]:
-        """Additive statistics: ``correct``, ``count``, ``loss_sum`` (summed across DDP ranks by ``fit``)."""
-        was_training = self.model.training
-        self.model.eval()
-        correct = count = 0
-        loss_sum = 0.0
-        for batch in batches:
-            logits = self.model(batch.images).logits  # [B, K]
-            loss_sum += float(F.cross_entropy(logits, batch.labels, reduction="sum"))
-            correct += int((logits.argmax(-1) == batch.labels).sum())
-            count += len(batch.labels)
-        self.model.train(was_training)
-        return {"correct": float(correct), "count": float(count), "loss_sum": loss_sum}
-
-    @staticmethod
-    def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
-        """``accuracy``, mean ``loss`` and ``count`` from :meth:`evaluate_sums`' totals."""
-        count = max(sums["count"], 1.0)
-        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
-
-    def evaluate(self, batches: Iterable[ImageBatch]) -> dict[str, float]:
-        """``accuracy``, mean ``loss`` and ``count`` over the batches."""
-        return self.metrics_from_sums(self.evaluate_sums(batches))
+    return CrossEntropyTask(model, lambda model, batch: model(batch.images).logits)
 
 
 def train_vision(
@@ -105,7 +73,7 @@ def train_vision(
     torch.manual_seed(fit_config.seed)
     model = build_vision_model(config)
     result = fit(
-        VisionTask(model),
+        vision_task(model),
         train_batches,
         lambda: valid_batches(0),
         fit_config,
@@ -127,4 +95,4 @@ def evaluate_vision(
     """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]``."""
     if len(images) == 0:
         raise ValueError("nothing to evaluate: no images")
-    return VisionTask(model).evaluate(image_batches(images, labels, batch_size, shuffle=False)(0))
+    return vision_task(model).evaluate(image_batches(images, labels, batch_size, shuffle=False)(0))

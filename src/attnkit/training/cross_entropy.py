@@ -1,0 +1,61 @@
+"""The loss and metrics of every single-label classifier (documents, images): a ``Task`` for
+:func:`~attnkit.training.loop.fit` built from a function that gives a batch's logits (layer 5).
+
+Shape glossary:
+    B  examples   C  classes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["CrossEntropyTask"]
+
+
+class CrossEntropyTask:
+    """Cross-entropy training and accuracy evaluation (a :class:`~attnkit.training.task.SummableTask`).
+
+    Args:
+        model: the classifier.
+        logits: ``(model, batch) -> logits [B, C]``; the batch carries ``labels [B]``.
+    """
+
+    def __init__(self, model: nn.Module, logits: Callable[[nn.Module, Any], torch.Tensor]) -> None:
+        self.model = model
+        self.logits = logits
+
+    def loss(self, batch: Any) -> torch.Tensor:
+        """Mean cross-entropy of the batch."""
+        return F.cross_entropy(self.logits(self.model, batch), batch.labels)
+
+    @torch.no_grad()
+    def evaluate_sums(self, batches: Iterable[Any]) -> dict[str, float]:
+        """Additive statistics over the batches: ``correct``, ``count``, ``loss_sum`` (summed across DDP ranks)."""
+        was_training = self.model.training
+        self.model.eval()
+        correct = count = 0
+        loss_sum = 0.0
+        try:
+            for batch in batches:
+                logits = self.logits(self.model, batch)  # [B, C]
+                loss_sum += float(F.cross_entropy(logits.float(), batch.labels, reduction="sum"))
+                correct += int((logits.argmax(-1) == batch.labels).sum())
+                count += len(batch.labels)
+        finally:
+            self.model.train(was_training)
+        return {"correct": float(correct), "count": float(count), "loss_sum": loss_sum}
+
+    @staticmethod
+    def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
+        """``accuracy`` (a fraction), mean ``loss`` and ``count`` from :meth:`evaluate_sums`' totals."""
+        count = max(sums["count"], 1.0)
+        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
+
+    def evaluate(self, batches: Iterable[Any]) -> dict[str, float]:
+        """``accuracy``, mean ``loss`` and ``count`` over the batches."""
+        return self.metrics_from_sums(self.evaluate_sums(batches))
