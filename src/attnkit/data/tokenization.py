@@ -160,6 +160,10 @@ class TextTokenizer:
         os.replace(temporary, path)
         return path
 
+    def to_str(self) -> str:
+        """The ``tokenizer.json`` text: equal strings mean equal tokenisers (a loaded one gives its file's)."""
+        return self._tokenizer.to_str()
+
     @property
     def pad_id(self) -> int:
         """The id of ``[PAD]``: always 0."""
