@@ -23,15 +23,22 @@ class CrossEntropyTask:
     Args:
         model: the classifier.
         logits: ``(model, batch) -> logits [B, C]``; the batch carries ``labels [B]``.
+        label_smoothing: ``ε`` of the training loss (the target puts ``1 - ε`` on the label and spreads ``ε``);
+            evaluation reports the plain cross-entropy.
     """
 
-    def __init__(self, model: nn.Module, logits: Callable[[nn.Module, Any], torch.Tensor]) -> None:
+    def __init__(
+        self, model: nn.Module, logits: Callable[[nn.Module, Any], torch.Tensor], *, label_smoothing: float = 0.0
+    ) -> None:
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}")
         self.model = model
         self.logits = logits
+        self.label_smoothing = label_smoothing
 
     def loss(self, batch: Any) -> torch.Tensor:
-        """Mean cross-entropy of the batch."""
-        return F.cross_entropy(self.logits(self.model, batch), batch.labels)
+        """Mean (label-smoothed) cross-entropy of the batch."""
+        return F.cross_entropy(self.logits(self.model, batch), batch.labels, label_smoothing=self.label_smoothing)
 
     @torch.no_grad()
     def evaluate_sums(self, batches: Iterable[Any]) -> dict[str, float]:

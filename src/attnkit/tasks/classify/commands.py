@@ -14,6 +14,7 @@ from attnkit.tasks.options import (
     check_run_directory,
     clear_previous_run,
     fit_config_from_args,
+    non_negative_float,
     non_negative_int,
     positive_int,
     read_texts,
@@ -54,7 +55,19 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument(
         "--heads", type=positive_int, default=4, help="multihead pooling / transformer heads (default 4)"
     )
-    model.add_argument("--embed-dim", type=positive_int, default=128)
+    model.add_argument(
+        "--embed-dim", type=positive_int, default=None, help="embedding size (default 128; 50 with --embeddings glove)"
+    )
+    model.add_argument(
+        "--embeddings",
+        default="random",
+        metavar="random|word2vec|fasttext|glove|PATH",
+        help="start the embeddings from word vectors: word2vec/fasttext trained with gensim on the training split "
+        "(cached), GloVe 6B 50d, or a word2vec text/binary file; tokens without a vector start random (default random)",
+    )
+    model.add_argument(
+        "--freeze-embeddings", action="store_true", help="keep the pre-trained vectors fixed during training"
+    )
     model.add_argument(
         "--bigram-buckets",
         type=non_negative_int,
@@ -70,16 +83,22 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--max-words", type=positive_int, default=50, help="HAN: words kept per sentence")
     fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
     fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
+    fit.add_argument(
+        "--label-smoothing", type=non_negative_float, default=0.0, help="of the training loss (default 0: none)"
+    )
     fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
     add_runtime_options(parser)
 
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
+    from attnkit.data.embeddings import check_source
     from attnkit.tasks.classify.config import ClassifierConfig
+    from attnkit.tasks.classify.embedding_init import default_embed_dim
     from attnkit.tasks.classify.training import load_data, train_classifier
 
     check_run_directory(args)
+    check_source(args.embeddings)
     config = ClassifierConfig(
         model=args.model,
         tokenizer=args.tokenizer,
@@ -87,7 +106,7 @@ def train(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
         max_words=args.max_words,
         max_tokens=args.max_tokens,
-        embed_dim=args.embed_dim,
+        embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
         hidden=args.hidden,
         encoder=args.encoder,
         pooling=args.pooling,
@@ -97,6 +116,9 @@ def train(args: argparse.Namespace) -> int:
         bigram_buckets=args.bigram_buckets,
         text_column=args.text_column,
         label_column=args.label_column,
+        embeddings=args.embeddings,
+        freeze_embeddings=args.freeze_embeddings,
+        label_smoothing=args.label_smoothing,
     )
     fit_config = fit_config_from_args(args)
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)

@@ -51,6 +51,12 @@ class ClassifierConfig(JsonConfig):
     layers: int = 2
     dropout: float = 0.3
     bigram_buckets: int = 0  # pooled: hashed word-bigram embeddings (0 = words only)
+    # the embedding table's start: "random", "word2vec"/"fasttext" (trained on the training split), "glove", or a
+    # word-vector file; what built it (for the record) and whether training may change it
+    embeddings: str = "random"
+    embeddings_settings: dict | None = None
+    freeze_embeddings: bool = False
+    label_smoothing: float = 0.0
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
     text_column: str = "text"
     label_column: str = "label"
@@ -71,6 +77,10 @@ class ClassifierConfig(JsonConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        if self.freeze_embeddings and self.embeddings == "random":
+            raise ValueError("freeze_embeddings keeps pre-trained vectors fixed: give embeddings other than 'random'")
 
 
 def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:

@@ -24,6 +24,7 @@ from attnkit.data.classification import TextClassificationData, builtin_names, l
 from attnkit.data.files import load_files
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.embedding_init import initialise_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.loop import FitConfig, fit
@@ -54,9 +55,12 @@ def load_data(
     return load_files(data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels)
 
 
-def classification_task(model: nn.Module) -> CrossEntropyTask:
-    """Cross-entropy training and accuracy evaluation of a document classifier (a ``Task`` for ``fit``)."""
-    return CrossEntropyTask(model, lambda model, batch: forward_batch(model, batch).logits)
+def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:
+    """Cross-entropy training (label-smoothed by ``label_smoothing``) and accuracy evaluation of a document
+    classifier (a ``Task`` for ``fit``)."""
+    return CrossEntropyTask(
+        model, lambda model, batch: forward_batch(model, batch).logits, label_smoothing=label_smoothing
+    )
 
 
 def evaluate_encoded(
@@ -132,8 +136,11 @@ def train_classifier(
 
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
+    resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
+    if config.embeddings != "random" and not resuming:
+        config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
     result = fit(
-        classification_task(model),
+        classification_task(model, label_smoothing=config.label_smoothing),
         train_batches,
         lambda: valid_batches(0),
         fit_config,

