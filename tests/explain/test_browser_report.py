@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnkit.explain.html import MAX_ALPHA, SENTENCE_RGB, TOKEN_RGB, write_report
+from attnkit.explain.colours import colour_of
+from attnkit.explain.html import write_report
 from attnkit.explain.sections import alignment_section, han_section, pooling_section
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -47,20 +48,17 @@ POOL_TOKENS = ["a", "tasty", IMAGE, "snack"]
 POOL_WEIGHTS = [[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]]
 
 
-def expected_shading() -> list[tuple[str, str, float, tuple[int, int, int], float]]:
-    """(class, text, weight, rgb, alpha) for every shaded element, in document order."""
+def expected_shading() -> list[tuple[str, str, float, tuple[int, int, int]]]:
+    """(class, text, weight, background rgb) for every shaded element, in document order."""
     expected = []
     sentence_top = max(SENTENCE_WEIGHTS)
     for words, weights, sentence_weight in zip(SENTENCES, WORD_WEIGHTS, SENTENCE_WEIGHTS, strict=True):
-        alpha = MAX_ALPHA * sentence_weight / sentence_top
-        expected.append(("attn-sentence", f"{sentence_weight:.2f}", sentence_weight, SENTENCE_RGB, alpha))
-        expected += [
-            ("attn-token", w, x, TOKEN_RGB, MAX_ALPHA * x / max(weights)) for w, x in zip(words, weights, strict=True)
-        ]
+        colour = colour_of(sentence_weight / sentence_top)
+        expected.append(("attn-sentence", f"{sentence_weight:.2f}", sentence_weight, colour))
+        expected += [("attn-token", w, x, colour_of(x / max(weights))) for w, x in zip(words, weights, strict=True)]
     for weights in POOL_WEIGHTS:
         expected += [
-            ("attn-token", t, x, TOKEN_RGB, MAX_ALPHA * x / max(weights))
-            for t, x in zip(POOL_TOKENS, weights, strict=True)
+            ("attn-token", t, x, colour_of(x / max(weights))) for t, x in zip(POOL_TOKENS, weights, strict=True)
         ]
     return expected
 
@@ -119,14 +117,12 @@ def test_highlighted_elements_have_the_intensities_the_weights_imply(page):
     )
     expected = expected_shading()
     assert len(found) == len(expected)
-    for (css_class, text, weight, colour, alpha), (got_class, got_text, got_weight, got_css) in zip(
+    for (css_class, text, weight, colour), (got_class, got_text, got_weight, got_css) in zip(
         expected, found, strict=True
     ):
         assert (got_class, got_text) == (css_class, text)
         assert float(got_weight) == pytest.approx(weight, rel=1e-5)
-        got_colour, got_alpha = parse_rgba(got_css)
-        assert got_colour == colour, (text, got_css)
-        assert got_alpha == pytest.approx(alpha, abs=0.005), (text, got_css)  # browsers keep ~8 bits of alpha
+        assert parse_rgba(got_css) == (colour, 1.0), (text, got_css)  # opaque: the colour map's own colour
 
 
 def test_script_in_the_input_is_shown_as_text_and_does_not_run(page):
@@ -153,12 +149,11 @@ def test_screenshot_shows_the_shading(page, tmp_path):
     assert pixels.std() > 10 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50, "blank screenshot"
 
     scale = page.execute_script("return window.devicePixelRatio")
-    for selector, rgb in ((".attn-sentence", SENTENCE_RGB), (".attn-words .attn-token:nth-child(2)", TOKEN_RGB)):
-        # The most-attended sentence and word ("coffee"): their background, blended over white, on screen.
+    for selector in (".attn-sentence", ".attn-words .attn-token:nth-child(2)"):
+        # The most-attended sentence and word ("coffee"): the colour map's darkest colour, on screen.
         rect = page.execute_script(
             "const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.left, r.top, r.height];",
             selector,
         )
         x, y = int((rect[0] + 1.5) * scale), int((rect[1] + rect[2] / 2) * scale)
-        on_white = [round(255 - MAX_ALPHA * (255 - channel)) for channel in rgb]
-        assert np.abs(pixels[y, x] - on_white).max() <= 3, (selector, pixels[y, x].tolist(), on_white)
+        assert np.abs(pixels[y, x] - colour_of(1.0)).max() <= 3, (selector, pixels[y, x].tolist(), colour_of(1.0))

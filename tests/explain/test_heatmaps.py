@@ -115,7 +115,8 @@ def test_overlay_accepts_channel_first_and_last():
 
 def test_matplotlib_is_imported_lazily():
     code = (
-        "import sys, attnkit.explain.heatmaps, attnkit.explain.sections, attnkit.explain.html;"
+        "import sys, attnkit.explain.heatmaps, attnkit.explain.sections, attnkit.explain.html, attnkit.explain.colours,"
+        "attnkit.explain.figures, attnkit.explain.textfigure, attnkit.explain.captions;"
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported at module level'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,7 +8,8 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
-from attnkit.explain.html import MAX_ALPHA, SENTENCE_RGB, TOKEN_RGB, Section, render_report, write_report
+from attnkit.explain.colours import colour_of
+from attnkit.explain.html import Section, render_report, write_report
 from attnkit.explain.sections import (
     alignment_section,
     han_section,
@@ -52,24 +53,33 @@ class Elements(HTMLParser):
         return [element for element in self.shaded if css_class in element["class"].split()]
 
 
-def background(element: dict[str, str]) -> tuple[tuple[int, int, int], float]:
-    match = re.fullmatch(r"background-color: rgba\((\d+), (\d+), (\d+), ([0-9.]+)\)", element["style"])
+def background(element: dict[str, str]) -> tuple[tuple[int, int, int], str]:
+    """(background RGB, text colour) of a shaded element."""
+    match = re.fullmatch(r"background-color: rgb\((\d+), (\d+), (\d+)\); color: (#[0-9a-f]{6})", element["style"])
     assert match, element["style"]
-    red, green, blue, alpha = match.groups()
-    return (int(red), int(green), int(blue)), float(alpha)
+    red, green, blue, text = match.groups()
+    return (int(red), int(green), int(blue)), text
 
 
-def assert_row(elements: list[dict[str, str]], weights: list[float], rgb: tuple[int, int, int]) -> None:
-    """data-weight is the weight; intensity = weight / row max; alpha = round(MAX_ALPHA · intensity, 3)."""
+def assert_row(elements: list[dict[str, str]], weights: list[float]) -> None:
+    """data-weight is the weight; intensity = weight / row max; background = the house colour of the intensity,
+    and the text is black on light shades, white on dark ones."""
     assert len(elements) == len(weights)
     top = max(weights)
     for element, weight in zip(elements, weights, strict=True):
         intensity = weight / top if top > 0 else 0.0
         assert float(element["data-weight"]) == pytest.approx(weight, rel=1e-5, abs=1e-9)
         assert float(element["data-intensity"]) == pytest.approx(intensity, rel=1e-5, abs=1e-9)
-        colour, alpha = background(element)
-        assert colour == rgb
-        assert alpha == pytest.approx(round(MAX_ALPHA * intensity, 3), abs=1e-9)
+        colour, text = background(element)
+        assert colour == colour_of(intensity)
+        assert text == better_text_colour(colour)
+
+
+def better_text_colour(rgb: tuple[int, int, int]) -> str:
+    """Black or white, whichever has the higher WCAG 2 contrast ratio on ``rgb``."""
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "#000000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#ffffff"
 
 
 SENTENCES = [["Great", "coffee", EVIL, "beans"], ["Would", "buy", "again"]]
@@ -92,11 +102,12 @@ def test_han_words_and_sentences_follow_the_documented_mapping():
     elements = Elements(render_report([han()], title="t"))
     tokens = elements.of_class("attn-token")
     assert [t["text"] for t in tokens] == [word for sentence in SENTENCES for word in sentence]
-    assert_row(tokens[:4], WORD_WEIGHTS[0], TOKEN_RGB)
-    assert_row(tokens[4:], WORD_WEIGHTS[1], TOKEN_RGB)
-    assert_row(elements.of_class("attn-sentence"), SENTENCE_WEIGHTS, SENTENCE_RGB)
-    # "coffee" and "buy" are the most attended words of their sentences: full intensity in both.
-    assert background(tokens[1])[1] == background(tokens[5])[1] == MAX_ALPHA
+    assert_row(tokens[:4], WORD_WEIGHTS[0])
+    assert_row(tokens[4:], WORD_WEIGHTS[1])
+    assert_row(elements.of_class("attn-sentence"), SENTENCE_WEIGHTS)
+    # "coffee" and "buy" are the most attended words of their sentences: the darkest shade, in white text.
+    assert background(tokens[1]) == background(tokens[5]) == (colour_of(1.0), "#ffffff")
+    assert background(tokens[2])[0] != background(tokens[1])[0]
 
 
 def test_han_accepts_padded_tensors_and_rejects_weighted_padding():
@@ -109,7 +120,7 @@ def test_han_accepts_padded_tensors_and_rejects_weighted_padding():
         probabilities=[0.5, 0.5],
     )
     tokens = Elements(section.body).of_class("attn-token")
-    assert_row(tokens[4:], WORD_WEIGHTS[1], TOKEN_RGB)
+    assert_row(tokens[4:], WORD_WEIGHTS[1])
     with pytest.raises(ValueError, match=r"word_weights\[1\]"):
         han_section(
             SENTENCES,
@@ -146,11 +157,12 @@ def test_pooling_rows_one_per_head():
     assert heads == ["1", "2"]
     shaded = elements.of_class("attn-token")
     assert [t["text"] for t in shaded] == tokens * 2
-    assert_row(shaded[:4], weights[0, :4].tolist(), TOKEN_RGB)
-    assert_row(shaded[4:], weights[1, :4].tolist(), TOKEN_RGB)
+    assert_row(shaded[:4], weights[0, :4].tolist())
+    assert_row(shaded[4:], weights[1, :4].tolist())
 
     single = Elements(pooling_section(["x", "y"], [0.0, 0.0]).body).of_class("attn-token")
-    assert_row(single, [0.0, 0.0], TOKEN_RGB)  # a zero row is drawn unshaded, not divided by zero
+    assert_row(single, [0.0, 0.0])  # a zero row is drawn unshaded, not divided by zero
+    assert background(single[0]) == ((255, 255, 255), "#000000")
 
 
 def test_every_piece_of_input_text_is_escaped():

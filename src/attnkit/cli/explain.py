@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   attnkit explain --checkpoint runs/g2p --text "attention" --text "padding" --out g2p.html
   attnkit explain --checkpoint runs/digits --index 0 --index 7 --out digits.html
   attnkit explain --checkpoint runs/digits --file my_digit.png --out mine.html
+  attnkit explain --checkpoint runs/g2p --text "attention" --out g2p.html --save-figures figures/
 """
 
 
@@ -42,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--file", help="text models: one text per line; vision: a .npy array or a picture")
     parser.add_argument("--out", required=True, help="the HTML file to write")
     parser.add_argument("--title", default=None, help="the report's title")
+    parser.add_argument(
+        "--save-figures",
+        metavar="DIR",
+        default=None,
+        help="also write every figure of the report into DIR as PNG and SVG (NN-name.png/.svg, NN = section)",
+    )
     for task in registered_tasks():
         task.add_explain_arguments(parser)
     add_runtime_options(parser)
@@ -49,11 +56,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``attnkit explain``: the checkpoint's task writes the report."""
+    """Handler of ``attnkit explain``: the checkpoint's task writes the report (and, with ``--save-figures``,
+    every figure the report draws is kept and written as PNG + SVG once the report is done)."""
+    from attnkit.explain.figures import check_directory, save_figures
+
     if Path(args.out).is_dir():
         raise ValueError(f"--out {args.out}: is a directory; give the HTML file to write (e.g. {args.out}/report.html)")
+    if args.save_figures is not None:
+        check_directory(args.save_figures)  # before anything is loaded or written
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.explain is None:
         raise ValueError(f"{checkpoint}: attnkit explain does not support {task.kind} checkpoints yet")
-    print(f"report written to {task.explain(args, checkpoint)}")
+    if args.save_figures is None:
+        print(f"report written to {task.explain(args, checkpoint)}")
+        return 0
+    with save_figures(args.save_figures) as sink:
+        report = task.explain(args, checkpoint)
+    print(f"report written to {report}")
+    print(f"{len(sink.files) // 2} figure(s) written to {sink.directory} as PNG and SVG")
     return 0

@@ -3,7 +3,11 @@
 - :mod:`attnkit.explain.sections`: one report section per model kind (HAN, pooled classifier, seq2seq alignment,
   Transformer layers/heads + rollout, visual attention over an image).
 - :mod:`attnkit.explain.html`: the page (``write_report``), shading rules, escaping.
-- :mod:`attnkit.explain.heatmaps`: PNG heatmaps and image overlays.
+- :mod:`attnkit.explain.heatmaps`: PNG heatmaps and image overlays; :mod:`attnkit.explain.textfigure`: shaded text
+  as a figure, for papers.
+- :mod:`attnkit.explain.colours`: the one colour map of every picture and of the HTML shading.
+- :mod:`attnkit.explain.captions`: what each kind of section shows, in words.
+- :mod:`attnkit.explain.figures`: ``save_figures(DIR)``, keeping every figure drawn as PNG + SVG files.
 - :mod:`attnkit.explain.rollout`: attention rollout.
 
 The names below are re-exported lazily: ``import attnkit.explain`` loads nothing until one is used.
@@ -22,8 +26,12 @@ _EXPORTS = {
     "alignment_section": "sections",
     "transformer_section": "sections",
     "visual_section": "sections",
+    "alignment_figure": "heatmaps",
     "alignment_heatmap": "heatmaps",
+    "layer_head_figure": "heatmaps",
     "layer_head_grid": "heatmaps",
+    "shaded_text_figure": "textfigure",
+    "save_figures": "figures",
     "overlay_attention": "heatmaps",
     "upsample_attention": "heatmaps",
     "attention_rollout": "rollout",

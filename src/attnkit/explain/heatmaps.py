@@ -8,7 +8,12 @@ Every function returns the PNG as ``bytes`` (ready for :func:`attnkit.explain.ht
 to ``path`` when one is given. matplotlib is imported inside the functions and used through its object API
 (``matplotlib.figure.Figure``, drawn by the Agg canvas): no pyplot, no display, and no change to the caller's
 global matplotlib backend. Figures are saved without ``bbox_inches="tight"``, so a PNG is exactly
-``round(figsize × dpi)`` pixels.
+``round(figsize × dpi)`` pixels. ``alignment_figure`` and ``layer_head_figure`` return the undrawn ``Figure``
+for callers (and tests) that want to inspect or restyle it.
+
+Every picture uses the house colour map (:mod:`attnkit.explain.colours`: white = no attention, dark blue = the
+most) unless ``cmap`` names another, and every heatmap carries a labelled colour bar. Inside a
+:func:`attnkit.explain.figures.save_figures` block each figure is also kept as PNG and SVG under its ``name``.
 """
 
 from __future__ import annotations
@@ -22,18 +27,67 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnkit.explain import colours, figures
 from attnkit.explain._files import write_atomic
+from attnkit.explain._ticks import cut, plain, set_token_ticks, visible
 from attnkit.explain._weights import WeightsLike, as_weights
 
-__all__ = ["alignment_heatmap", "layer_head_grid", "overlay_attention", "upsample_attention"]
+__all__ = [
+    "alignment_figure",
+    "alignment_heatmap",
+    "layer_head_figure",
+    "layer_head_grid",
+    "overlay_attention",
+    "upsample_attention",
+]
 
 PathLike = str | os.PathLike[str]
-MAX_LABELLED_TOKENS = 60
-"""Longer axes get every n-th token label only, so the labels stay legible."""
+CELL_INCHES = 0.32
+"""Room for one token along an alignment heatmap's axes (until the figure reaches ``MAX_INCHES``)."""
+MAX_INCHES = 14.0
+"""An alignment heatmap's largest side by default; longer token lists are labelled every n-th token."""
 MAX_LABEL_CHARS = 24
 """Longer token labels are cut to this many characters (ending in "…") on the axes."""
 GRID_LABEL_CHARS = 10
 """The same for the small cells of a layer × head grid."""
+
+
+def alignment_figure(
+    weights: WeightsLike,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    *,
+    title: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    dpi: int = 100,
+    cmap: str | None = None,
+    xlabel: str = "source",
+    ylabel: str = "target",
+    colorbar_label: str = "attention weight",
+):
+    """The matplotlib ``Figure`` of :func:`alignment_heatmap` (same arguments), not yet drawn."""
+    matrix = as_weights(weights, name="weights", ndim=2)  # [Tq, Tk]
+    _check_labels(matrix.shape, target_tokens, source_tokens)
+    if figsize is None:
+        figsize = (
+            min(MAX_INCHES, max(3.5, CELL_INCHES * len(source_tokens) + 2.2 + 0.07 * _longest(target_tokens))),
+            min(MAX_INCHES, max(2.5, CELL_INCHES * len(target_tokens) + 1.6 + 0.07 * _longest(source_tokens))),
+        )
+    figure = _figure(figsize, dpi)
+    axes = figure.add_subplot()
+    image = axes.imshow(matrix.numpy(), cmap=_cmap(cmap), vmin=0.0, vmax=_top(matrix), aspect="auto")
+    width = figsize[0] - 1.6 - 0.07 * _longest(target_tokens)  # inches left for the matrix
+    height = figsize[1] - 1.0 - 0.07 * _longest(source_tokens) - (0.3 if title else 0.0)
+    set_token_ticks(axes, "x", source_tokens, fontsize=8, length_points=72 * width, limit=MAX_LABEL_CHARS)
+    set_token_ticks(axes, "y", target_tokens, fontsize=8, length_points=72 * height, limit=MAX_LABEL_CHARS)
+    axes.set_xlabel(plain(xlabel))
+    axes.set_ylabel(plain(ylabel))
+    if title:
+        axes.set_title(plain(title))
+    colorbar = figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
+    colorbar.set_label(plain(colorbar_label), fontsize=8)
+    colorbar.ax.tick_params(labelsize=7)
+    return figure
 
 
 def alignment_heatmap(
@@ -45,9 +99,11 @@ def alignment_heatmap(
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
     dpi: int = 100,
-    cmap: str = "Blues",
+    cmap: str | None = None,
     xlabel: str = "source",
     ylabel: str = "target",
+    colorbar_label: str = "attention weight",
+    name: str = "alignment",
 ) -> bytes:
     """Draw a seq2seq alignment matrix: source tokens along x, target tokens down y (Bahdanau et al. Fig. 3).
 
@@ -58,60 +114,48 @@ def alignment_heatmap(
         target_tokens: ``Tq`` labels for the rows.
         path: also write the PNG here (atomically).
         title: drawn above the matrix.
-        figsize: inches; by default it grows with the number of tokens.
+        figsize: inches; by default it grows with the number of tokens (0.32 inch a token, at most 14 inches).
         dpi: pixels per inch; the PNG is ``round(figsize[0] * dpi) × round(figsize[1] * dpi)`` pixels.
-        cmap: a matplotlib colormap name; the colour scale runs from 0 to the largest weight.
+        cmap: a matplotlib colormap name; by default the house map (:mod:`attnkit.explain.colours`). The colour
+            scale runs from 0 to the largest weight and is drawn as a labelled colour bar.
         xlabel, ylabel: axis titles (e.g. "input token" / "position" for an attention-rollout map).
+        colorbar_label: the colour bar's title.
+        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
+
+    Token labels follow :mod:`attnkit.explain._ticks`: whitespace visible, single characters upright, long
+    axes labelled every n-th token.
 
     Returns:
         The PNG bytes.
     """
-    matrix = as_weights(weights, name="weights", ndim=2)  # [Tq, Tk]
-    _check_labels(matrix.shape, target_tokens, source_tokens)
-    if figsize is None:
-        figsize = (
-            max(3.5, 0.32 * len(source_tokens) + 2.2 + 0.07 * _longest(target_tokens)),
-            max(2.5, 0.32 * len(target_tokens) + 1.6 + 0.07 * _longest(source_tokens)),
-        )
-    figure = _figure(figsize, dpi)
-    axes = figure.add_subplot()
-    image = axes.imshow(matrix.numpy(), cmap=cmap, vmin=0.0, vmax=_top(matrix), aspect="auto")
-    _label_axes(axes, source_tokens, target_tokens, fontsize=8)
-    axes.set_xlabel(_plain(xlabel))
-    axes.set_ylabel(_plain(ylabel))
-    if title:
-        axes.set_title(_plain(title))
-    figure.colorbar(image, ax=axes, fraction=0.05, pad=0.02)
-    return _save(figure, path, dpi)
+    figure = alignment_figure(
+        weights,
+        source_tokens,
+        target_tokens,
+        title=title,
+        figsize=figsize,
+        dpi=dpi,
+        cmap=cmap,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        colorbar_label=colorbar_label,
+    )
+    return _save(figure, path, dpi, name)
 
 
-def layer_head_grid(
+def layer_head_figure(
     layers: Sequence[WeightsLike] | torch.Tensor,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
     *,
-    path: PathLike | None = None,
     title: str | None = None,
     cell_inches: float = 1.7,
     dpi: int = 100,
-    cmap: str = "viridis",
-) -> bytes:
-    """Draw every layer and head of a Transformer attention as a grid: one row per layer, one column per head.
-
-    Args:
-        layers: one ``[H, Tq, Tk]`` tensor per layer (first layer first), or one ``[L, H, Tq, Tk]`` tensor.
-            A leading batch of one is accepted on each layer.
-        query_tokens: ``Tq`` labels (rows of each cell; shown on the left column only).
-        key_tokens: ``Tk`` labels (columns; shown on the bottom row only).
-        path: also write the PNG here (atomically).
-        title: drawn above the grid.
-        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches.
-        dpi: pixels per inch.
-        cmap: a matplotlib colormap name; one colour scale from 0 to the largest weight for all cells.
-
-    Returns:
-        The PNG bytes.
-    """
+    cmap: str | None = None,
+    xlabel: str = "key token",
+    ylabel: str = "query token",
+):
+    """The matplotlib ``Figure`` of :func:`layer_head_grid` (same arguments), not yet drawn."""
     if isinstance(layers, torch.Tensor) and layers.dim() == 4:
         layers = list(layers)
     stack = [as_weights(layer, name=f"layers[{index}]", ndim=3) for index, layer in enumerate(layers)]
@@ -127,23 +171,74 @@ def layer_head_grid(
     figure = _figure(figsize, dpi)
     grid = figure.subplots(num_layers, num_heads, squeeze=False)
     top = _top(weights)
-    show_labels = max(len(query_tokens), len(key_tokens)) <= 16
+    cell_points = 72 * 0.75 * cell_inches  # a cell's side once titles and labels have taken their share
     image = None
     for layer in range(num_layers):
         for head in range(num_heads):
             axes = grid[layer][head]
-            image = axes.imshow(weights[layer, head].numpy(), cmap=cmap, vmin=0.0, vmax=top, aspect="auto")
+            image = axes.imshow(weights[layer, head].numpy(), cmap=_cmap(cmap), vmin=0.0, vmax=top, aspect="auto")
             axes.set_title(f"layer {layer + 1} · head {head + 1}", fontsize=7)
             axes.set_xticks([])
             axes.set_yticks([])
-            if show_labels and head == 0:
-                axes.set_yticks(range(len(query_tokens)), _labels(query_tokens, GRID_LABEL_CHARS), fontsize=6)
-            if show_labels and layer == num_layers - 1:
-                axes.set_xticks(range(len(key_tokens)), _labels(key_tokens, GRID_LABEL_CHARS), fontsize=6, rotation=90)
+            if head == 0:
+                set_token_ticks(axes, "y", query_tokens, fontsize=7, length_points=cell_points, limit=GRID_LABEL_CHARS)
+            if layer == num_layers - 1:
+                set_token_ticks(axes, "x", key_tokens, fontsize=7, length_points=cell_points, limit=GRID_LABEL_CHARS)
     if title:
-        figure.suptitle(_plain(title), fontsize=10)
-    figure.colorbar(image, ax=grid, fraction=0.03, pad=0.02)
-    return _save(figure, path, dpi)
+        figure.suptitle(plain(title), fontsize=10)
+    figure.supxlabel(plain(xlabel), fontsize=8)
+    figure.supylabel(plain(ylabel), fontsize=8)
+    colorbar = figure.colorbar(image, ax=grid, fraction=0.03, pad=0.02)
+    colorbar.set_label("attention weight", fontsize=8)
+    colorbar.ax.tick_params(labelsize=7)
+    return figure
+
+
+def layer_head_grid(
+    layers: Sequence[WeightsLike] | torch.Tensor,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    *,
+    path: PathLike | None = None,
+    title: str | None = None,
+    cell_inches: float = 1.7,
+    dpi: int = 100,
+    cmap: str | None = None,
+    xlabel: str = "key token",
+    ylabel: str = "query token",
+    name: str = "layers-and-heads",
+) -> bytes:
+    """Draw every layer and head of a Transformer attention as a grid: one row per layer, one column per head.
+
+    Args:
+        layers: one ``[H, Tq, Tk]`` tensor per layer (first layer first), or one ``[L, H, Tq, Tk]`` tensor.
+            A leading batch of one is accepted on each layer.
+        query_tokens: ``Tq`` labels (rows of each cell; on the left column, every n-th when they do not fit).
+        key_tokens: ``Tk`` labels (columns; on the bottom row, likewise).
+        path: also write the PNG here (atomically).
+        title: drawn above the grid.
+        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches.
+        dpi: pixels per inch.
+        cmap: a matplotlib colormap name; by default the house map. One colour scale from 0 to the largest
+            weight for all cells, drawn as a labelled colour bar.
+        xlabel, ylabel: what the columns and the rows of a cell are (drawn once, under and left of the grid).
+        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
+
+    Returns:
+        The PNG bytes.
+    """
+    figure = layer_head_figure(
+        layers,
+        query_tokens,
+        key_tokens,
+        title=title,
+        cell_inches=cell_inches,
+        dpi=dpi,
+        cmap=cmap,
+        xlabel=xlabel,
+        ylabel=ylabel,
+    )
+    return _save(figure, path, dpi, name)
 
 
 def upsample_attention(attention: WeightsLike, size: tuple[int, int]) -> torch.Tensor:
@@ -163,7 +258,8 @@ def overlay_attention(
     path: PathLike | None = None,
     scale: int | None = None,
     alpha: float = 0.5,
-    cmap: str = "jet",
+    cmap: str | None = None,
+    name: str = "overlay",
 ) -> bytes:
     """Lay an attention map over the image it attended to (Xu et al. 2015 style).
 
@@ -179,12 +275,13 @@ def overlay_attention(
         path: also write the PNG here (atomically).
         scale: integer enlargement; by default the smallest one making the longer side at least 256 pixels.
         alpha: opacity of the attention colours, in [0, 1].
-        cmap: a matplotlib colormap name.
+        cmap: a matplotlib colormap name; by default the house map (white where attention is 0, so 0 lightens
+            the image, and dark blue where it is largest).
+        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
 
     Returns:
         The PNG bytes, exactly ``Hi·scale × Wi·scale`` pixels (height × width).
     """
-    from matplotlib import colormaps
     from matplotlib.image import imsave
 
     if not 0.0 <= alpha <= 1.0:
@@ -198,10 +295,11 @@ def overlay_attention(
     rgb = rgb.repeat(scale, axis=0).repeat(scale, axis=1)  # [Hi·s, Wi·s, 3]
     heat = upsample_attention(attention, (height * scale, width * scale))  # [Hi·s, Wi·s]
     heat = (heat / _top(heat)).clamp(0.0, 1.0).numpy()
-    colours = colormaps[cmap](heat)[..., :3]  # [Hi·s, Wi·s, 3]
+    colours = _cmap(cmap)(heat)[..., :3]  # [Hi·s, Wi·s, 3]
     blended = np.clip((1.0 - alpha) * rgb + alpha * colours, 0.0, 1.0)
     buffer = io.BytesIO()
     imsave(buffer, blended, format="png")
+    figures.add_image(name, blended)
     return _finish(buffer.getvalue(), path)
 
 
@@ -237,32 +335,17 @@ def _check_labels(shape: Sequence[int], row_tokens: Sequence[str], column_tokens
         )
 
 
-def _label_axes(axes, column_tokens: Sequence[str], row_tokens: Sequence[str], *, fontsize: int) -> None:
-    for tokens, set_ticks, rotation in (
-        (column_tokens, axes.set_xticks, 90),
-        (row_tokens, axes.set_yticks, 0),
-    ):
-        step = max(1, math.ceil(len(tokens) / MAX_LABELLED_TOKENS))
-        positions = range(0, len(tokens), step)
-        set_ticks(list(positions), _labels([tokens[i] for i in positions]), fontsize=fontsize, rotation=rotation)
-
-
-def _plain(text: object) -> str:
-    """Text drawn as written: ``$`` escaped so matplotlib never reads "$5 or $10" as mathtext."""
-    return str(text).replace("$", r"\$")
-
-
-def _labels(tokens: Sequence[str], limit: int = MAX_LABEL_CHARS) -> list[str]:
-    """Axis labels: each token cut to ``limit`` characters, drawn as written."""
-    return [_plain(_cut(str(token), limit)) for token in tokens]
-
-
-def _cut(text: str, limit: int = MAX_LABEL_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _longest(tokens: Sequence[str]) -> int:
-    return max((len(_cut(str(token))) for token in tokens), default=0)
+    return max((len(cut(visible(token), MAX_LABEL_CHARS)) for token in tokens), default=0)
+
+
+def _cmap(name: str | None):
+    """A matplotlib colour map: ``name``, or the house map when ``None``."""
+    if name is None:
+        return colours.matplotlib_colormap()
+    from matplotlib import colormaps
+
+    return colormaps[name]
 
 
 def _top(weights: torch.Tensor) -> float:
@@ -277,9 +360,10 @@ def _figure(figsize: tuple[float, float], dpi: int):
     return Figure(figsize=figsize, dpi=dpi, layout="constrained")
 
 
-def _save(figure, path: PathLike | None, dpi: int) -> bytes:
+def _save(figure, path: PathLike | None, dpi: int, name: str) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
+    figures.add_figure(name, figure)  # after: drawing at the sink's dpi must not move what the page shows
     return _finish(buffer.getvalue(), path)
 
 

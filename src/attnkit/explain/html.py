@@ -10,11 +10,13 @@ How weight maps to shading (what tests and readers can rely on):
     document, or the tokens of one pooling head. Within a row,
 
         intensity = weight / max(weights in the row)            (0 for every element when the max is 0)
-        background-color = rgba(R, G, B, alpha),  alpha = round(MAX_ALPHA × intensity, 3)
+        background-color = colours.css_rgb(intensity)           (the house colour map, as in every heatmap)
+        color = colours.text_colour(intensity)                  (black or white, whichever reads better)
 
-    with (R, G, B) = ``TOKEN_RGB`` for tokens and ``SENTENCE_RGB`` for sentences. Every shaded element carries
-    ``data-weight`` (the given weight, 6 significant digits) and ``data-intensity``; tokens have class
-    ``attn-token``, sentences ``attn-sentence``.
+    Every shaded element carries ``data-weight`` (the given weight, 6 significant digits) and
+    ``data-intensity``; tokens have class ``attn-token``, sentences ``attn-sentence``. A token made only of
+    whitespace is shown with visible glyphs (``␣`` for a space). Every shaded section carries a colour scale
+    (class ``attn-scale``) and a caption (class ``attn-caption``) saying what its shading means.
 """
 
 from __future__ import annotations
@@ -28,15 +30,15 @@ from pathlib import Path
 
 import torch
 
+from attnkit.explain import colours
 from attnkit.explain._files import write_atomic
+from attnkit.explain._ticks import visible
 from attnkit.explain._weights import WeightsLike, as_weights
 
 __all__ = [
-    "MAX_ALPHA",
-    "SENTENCE_RGB",
-    "TOKEN_RGB",
     "Section",
-    "background_alpha",
+    "caption_html",
+    "colour_scale_html",
     "png_data_uri",
     "prediction_html",
     "render_report",
@@ -44,13 +46,6 @@ __all__ = [
     "shaded_span",
     "write_report",
 ]
-
-MAX_ALPHA = 0.8
-"""Background alpha of the most-attended element in a row (1.0 would hide the text on dark colours)."""
-TOKEN_RGB = (30, 136, 229)
-"""Blue, for words and tokens."""
-SENTENCE_RGB = (229, 57, 53)
-"""Red, for sentences (as in Yang et al. 2016, Fig. 5)."""
 
 
 @dataclass(frozen=True)
@@ -80,33 +75,28 @@ def row_intensities(weights: torch.Tensor) -> torch.Tensor:
     return weights / top
 
 
-def background_alpha(intensity: float) -> float:
-    """The background alpha drawn for an intensity in [0, 1]: ``round(MAX_ALPHA * intensity, 3)``."""
-    return round(MAX_ALPHA * float(intensity), 3)
-
-
 def shaded_span(
     text: str,
     weight: float,
     intensity: float,
     *,
     css_class: str = "attn-token",
-    rgb: tuple[int, int, int] = TOKEN_RGB,
     extra_attributes: str = "",
 ) -> str:
-    """One shaded element: escaped ``text`` on ``rgba(*rgb, background_alpha(intensity))``.
+    """One shaded element: escaped ``text`` on the house colour of ``intensity``, in black or white text.
 
-    ``extra_attributes`` must be trusted markup (e.g. ``data-head="2"``).
+    ``text`` made only of whitespace is shown with visible glyphs (a space as ``␣``). ``extra_attributes``
+    must be trusted markup (e.g. ``data-head="2"``).
     """
-    alpha = background_alpha(intensity)
-    red, green, blue = rgb
+    shown = visible(text) if not str(text).strip() else str(text)
     attributes = (
         f'class="{css_class}" data-weight="{float(weight):.6g}" data-intensity="{float(intensity):.6g}" '
-        f'title="weight {float(weight):.4f}" style="background-color: rgba({red}, {green}, {blue}, {alpha})"'
+        f'title="weight {float(weight):.4f}" '
+        f'style="background-color: {colours.css_rgb(intensity)}; color: {colours.text_colour(intensity)}"'
     )
     if extra_attributes:
         attributes += " " + extra_attributes
-    return f"<span {attributes}>{escape(text)}</span>"
+    return f"<span {attributes}>{escape(shown)}</span>"
 
 
 def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor) -> str:
@@ -116,6 +106,22 @@ def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor) -> str:
         shaded_span(token, weight, intensity)
         for token, weight, intensity in zip(tokens, weights.tolist(), intensities.tolist(), strict=True)
     )
+
+
+def colour_scale_html(low: str, high: str) -> str:
+    """The legend of a shaded section: the house colour map as a bar, ``low`` under its white end and ``high``
+    under its dark end (both escaped), e.g. ``"0"`` and ``"the sentence's largest word weight"``."""
+    return (
+        '<div class="attn-scale" aria-label="colour scale">'
+        f'<span class="attn-scale-end">{escape(low)}</span>'
+        f'<span class="attn-scale-bar" style="background: {colours.css_gradient()}"></span>'
+        f'<span class="attn-scale-end">{escape(high)}</span></div>'
+    )
+
+
+def caption_html(text: str) -> str:
+    """A section's caption (escaped): what its pictures or its shading show for this kind of model."""
+    return f'<p class="attn-caption">{escape(text)}</p>'
 
 
 def png_data_uri(png: bytes) -> str:
@@ -170,17 +176,12 @@ def prediction_html(
 
 
 def render_report(sections: Sequence[Section], *, title: str) -> str:
-    """The whole page: escaped ``title``, a note on how shading maps from weight, then each section."""
+    """The whole page: escaped ``title``, a note on the colour map, then each section (with its own caption)."""
     body = "\n".join(
         f'<section class="attn-section"><h2>{escape(section.title)}</h2>\n{section.body}\n</section>'
         for section in sections
     )
-    return _PAGE.format(
-        title=escape(title),
-        css=_CSS,
-        max_alpha=MAX_ALPHA,
-        body=body,
-    )
+    return _PAGE.format(title=escape(title), css=_CSS, body=body)
 
 
 def write_report(path: str | os.PathLike[str], sections: Sequence[Section], *, title: str) -> Path:
@@ -200,9 +201,8 @@ _PAGE = """<!DOCTYPE html>
 </head>
 <body>
 <header><h1>{title}</h1>
-<p class="attn-legend">Shading: within each row (the words of a sentence, the sentences of a document, the tokens
-of a head) the background opacity is {max_alpha} &times; weight / largest weight in that row.
-Hover an element to see its weight.</p></header>
+<p class="attn-legend">One colour scale throughout: white where a model gave no attention, dark blue where it
+gave the most. Each section says what it compares; hover a shaded word to read its weight.</p></header>
 <main>
 {body}
 </main>
@@ -234,6 +234,9 @@ h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
 .attn-row { line-height: 2; margin: .2rem 0; }
 .attn-head { font-size: .75rem; color: #555; margin-right: .5rem; }
 .attn-token { border-radius: 3px; padding: .1rem .15rem; }
+.attn-caption { color: #444; font-size: .85rem; margin: .25rem 0 .5rem; max-width: 48rem; }
+.attn-scale { display: flex; align-items: center; gap: .4rem; font-size: .75rem; color: #555; margin: .25rem 0 .75rem; }
+.attn-scale-bar { display: inline-block; width: 10rem; height: .7rem; border: 1px solid #bbb; border-radius: 2px; }
 .attn-figures { display: flex; flex-wrap: wrap; gap: 1rem; align-items: flex-start; }
 .attn-figure { margin: 0; width: fit-content; }
 .attn-figure img { max-width: 100%; height: auto; }

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from attnkit.explain import heatmaps
+from attnkit.explain import captions, figures, heatmaps
 from attnkit.explain._weights import WeightsLike, as_weights, check_length
 from attnkit.explain.html import (
-    SENTENCE_RGB,
     Section,
+    caption_html,
+    colour_scale_html,
     escape,
     image_html,
     prediction_html,
@@ -30,6 +31,7 @@ from attnkit.explain.html import (
     shaded_tokens,
 )
 from attnkit.explain.rollout import attention_rollout
+from attnkit.explain.textfigure import shaded_text_figure
 
 __all__ = [
     "alignment_section",
@@ -52,10 +54,10 @@ def han_section(
 ) -> Section:
     """A document as a hierarchical attention network saw it (Yang et al. 2016, Fig. 5).
 
-    Each sentence row starts with a red marker (class ``attn-sentence``) shaded by the sentence's weight relative
+    Each sentence row starts with a marker (class ``attn-sentence``) shaded by the sentence's weight relative
     to the document's most-attended sentence, and showing that weight; each word (class ``attn-token``) is
-    shaded blue by its weight relative to the most-attended word of its own sentence. The prediction and class
-    probabilities are on top.
+    shaded by its weight relative to the most-attended word of its own sentence (both with the house colour
+    map). The prediction and class probabilities are on top, then the caption and the colour scale.
 
     Args:
         sentences: ``S`` sentences, each a list of word strings.
@@ -66,6 +68,7 @@ def han_section(
         true_label: optional gold label.
         title: the section heading.
     """
+    figures.begin_section()
     rows = _weight_rows(word_weights, name="word_weights")
     if len(rows) < len(sentences):
         raise ValueError(f"word_weights: {len(rows)} row(s) for {len(sentences)} sentence(s)")
@@ -76,25 +79,27 @@ def han_section(
         sentences, as_weights(sentence_weights, name="sentence_weights", ndim=1), name="sentence_weights"
     )
     sentence_intensity = row_intensities(sentence_w)
-    lines = []
+    lines, word_rows = [], []
     for index, words in enumerate(sentences):
         word_w = check_length(words, rows[index], name=f"word_weights[{index}]")
+        word_rows.append(word_w)
         weight, intensity = sentence_w[index].item(), sentence_intensity[index].item()
         marker = shaded_span(
-            f"{weight:.2f}",
-            weight,
-            intensity,
-            css_class="attn-sentence",
-            rgb=SENTENCE_RGB,
-            extra_attributes=f'data-sentence="{index}"',
+            f"{weight:.2f}", weight, intensity, css_class="attn-sentence", extra_attributes=f'data-sentence="{index}"'
         )
         lines.append(
             f'<div class="attn-sentence-row">{marker}'
             f'<span class="attn-words">{shaded_tokens(words, word_w)}</span></div>'
         )
+    if figures.active() and sentences:
+        figures.add_figure(
+            "words-and-sentences",
+            shaded_text_figure(sentences, word_rows, markers=sentence_w, scale_label=captions.HAN_SCALE),
+        )
     document = "\n".join(lines) or '<p class="attn-empty">(empty document)</p>'
     header = prediction_html(label_names, probabilities, true_label=true_label)
-    return Section(title, f'{header}\n<div class="attn-document">\n{document}\n</div>')
+    legend = caption_html(captions.HAN) + colour_scale_html("0", captions.HAN_SCALE)
+    return Section(title, f'{header}\n{legend}\n<div class="attn-document">\n{document}\n</div>')
 
 
 def pooling_section(
@@ -116,6 +121,7 @@ def pooling_section(
         true_label: optional gold label.
         title: the section heading.
     """
+    figures.begin_section()
     matrix = _as_heads(weights, name="weights")  # [H, T']
     matrix = check_length(tokens, matrix, name="weights")  # [H, T]
     rows = "\n".join(
@@ -123,8 +129,13 @@ def pooling_section(
         f"{shaded_tokens(tokens, matrix[head])}</div>"
         for head in range(matrix.shape[0])
     )
+    if figures.active() and tokens:
+        figures.add_figure(
+            "tokens", shaded_text_figure([tokens] * matrix.shape[0], list(matrix), scale_label=captions.POOLING_SCALE)
+        )
     header = _optional_prediction(label_names, probabilities, true_label)
-    return Section(title, f'{header}<div class="attn-rows">\n{rows}\n</div>')
+    legend = caption_html(captions.POOLING) + colour_scale_html("0", captions.POOLING_SCALE)
+    return Section(title, f'{header}{legend}\n<div class="attn-rows">\n{rows}\n</div>')
 
 
 def alignment_section(
@@ -133,17 +144,21 @@ def alignment_section(
     target_tokens: Sequence[str],
     *,
     title: str = "Alignment",
+    caption: str = captions.ALIGNMENT,
 ) -> Section:
-    """The seq2seq alignment matrix as an inlined heatmap image.
+    """The seq2seq alignment matrix as an inlined heatmap image (with its colour bar), under a caption.
 
     Args:
         weights: ``[Tt, Ts]`` decoder-over-encoder attention (rows are target steps).
         source_tokens: ``Ts`` strings. target_tokens: ``Tt`` strings.
         title: the section heading.
+        caption: what the matrix shows; the default fits an RNN decoder's attention (pass e.g.
+            ``captions.TRANSFORMER_ALIGNMENT`` for a Transformer's last layer averaged over heads).
     """
-    png = heatmaps.alignment_heatmap(weights, source_tokens, target_tokens)
+    figures.begin_section()
+    png = heatmaps.alignment_heatmap(weights, source_tokens, target_tokens, name="alignment")
     alt = f"alignment of {len(target_tokens)} target tokens over {len(source_tokens)} source tokens"
-    return Section(title, f'<div class="attn-figures">{image_html(png, alt=alt)}</div>')
+    return Section(title, f'{caption_html(caption)}<div class="attn-figures">{image_html(png, alt=alt)}</div>')
 
 
 def transformer_section(
@@ -169,9 +184,13 @@ def transformer_section(
         raise ValueError("transformer_section: pass at least one of encoder_layers, decoder_layers, cross_layers")
     if (decoder_layers or cross_layers) and target_tokens is None:
         raise ValueError("target_tokens: needed to draw decoder_layers or cross_layers")
-    parts = []
+    figures.begin_section()
+    parts = [caption_html(captions.TRANSFORMER_GRID)]
     if encoder_layers:
-        parts.append(_grid("Encoder self-attention", encoder_layers, source_tokens, source_tokens))
+        parts.append(
+            _grid("Encoder self-attention", captions.ENCODER_GRID, encoder_layers, source_tokens, source_tokens,
+                  x="source token (attended to)", y="source token (attending)", name="encoder-self-attention")
+        )  # fmt: skip
         encoder = [as_weights(layer, name=f"encoder_layers[{i}]", ndim=3) for i, layer in enumerate(encoder_layers)]
         rollout = attention_rollout([layer[None] for layer in encoder])[0]  # [Ts, Ts]
         png = heatmaps.alignment_heatmap(
@@ -180,16 +199,24 @@ def transformer_section(
             source_tokens,
             xlabel="input token",
             ylabel="position after the last layer",
-            cmap="magma",
+            colorbar_label="attention flow",
+            name="encoder-rollout",
         )
         parts.append(
             "<h3>Encoder attention rollout</h3>"
-            + image_html(png, alt="encoder attention rollout", caption="Abnar & Zuidema 2020")
+            + caption_html(captions.ROLLOUT)
+            + image_html(png, alt="encoder attention rollout")
         )
     if decoder_layers:
-        parts.append(_grid("Decoder self-attention", decoder_layers, target_tokens, target_tokens))
+        parts.append(
+            _grid("Decoder self-attention", captions.DECODER_GRID, decoder_layers, target_tokens, target_tokens,
+                  x="target token (attended to)", y="target token (attending)", name="decoder-self-attention")
+        )  # fmt: skip
     if cross_layers:
-        parts.append(_grid("Decoder attention over the source", cross_layers, target_tokens, source_tokens))
+        parts.append(
+            _grid("Decoder attention over the source", captions.CROSS_GRID, cross_layers, target_tokens,
+                  source_tokens, x="source token", y="target token", name="cross-attention")
+        )  # fmt: skip
     return Section(title, "\n".join(parts))
 
 
@@ -211,21 +238,35 @@ def visual_section(
         true_label: optional gold label.
         title: the section heading.
     """
+    figures.begin_section()
     maps = as_weights(attention, name="attention", ndim=3) if _rank(attention) >= 3 else None
     if maps is None:
         maps = as_weights(attention, name="attention", ndim=2)[None]  # [1, h, w]
-    original = heatmaps.overlay_attention(image, torch.zeros(1, 1), alpha=0.0)
-    figures = [image_html(original, alt="input image", caption="image")]
+    original = heatmaps.overlay_attention(image, torch.zeros(1, 1), alpha=0.0, name="image")
+    pictures = [image_html(original, alt="input image", caption="image")]
     for head in range(maps.shape[0]):
-        png = heatmaps.overlay_attention(image, maps[head])
-        figures.append(image_html(png, alt=f"attention of head {head + 1}", caption=f"head {head + 1}"))
+        png = heatmaps.overlay_attention(image, maps[head], name=f"head-{head + 1}")
+        pictures.append(image_html(png, alt=f"attention of head {head + 1}", caption=f"head {head + 1}"))
     header = _optional_prediction(label_names, probabilities, true_label)
-    return Section(title, f'{header}<div class="attn-figures">{"".join(figures)}</div>')
+    legend = caption_html(captions.VISUAL) + colour_scale_html("0", captions.VISUAL_SCALE)
+    return Section(title, f'{header}{legend}<div class="attn-figures">{"".join(pictures)}</div>')
 
 
-def _grid(heading: str, layers: Sequence[WeightsLike], query_tokens: Sequence[str], key_tokens: Sequence[str]) -> str:
-    png = heatmaps.layer_head_grid(layers, query_tokens, key_tokens)
-    return f"<h3>{escape(heading)}</h3>" + image_html(png, alt=f"{heading}, every layer and head")
+def _grid(
+    heading: str,
+    caption: str,
+    layers: Sequence[WeightsLike],
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    *,
+    x: str,
+    y: str,
+    name: str,
+) -> str:
+    png = heatmaps.layer_head_grid(layers, query_tokens, key_tokens, xlabel=x, ylabel=y, name=name)
+    return (
+        f"<h3>{escape(heading)}</h3>" + caption_html(caption) + image_html(png, alt=f"{heading}, every layer and head")
+    )
 
 
 def _weight_rows(weights: Sequence[WeightsLike] | WeightsLike, *, name: str) -> list[torch.Tensor]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from attnkit.explain import captions
 from attnkit.explain.html import write_report
 from attnkit.explain.sections import alignment_section, transformer_section
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq
@@ -34,7 +35,15 @@ def seq2seq_report(loaded: LoadedSeq2Seq, texts: Sequence[str], out: str | Path,
             sections.append(alignment_section(weights, source_tokens, target_tokens, title=heading))
             continue
         # the Transformer: the last layer's head-averaged alignment, then every layer and head
-        sections.append(alignment_section(weights[:, -1].mean(1), source_tokens, target_tokens, title=heading))
+        sections.append(
+            alignment_section(
+                weights[:, -1].mean(1),
+                source_tokens,
+                target_tokens,
+                title=heading,
+                caption=captions.TRANSFORMER_ALIGNMENT,
+            )
+        )
         source_ids = torch.tensor([loaded.source_tokenizer.encode(text)])
         with torch.no_grad():
             _, encoder_layers = loaded.model.encode(

@@ -1,0 +1,102 @@
+"""Shaded text as a figure, for papers: the words of a HAN document or the tokens of each pooling head, on the
+house colour map, with a colour bar. The HTML page shades live text instead; this figure is drawn only when
+:func:`attnkit.explain.figures.save_figures` keeps figures.
+
+Shape glossary:
+    R  rows (sentences or heads)   T  tokens of a row
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from attnkit.explain import colours
+from attnkit.explain._ticks import plain, visible
+from attnkit.explain.html import row_intensities
+
+__all__ = ["shaded_text_figure"]
+
+MARGIN = 10.0  # points around the text
+GAP = 4.0  # points between two tokens
+LINE = 1.9  # line height, in font sizes
+LABEL_WIDTH = 44.0  # points reserved for a row's label ("head 2", or a sentence weight)
+
+
+def shaded_text_figure(
+    rows: Sequence[Sequence[str]],
+    weights: Sequence[torch.Tensor],
+    *,
+    markers: torch.Tensor | None = None,
+    scale_label: str = "the row's largest weight",
+    width_inches: float = 7.0,
+    fontsize: float = 10.0,
+    dpi: int = 100,
+):
+    """A matplotlib ``Figure`` of shaded rows of tokens, wrapped to ``width_inches``.
+
+    Args:
+        rows: ``R`` rows of token strings (sentences of a document, or the same tokens once per head).
+        weights: ``R`` tensors ``[T]``, one weight per token; each row is shaded against its own largest weight.
+        markers: optional ``[R]`` sentence weights, drawn (shaded against their largest) before each row; without
+            them each row is labelled "head r".
+        scale_label: the colour bar's label at its dark end.
+        width_inches: the widest the figure gets (lines wrap there); it is narrower for short rows, and its
+            height follows the text.
+        fontsize: points.
+        dpi: pixels per inch of the ``Figure``.
+    """
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    if len(rows) != len(weights):
+        raise ValueError(f"weights: {len(weights)} row(s) for {len(rows)} row(s) of tokens")
+    font = FontProperties(size=fontsize)
+    wrap_points = 72 * width_inches
+    placed: list[tuple[float, float, str, float, bool]] = []  # x, y (points from the top), text, intensity, label?
+    marker_intensity = row_intensities(markers) if markers is not None else None
+    y, right = MARGIN + fontsize, 0.0
+    for index, (tokens, row) in enumerate(zip(rows, weights, strict=True)):
+        if marker_intensity is not None:
+            placed.append((MARGIN, y, f"{float(markers[index]):.2f}", float(marker_intensity[index]), False))
+        else:
+            placed.append((MARGIN, y, f"head {index + 1}", 0.0, True))
+        x = MARGIN + LABEL_WIDTH
+        for token, intensity in zip(tokens, row_intensities(row).tolist(), strict=True):
+            text = visible(token) if not str(token).strip() else str(token)
+            width = text_to_path.get_text_width_height_descent(text, font, ismath=False)[0]
+            if x + width > wrap_points - MARGIN and x > MARGIN + LABEL_WIDTH:
+                x, y = MARGIN + LABEL_WIDTH, y + LINE * fontsize
+            placed.append((x, y, text, intensity, False))
+            x += width + GAP + 0.4 * fontsize  # the box's padding on both sides
+            right = max(right, x)
+        y += LINE * fontsize * 1.15
+    bar_points, bar_width = 44.0, 150.0
+    height_points = y + bar_points
+    width_points = max(right + MARGIN, 2 * MARGIN + bar_width + 0.5 * fontsize * len(scale_label))
+    figure = Figure(figsize=(width_points / 72, height_points / 72), dpi=dpi)
+    axes = figure.add_axes((0.0, 0.0, 1.0, 1.0))
+    axes.set_xlim(0.0, width_points)
+    axes.set_ylim(height_points, 0.0)  # y grows downwards, in points
+    axes.set_axis_off()
+    for x, y_text, text, intensity, is_label in placed:
+        axes.text(x, y_text, plain(text), va="baseline", ha="left", **_style(intensity, is_label, fontsize))
+    bar = figure.add_axes((MARGIN / width_points, 20 / height_points, bar_width / width_points, 9 / height_points))
+    colour_bar = figure.colorbar(
+        ScalarMappable(norm=Normalize(0.0, 1.0), cmap=colours.matplotlib_colormap()), cax=bar, orientation="horizontal"
+    )
+    colour_bar.set_ticks([0.0, 1.0], labels=["0", plain(scale_label)], fontsize=0.75 * fontsize)
+    return figure
+
+
+def _style(intensity: float, is_label: bool, fontsize: float) -> dict:
+    """Text options: a grey row label, or a token on its house colour in black or white."""
+    if is_label:
+        return {"color": "#555555", "fontsize": 0.8 * fontsize}
+    box = {"boxstyle": "round,pad=0.2", "edgecolor": "none"}
+    box["facecolor"] = colours.colour_table()[colours.colour_index(intensity)]
+    return {"color": colours.text_colour(intensity), "fontsize": fontsize, "bbox": box}
