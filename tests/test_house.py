@@ -126,7 +126,11 @@ def test_no_import_cycles():
 
 
 def test_no_source_file_over_400_lines():
-    long = {str(path.relative_to(SOURCE)): n for path in SOURCE.rglob("*.py") if (n := len(path.read_text().splitlines())) > 400}
+    long = {
+        str(path.relative_to(SOURCE)): n
+        for path in SOURCE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > 400
+    }
     assert long == {}
 
 

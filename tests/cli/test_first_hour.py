@@ -226,3 +226,16 @@ def test_translate_json_decodes_exactly_as_translate(pairs):
     for record in records:  # one attention row per decoded token, each a distribution over the source tokens
         assert len(record["attention"]) == len(record["target_tokens"])
         assert all(abs(sum(row) - 1) < 1e-3 and len(row) == len(record["source_tokens"]) for row in record["attention"])
+
+
+def test_epoch_lines_people_read_and_tensorboard(run, tmp_path):
+    root, _ = run
+    small = [option for option in SMALL if option != "--no-progress"]
+    result = attnkit("train", "classify", "--data", str(root / "train.csv"), "--text-column", "review",
+                     "--label-column", "stars", *small, "--epochs", "2", "--tensorboard", "--out", str(tmp_path / "tb"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    epoch_lines = [line for line in result.stderr.splitlines() if line.startswith("epoch ")]
+    assert len(epoch_lines) == 2 and all("valid accuracy" in line and "%" in line for line in epoch_lines)
+    assert "count" not in result.stderr and "{" not in result.stderr
+    assert sum("stopped" in line for line in (result.stdout + result.stderr).splitlines()) == 1
+    assert list((tmp_path / "tb" / "tensorboard").glob("events.out.tfevents.*"))

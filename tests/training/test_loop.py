@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from collections.abc import Iterable
 
@@ -238,9 +239,28 @@ def test_progress_prints_one_line_per_epoch_off_a_terminal(capsys):
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert [line.split("  ")[0] for line in lines[:2]] == ["epoch 1/2", "epoch 2/2"]
-    assert "train loss" in lines[0] and "valid accuracy" in lines[0] and lines[-1].startswith("stopped (epochs)")
+    assert "train loss" in lines[0] and "valid accuracy" in lines[0]
+    assert lines[-1].startswith("stopped after epoch 2 (the last epoch); best epoch")
+    # metrics as people read them: accuracy in percent, no example count, no raw dict; one stop reason per run
+    assert re.search(r"valid accuracy \d+\.\d\d%  loss \d\.\d{4}", lines[0]), lines[0]
+    assert "count" not in captured.err and "{" not in captured.err
+    assert sum("stopped" in line for line in lines) == 1
     run(FitConfig(epochs=1, **QUIET))
     assert capsys.readouterr() == ("", "")
+
+
+def test_tensorboard_gets_the_epoch_scalars(tmp_path):
+    pytest.importorskip("tensorboard", reason="tensorboard (the tensorboard extra) is not installed")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    result, _ = run(FitConfig(epochs=2, **{**QUIET, "tensorboard_dir": str(tmp_path / "tb")}))
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    assert {"train/loss", "valid/accuracy", "valid/loss", "time/epoch_seconds"} <= set(events.Tags()["scalars"])
+    accuracy = [(event.step, event.value) for event in events.Scalars("valid/accuracy")]
+    history = [(record.epoch, record.metrics["accuracy"]) for record in result.history]
+    assert [step for step, _ in accuracy] == [1, 2]
+    assert [value for _, value in accuracy] == pytest.approx([value for _, value in history])
 
 
 def test_weight_decay_spares_biases():

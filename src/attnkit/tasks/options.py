@@ -133,6 +133,9 @@ def add_training_options(
         "--max-minutes", type=positive_float, default=None, help="time budget: stop cleanly after this long"
     )
     fit.add_argument("--out", required=True, help="run directory (best/, last/, metrics.json, metrics.csv)")
+    fit.add_argument(
+        "--tensorboard", action="store_true", help="also log every epoch to TensorBoard, in OUT/tensorboard"
+    )
     again = fit.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true", help="continue the run in OUT from OUT/last")
     again.add_argument("--overwrite", action="store_true", help="replace the run already in OUT (deletes it first)")
@@ -197,6 +200,7 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         seed=args.seed,
         progress=not args.no_progress,
         max_minutes=args.max_minutes,
+        tensorboard_dir=str(Path(args.out) / "tensorboard") if getattr(args, "tensorboard", False) else None,
         **overrides,
     )
 

@@ -1,7 +1,9 @@
-"""Progress output of the training loop: a tqdm bar per epoch on a terminal, one line per epoch otherwise.
+"""Progress output of the training loop: a tqdm bar per epoch on a terminal, one line per epoch otherwise, and
+(with a TensorBoard directory) the same figures as TensorBoard scalars.
 
-Everything goes to stderr, so that a command's stdout carries only its results. Only rank 0 reports, and nothing
-is printed with ``progress=False``.
+Everything printed goes to stderr, so that a command's stdout carries only its results. Only rank 0 reports,
+and nothing is printed with ``progress=False`` (TensorBoard still gets its scalars). Metrics are shown as people
+read them: accuracies in percent, losses to four places, rates such as WER or BLEU to two; counts are not shown.
 """
 
 from __future__ import annotations
@@ -12,7 +14,25 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-__all__ = ["EpochBar", "Reporter"]
+__all__ = ["STOP_REASONS", "EpochBar", "Reporter", "format_metrics"]
+
+# FitResult.stop_reason -> the words a person reads
+STOP_REASONS = {"epochs": "the last epoch", "early_stopping": "early stopping", "time_budget": "the time budget"}
+
+
+def format_metrics(metrics: Mapping[str, float]) -> str:
+    """``{"accuracy": 0.8125, "loss": 0.41, "count": 400}`` -> ``"accuracy 81.25%  loss 0.4100"``."""
+    shown = []
+    for name, value in metrics.items():
+        if name == "count":
+            continue
+        if name == "accuracy":
+            shown.append(f"accuracy {100 * value:.2f}%")
+        elif name.endswith("loss"):
+            shown.append(f"{name} {value:.4f}")
+        else:
+            shown.append(f"{name.replace('_', ' ')} {value:.2f}")
+    return "  ".join(shown)
 
 
 class EpochBar:
@@ -46,11 +66,13 @@ class EpochBar:
 class Reporter:
     """Decides what to show: a bar when stderr is a terminal, an epoch line whenever reporting is on."""
 
-    def __init__(self, *, enabled: bool, epochs: int, refresh_every: int):
+    def __init__(self, *, enabled: bool, epochs: int, refresh_every: int, tensorboard_dir: str | None = None):
         self.enabled = enabled
         self.bars = enabled and sys.stderr.isatty()
         self._epochs = epochs
         self._refresh_every = refresh_every
+        self._tensorboard_dir = tensorboard_dir
+        self._writer = None
 
     def epoch_bar(self, epoch: int, total: int | None) -> EpochBar:
         """A bar for the training steps of ``epoch`` (``total`` steps when the batches have a length)."""
@@ -69,16 +91,39 @@ class Reporter:
         best_epoch: int | None,
         partial: bool,
     ) -> None:
-        """One line: the epoch's training loss, its validation metrics, the best epoch so far and the time."""
+        """One line: the epoch's training loss, its validation metrics, the best epoch so far and the time; and the
+        same figures as TensorBoard scalars (``train/loss``, ``valid/NAME``, ``time/epoch_seconds``) by epoch."""
+        self._scalars(epoch, {"train/loss": train_loss, "time/epoch_seconds": seconds})
+        self._scalars(epoch, {f"valid/{name}": value for name, value in metrics.items() if name != "count"})
         if not self.enabled:
             return
-        shown = "  ".join(f"{name} {value:.4f}" for name, value in metrics.items())
-        note = " (stopped early: time budget)" if partial else ""
+        note = " (partial)" if partial else ""
         best = f"  best epoch {best_epoch}" if best_epoch is not None else ""
-        line = f"epoch {epoch}/{self._epochs}{note}  train loss {train_loss:.4f}  valid {shown}{best}  {seconds:.1f}s"
+        line = (
+            f"epoch {epoch}/{self._epochs}{note}  train loss {train_loss:.4f}  valid {format_metrics(metrics)}{best}  "
+            f"{seconds:.1f}s"
+        )
         tqdm.write(line, file=sys.stderr)
 
     def message(self, text: str) -> None:
-        """A free-form line (resuming, stopping)."""
+        """A free-form line (resuming)."""
         if self.enabled:
             tqdm.write(text, file=sys.stderr)
+
+    def finish(self, reason: str, epoch: int, best_epoch: int | None, best_metrics: Mapping[str, float]) -> None:
+        """The run's one stop line, and the TensorBoard files flushed and closed."""
+        best = f"best epoch {best_epoch}: valid {format_metrics(best_metrics)}" if best_epoch else "no epoch validated"
+        self.message(f"stopped after epoch {epoch} ({STOP_REASONS.get(reason, reason)}); {best}")
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _scalars(self, epoch: int, values: Mapping[str, float]) -> None:
+        if self._tensorboard_dir is None:
+            return
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (extra: tensorboard)
+
+            self._writer = SummaryWriter(log_dir=self._tensorboard_dir)
+        for tag, value in values.items():
+            self._writer.add_scalar(tag, value, global_step=epoch)

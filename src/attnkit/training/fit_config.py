@@ -48,6 +48,8 @@ class FitConfig:
         max_minutes: a wall-time budget for the whole run (resumed runs included): training stops after the step
             that exhausts it, validates that partial epoch, checkpoints and returns.
         log_every: refresh the bar's running loss every this many steps.
+        tensorboard_dir: also log each epoch's training loss and validation metrics there as TensorBoard scalars
+            (rank 0; needs the ``tensorboard`` package); None logs nothing.
         find_unused_parameters: passed to DDP, for models whose forward leaves some parameters unused.
     """
 
@@ -64,6 +66,7 @@ class FitConfig:
     progress: bool = True
     max_minutes: float | None = None
     log_every: int = 50
+    tensorboard_dir: str | None = None
     find_unused_parameters: bool = False
     # Added later: last, so that positional construction keeps its meaning.
     schedule: str = "plateau"

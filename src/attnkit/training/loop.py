@@ -139,7 +139,10 @@ def fit(
     device = _device_of(model)
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
     reporter = Reporter(
-        enabled=config.progress and context.is_main, epochs=config.epochs, refresh_every=config.log_every
+        enabled=config.progress and context.is_main,
+        epochs=config.epochs,
+        refresh_every=config.log_every,
+        tensorboard_dir=config.tensorboard_dir if context.is_main else None,
     )
 
     run, resumed_from, checkpoints = RunState(), None, None
@@ -214,7 +217,7 @@ def fit(
     if checkpoints is not None and run.best_epoch is not None:
         checkpoints.refresh_best(model, run)
     model.train(was_training)
-    reporter.message(f"stopped ({reason}) after epoch {run.epoch}; best epoch {run.best_epoch}: {run.best_metrics}")
+    reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics)
     return FitResult(
         best_epoch=run.best_epoch,
         best_metrics=dict(run.best_metrics),

@@ -217,8 +217,8 @@ def train(args: argparse.Namespace) -> int:
     took = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     epochs = len(report.fit.history)
     say(
-        f"{report.num_parameters:,} parameters, trained {took} over {epochs} epoch{'' if epochs == 1 else 's'} "
-        f"(stopped: {report.fit.stop_reason.replace('_', ' ')}); checkpoint: {report.checkpoint}"
+        f"{report.num_parameters:,} parameters, trained {took} over {epochs} epoch{'' if epochs == 1 else 's'}"
+        f"; checkpoint: {report.checkpoint}"
     )
     return 0
 
