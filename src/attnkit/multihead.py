@@ -153,7 +153,15 @@ class MultiHeadAttention(nn.Module):
             weights = weights * query_mask[:, None, :, None]
         return AttentionOutput(output, weights if need_weights else None)
 
-    def _check_call(self, query, key, value, query_mask, cache, key_value) -> tuple[torch.Tensor | None, ...]:
+    def _check_call(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None,
+        value: torch.Tensor | None,
+        query_mask: torch.Tensor | None,
+        cache: KVCache | None,
+        key_value: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Raise ``ValueError`` for arguments that do not fit together; return ``(key, value)`` as attended
         (``query`` twice for self-attention, ``None`` twice with ``key_value``)."""
         if query.dim() != 3 or query.shape[-1] != self.embed_dim:
@@ -176,7 +184,14 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("cache= is for self-attention (key=None); cross-attention keys do not grow")
         return key, key if value is None else value
 
-    def _mask(self, q, k, key_mask, attn_mask, causal: bool) -> torch.Tensor | None:
+    def _mask(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        key_mask: torch.Tensor | None,
+        attn_mask: torch.Tensor | None,
+        causal: bool,
+    ) -> torch.Tensor | None:
         """One bool mask (True = attend) broadcastable to the scores ``[B, H, Tq, Tk]``, or None (nothing masked)."""
         batch, heads, tq, _ = q.shape
         tk = k.shape[2]
