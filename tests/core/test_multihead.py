@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnkit import KVCache, MultiHeadAttention, RotaryPositions, masks
+from attnkit import KVCache, MultiHeadAttention, RotaryPositions, masks, multihead_fast
 from attnkit.functional.sdpa import scaled_dot_product_attention
 
 
@@ -267,10 +267,10 @@ def test_gather_rows_gradcheck_float64():
 
 
 def _reference_of(mha: MultiHeadAttention) -> MultiHeadAttention:
-    """The same weights on the readable path: three nn.Linear calls on every row."""
+    """The same weights on the readable path: three nn.Linear calls on every row, score and softmax."""
     reference = MultiHeadAttention(mha.embed_dim, mha.num_heads, bias=mha.q_proj.bias is not None)
     reference.load_state_dict(mha.state_dict())
-    reference.fused_projections = False
+    reference.fast_path = False
     return reference
 
 
@@ -291,7 +291,6 @@ def test_fused_projections_equal_the_readable_reference_in_values_and_gradients(
     torch.manual_seed(0)
     fused = MultiHeadAttention(16, 4, bias=bias)
     reference = _reference_of(fused)
-    assert _is_packed(fused)
     x = torch.randn(3, 6, 16)
     key_mask = key_padding([6, 3, 1], 6)
     query_mask = {"query": key_mask, "same": key_mask.clone(), "different": key_padding([5, 6, 2], 6)}.get(masking)
@@ -304,6 +303,7 @@ def test_fused_projections_equal_the_readable_reference_in_values_and_gradients(
         (out.context * upstream).sum().backward()
         outputs.append((out, xi.grad))
     (out_f, grad_f), (out_r, grad_r) = outputs
+    assert _is_packed(fused) and not _is_packed(reference)  # packed on first use, by the fast path only
     torch.testing.assert_close(out_f.context, out_r.context, atol=1e-5, rtol=1e-5)
     if need_weights:
         torch.testing.assert_close(out_f.weights, out_r.weights, atol=1e-6, rtol=1e-5)
@@ -321,13 +321,13 @@ def test_one_shared_mask_runs_packed_and_equals_the_padded_path_in_values_and_gr
     rows = [[1, 1, 1, 1, 1, 1, 1], [0, 1, 1, 0, 1, 0, 0], [0] * 7, [1, 0, 0, 0, 0, 0, 1]]
     mask = torch.tensor(rows, dtype=torch.bool)  # not prefixes; one sequence is all padding
     lengths_seen = []
-    original = MultiHeadAttention.forward_packed
+    original = multihead_fast.forward_packed_fused
 
-    def spy(self, packed, lengths, **kwargs):
+    def spy(module, packed, lengths, causal):
         lengths_seen.append(list(lengths))
-        return original(self, packed, lengths, **kwargs)
+        return original(module, packed, lengths, causal)
 
-    monkeypatch.setattr(MultiHeadAttention, "forward_packed", spy)
+    monkeypatch.setattr(multihead_fast, "forward_packed_fused", spy)
     results = []
     for module in (mha, reference):
         xi = x.clone().requires_grad_()
@@ -361,7 +361,8 @@ def test_packed_projections_keep_state_dict_keys_and_follow_optimizer_steps_and_
     ]
     x = torch.randn(2, 5, 16)
     optimizer = torch.optim.SGD(mha.parameters(), lr=0.5)
-    mha(x).context.square().sum().backward()
+    mha(x).context.square().sum().backward()  # packed on first use
+    assert _is_packed(mha)
     optimizer.step()  # in place: the packed storage sees the new values
     assert _is_packed(mha)
     torch.testing.assert_close(mha(x).context, _reference_of(mha)(x).context)
@@ -369,9 +370,10 @@ def test_packed_projections_keep_state_dict_keys_and_follow_optimizer_steps_and_
     other = MultiHeadAttention(16, 4)
     for assign in (False, True):
         mha.load_state_dict(other.state_dict(), assign=assign)
-        assert _is_packed(mha)
         torch.testing.assert_close(mha(x).context, other(x).context)
+        assert _is_packed(mha)  # packed again by the first call after the load
     mha.load_state_dict({k: v.clone() for k, v in other.state_dict().items()}, assign=True)
+    torch.testing.assert_close(mha(x).context, other(x).context)
     assert _is_packed(mha)
 
 
@@ -383,29 +385,52 @@ def test_packing_survives_dtype_moves_copies_and_pickling_and_optimizers_keep_th
     mha = MultiHeadAttention(16, 4)
     params = list(mha.parameters())
     x = torch.randn(2, 5, 16, dtype=torch.float64)
+    mha(x.float())
     mha.double()
-    assert _is_packed(mha) and all(a is b for a, b in zip(params, mha.parameters(), strict=True))
     expected = _reference_of(mha).double()(x).context
+    torch.testing.assert_close(mha(x).context, expected)
+    assert _is_packed(mha) and all(a is b for a, b in zip(params, mha.parameters(), strict=True))
     buffer = io.BytesIO()
     torch.save(mha, buffer)
     buffer.seek(0)
     for clone in (copy.deepcopy(mha), torch.load(buffer, weights_only=False)):
-        assert _is_packed(clone)
         torch.testing.assert_close(clone(x).context, expected)
+        assert _is_packed(clone)
         clone.q_proj.weight.data.add_(1.0)  # a copy owns its storage
         torch.testing.assert_close(mha(x).context, expected)
+        assert not torch.equal(clone(x).context, expected)  # and its cached views follow its own storage
 
 
-def test_unpacked_parameters_fall_back_to_concatenation():
+def test_packing_on_first_use_in_inference_mode_leaves_ordinary_parameters():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).double()  # new storage: unpacked until the next call
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    with torch.inference_mode():
+        expected = mha(x).context.clone()
+    assert _is_packed(mha) and not any(p.is_inference() for p in mha.parameters())
+    out = mha(x).context  # training after inference: parameters can be saved for backward
+    out.sum().backward()
+    torch.testing.assert_close(out, expected)
+    assert mha.q_proj.weight.grad is not None
+
+
+def test_parameters_that_cannot_be_packed_fall_back_to_concatenation():
+    from torch.nn.utils import parametrize
+
+    class Doubled(nn.Module):
+        def forward(self, weight: torch.Tensor) -> torch.Tensor:
+            return weight * 2
+
     torch.manual_seed(0)
     mha = MultiHeadAttention(16, 4)
     reference = _reference_of(mha)
-    mha.k_proj.weight = nn.Parameter(mha.k_proj.weight.detach().clone())  # no longer next to q and v
-    assert not _is_packed(mha)
+    for module in (mha, reference):
+        parametrize.register_parametrization(module.k_proj, "weight", Doubled())  # computed: not a Parameter
     x = torch.randn(2, 5, 16, requires_grad=True)
     torch.testing.assert_close(mha(x).context, reference(x).context)
+    assert not _is_packed(mha)
     mha(x).context.sum().backward()
-    assert mha.k_proj.weight.grad is not None
+    assert mha.k_proj.parametrizations.weight.original.grad is not None
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -431,8 +456,10 @@ def test_packed_linear_detects_in_place_changes_before_backward():
     from attnkit.functional.packed_linear import packed_linear
 
     mha = MultiHeadAttention(8, 2)
+    mha.pack_projections()
     x = torch.randn(2, 3, 8, requires_grad=True)
     projections = (mha.q_proj, mha.k_proj, mha.v_proj)
+    assert _is_packed(mha)
     out = packed_linear(x, [p.weight for p in projections], [p.bias for p in projections])
     with torch.no_grad():
         mha.v_proj.weight.mul_(2.0)

@@ -111,6 +111,27 @@ def test_cached_decoding_equals_recomputing_the_prefix_every_step(name):
     )
 
 
+CUDA = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="CUDA not available: the cuda variant runs on a machine with a GPU"
+)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA), "meta-default"])
+@pytest.mark.parametrize("name", ["transformer", "rnn-luong"])
+def test_cached_decoding_equals_recomputation_on_device(name, device):
+    """On CUDA when there is one; ``meta-default`` runs on the CPU with the default device set to ``meta``, so any
+    tensor decoding makes without ``device=`` would break it."""
+    model, (source, mask) = MODELS[name](), sources()
+    target = "cpu" if device == "meta-default" else device
+    model, source, mask = model.to(target), source.to(target), mask.to(target)
+    expected = greedy(Recompute(model), source, mask, max_len=9), beam_search(Recompute(model), source, mask, max_len=9)
+    with torch.device("meta") if device == "meta-default" else torch.device(target):
+        cached = greedy(model, source, mask, max_len=9), beam_search(model, source, mask, max_len=9)
+    for got, want in zip(cached, expected, strict=True):
+        assert got.tokens.device == source.device
+        assert_same_hypotheses(got, want)
+
+
 @pytest.mark.parametrize("tie_output", [True, False])
 @pytest.mark.parametrize("positions", ["sinusoidal", "rotary"])
 def test_transformer_decoding_without_padding_skips_the_memory_mask_and_equals_recomputation(positions, tie_output):

@@ -91,7 +91,8 @@ class _PackedLinear(torch.autograd.Function):
     ``weight`` and ``bias`` are their :func:`packed_view`: forward multiplies by it in place; backward computes one
     ``[P, Din]`` weight gradient and hands each part its rows (views): no ``torch.cat`` in either direction. The
     parts are saved individually, so an in-place change to any of them before backward raises as it would for
-    ``F.linear``.
+    ``F.linear``. Under autocast, forward's ``F.linear`` runs in the autocast dtype and backward computes in the
+    gradient's dtype, as autocast's own linear does (autograd casts each gradient to its input's dtype).
     """
 
     @staticmethod
@@ -110,12 +111,13 @@ class _PackedLinear(torch.autograd.Function):
         parts = len(weights)
         needs = ctx.needs_input_grad
         grad_x = grad_weights = grad_biases = None
+        dtype = grad.dtype  # the weights' own, or autocast's
         if needs[0]:
             weight = packed_view(weights)
-            grad_x = grad @ (torch.cat(weights) if weight is None else weight)  # [..., Din]
+            grad_x = grad @ (torch.cat(weights) if weight is None else weight).to(dtype)  # [..., Din]
         flat = grad.reshape(-1, grad.shape[-1])  # [M, P]
         if any(needs[3 : 3 + parts]):
-            grad_weights = (flat.t() @ x.reshape(-1, x.shape[-1])).split(ctx.sizes)  # P x [., Din]
+            grad_weights = (flat.t() @ x.reshape(-1, x.shape[-1]).to(dtype)).split(ctx.sizes)  # P x [., Din]
         if ctx.has_bias and any(needs[3 + parts :]):
             grad_biases = flat.sum(0).split(ctx.sizes)
         grad_weights = grad_weights or (None,) * parts

@@ -15,9 +15,11 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     """Softmax over the last dim that gives masked positions exactly zero weight.
 
     Masked scores are set to ``-inf`` before the softmax, so they get weight 0 and gradient 0. A row with no
-    kept position would be ``softmax([-inf, ...]) = NaN``; such rows are normalised over an all-kept
-    stand-in (finite) and then zeroed by ``masked_fill``, so their weights *and* gradients are exactly 0.
-    float16/bfloat16 are computed in float32.
+    kept position would be ``softmax([-inf, ...]) = NaN``; every row is therefore normalised with its empty
+    rows opened up (an all-kept, finite stand-in) and the empty rows are then zeroed by ``masked_fill``, so
+    their weights *and* gradients are exactly 0. Branch-free: no value is read back to the host, so it costs
+    no device synchronisation and traces into one graph under ``torch.compile``. float16/bfloat16 are computed
+    in float32.
 
     Args:
         scores: ``[..., Tk]``.
@@ -31,9 +33,5 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
         return torch.softmax(work, dim=-1).to(scores.dtype)
     check_mask(mask, "mask", scores.shape)
     has_key = mask.any(dim=-1, keepdim=True)  # [..., 1]
-    all_rows_have_keys = bool(has_key.all())
-    fill_mask = mask if all_rows_have_keys else (mask | ~has_key)
-    weights = torch.softmax(work.masked_fill(~fill_mask, float("-inf")), dim=-1)  # [..., Tk]
-    if not all_rows_have_keys:
-        weights = weights.masked_fill(~has_key, 0.0)
-    return weights.to(scores.dtype)
+    weights = torch.softmax(work.masked_fill(~(mask | ~has_key), float("-inf")), dim=-1)  # [..., Tk]
+    return weights.masked_fill(~has_key, 0.0).to(scores.dtype)

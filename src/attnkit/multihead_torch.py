@@ -1,0 +1,114 @@
+"""``nn.MultiheadAttention`` interoperability for :class:`~attnkit.multihead.MultiHeadAttention` (layer 3).
+
+Two conventions meet here, and this module is where one is turned into the other:
+
+* **torch's** ``key_padding_mask`` and boolean ``attn_mask`` are True where attention is **not** allowed (padding,
+  blocked pairs); its float masks are added to the scores (``-inf`` blocks);
+* **attnkit's** ``key_mask`` and ``attn_mask`` are True where attention **is** allowed (real keys, kept pairs),
+  everywhere in the library; an additive float is passed apart, as ``attn_bias``.
+
+State dicts: torch keeps the query, key and value projections in one ``in_proj_weight [3E, E]`` and
+``in_proj_bias [3E]`` (or ``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight`` when ``kdim``/``vdim`` differ
+from ``E``); attnkit keeps three ``nn.Linear`` (``q_proj.weight``, ...). ``out_proj.*`` is named alike in both.
+
+Shape glossary:
+    B  batch   H  heads   Tq  query positions   Tk  key positions   E  embed_dim
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["combine_bias", "from_torch_mask", "key_mask_from_padding", "rename_torch_state_dict"]
+
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj")
+
+
+def rename_torch_state_dict(state_dict: dict[str, torch.Tensor], prefix: str = "") -> None:
+    """Rewrite, in place, an ``nn.MultiheadAttention`` state dict's keys under ``prefix`` into attnkit's.
+
+    ``in_proj_weight [3E, E]`` becomes ``q_proj.weight``, ``k_proj.weight``, ``v_proj.weight`` (its three row
+    blocks, as views), ``in_proj_bias [3E]`` the three biases, ``{q,k,v}_proj_weight`` their ``.weight``.
+    attnkit's own keys are left alone, so a state dict of either kind loads. Raises ``ValueError`` for
+    ``bias_k``/``bias_v`` (``add_bias_kv``), which attnkit does not have.
+    """
+    if prefix + "bias_k" in state_dict or prefix + "bias_v" in state_dict:
+        raise ValueError(f"state dict at {prefix or 'the top level'!r} has bias_k/bias_v (add_bias_kv): not supported")
+    if prefix + "in_proj_weight" in state_dict:
+        weight = state_dict.pop(prefix + "in_proj_weight")
+        if weight.shape[0] % 3:
+            raise ValueError(f"{prefix}in_proj_weight must have 3·E rows, got shape {tuple(weight.shape)}")
+        for name, part in zip(_PROJECTIONS, weight.chunk(3), strict=True):
+            state_dict[f"{prefix}{name}.weight"] = part
+    for name in _PROJECTIONS:
+        if prefix + name + "_weight" in state_dict:
+            state_dict[f"{prefix}{name}.weight"] = state_dict.pop(prefix + name + "_weight")
+    if prefix + "in_proj_bias" in state_dict:
+        bias = state_dict.pop(prefix + "in_proj_bias")
+        for name, part in zip(_PROJECTIONS, bias.chunk(3), strict=True):
+            state_dict[f"{prefix}{name}.bias"] = part
+
+
+def from_torch_mask(
+    mask: torch.Tensor | None, name: str, shape: tuple[int, int, int, int]
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """One of torch's masks as attnkit's ``(allowed, bias)``, both broadcastable to ``shape = [B, H, Tq, Tk]``.
+
+    Args:
+        mask: ``key_padding_mask [B, Tk]`` or ``attn_mask [Tq, Tk]`` / ``[B·H, Tq, Tk]``, in torch's convention:
+            bool True = not allowed; float = added to the scores (``-inf`` entries block).
+        name: the argument's name, for errors.
+        shape: the scores' shape ``[B, H, Tq, Tk]``.
+
+    Returns:
+        ``(allowed bool, True = attend, or None; bias float with the blocked entries 0, or None)``.
+    """
+    if mask is None:
+        return None, None
+    batch, heads, tq, tk = shape
+    if name == "key_padding_mask":
+        expected = {(batch, tk): (batch, 1, 1, tk)}
+    else:
+        expected = {(tq, tk): (tq, tk), (batch * heads, tq, tk): (batch, heads, tq, tk)}
+    if tuple(mask.shape) not in expected:
+        wanted = " or ".join(str(list(s)) for s in expected)
+        raise ValueError(f"{name} must have shape {wanted} (torch's convention), got {tuple(mask.shape)}")
+    mask = mask.reshape(expected[tuple(mask.shape)])
+    if mask.dtype == torch.bool:
+        return ~mask, None
+    if not mask.is_floating_point():
+        raise ValueError(f"{name} must be bool (True = not allowed, torch's polarity) or float, got {mask.dtype}")
+    allowed = mask != float("-inf")
+    return allowed, mask.masked_fill(~allowed, 0.0)
+
+
+def combine_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:
+    """Sum of the given additive biases (broadcasting), ``None`` entries skipped; ``None`` if there are none."""
+    present = [b for b in biases if b is not None]
+    if not present:
+        return None
+    total = present[0]
+    for b in present[1:]:
+        total = total + b
+    return total
+
+
+def key_mask_from_padding(key_mask: torch.Tensor | None, key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """attnkit's ``key_mask`` (True = real key) from it or from torch's bool ``key_padding_mask`` (True = pad).
+
+    Raises ``ValueError`` if both are given: they say the same thing in opposite polarities, and a call passing
+    both has most likely flipped one.
+    """
+    if key_padding_mask is None:
+        return key_mask
+    if key_mask is not None:
+        raise ValueError(
+            "pass key_mask (attnkit: True = real key) or key_padding_mask (torch: True = padding), not both"
+        )
+    if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
+        raise ValueError(
+            "key_padding_mask must be a torch.BoolTensor in torch's polarity (True = padding), got "
+            f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)}; a float (additive) one goes "
+            "to forward_torch"
+        )
+    return ~key_padding_mask
