@@ -144,6 +144,30 @@ def test_a_transformer_training_step_in_bf16_matches_fp32_and_keeps_its_masks(de
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("attention", ["luong-general", "bahdanau"])
+def test_an_lstm_seq2seq_training_step_in_bf16_matches_fp32(device, attention):
+    generator = torch.Generator().manual_seed(4)
+    source = torch.randint(4, 20, (3, 6), generator=generator)
+    source_mask = torch.tensor([[True] * 6, [True] * 2 + [False] * 4, [True] + [False] * 5])
+    target = torch.randint(4, 20, (3, 5), generator=generator)
+    source, source_mask, target = to_device((source, source_mask, target), torch.device(device))
+
+    def lstm():
+        torch.manual_seed(0)
+        options = {"model": "rnn", "cell": "lstm", "attention": attention, "embed_dim": 8, "hidden_dim": 16}
+        return build_seq2seq(
+            {**options, "num_layers": 2, "dropout": 0.0, "source_vocab_size": 20, "target_vocab_size": 20}
+        )
+
+    def loss_of(model):
+        output = model(source, source_mask, target[:, :-1], need_weights=True)
+        return label_smoothed_loss(output.logits, target[:, 1:]), output
+
+    output = assert_like_fp32(lstm, loss_of, device)
+    assert (output.attention[1, :, 2:] == 0).all() and (output.attention[2, :, 1:] == 0).all()  # [B, T, S]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("family", ["transformer", "rnn"])
 def test_cached_decoding_equals_recomputation_on_the_device(device, family):
     torch.manual_seed(0)
