@@ -85,13 +85,14 @@ __all__ = [
 ]
 
 
-def load(path: Any) -> Any:
+def load(path: Any, *, device: Any = "auto", precision: str = "fp32") -> Any:
     """A trained model ready to use, for a checkpoint of any kind: a classifier or vision model with
-    ``predict``, a seq2seq model with ``translate`` (a run directory means its ``best/``). See
-    :func:`attnkit.tasks.load`."""
+    ``predict``, a seq2seq model with ``translate`` (a run directory means its ``best/``), on ``device``
+    (``"auto"``: CUDA when available, else the CPU) running in ``precision`` (``"fp32"``, ``"bf16"``, ``"fp16"``).
+    See :func:`attnkit.tasks.load`."""
     from attnkit.tasks import load as load_checkpoint
 
-    return load_checkpoint(path)
+    return load_checkpoint(path, device=device, precision=precision)
 
 
 def __getattr__(name: str) -> Any:

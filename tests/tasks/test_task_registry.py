@@ -22,6 +22,7 @@ from attnkit.tasks.options import add_runtime_options, add_training_options, fit
 from attnkit.training.checkpoint import load_model_weights, read_config_of_kind, save_checkpoint
 from attnkit.training.config_io import JsonConfig
 from attnkit.training.loop import fit
+from attnkit.training.precision import ready_for_inference
 from attnkit.training.run_report import TrainReport, count_parameters, write_metrics
 
 # ----------------------------------------------------------------------------------- a toy task: is a text long?
@@ -90,21 +91,21 @@ class ToyModel:
     config: ToyConfig
 
     def predict(self, texts: Sequence[str]) -> list[bool]:
-        return [bool(label) for label in self.model(features(texts)).argmax(-1)]
+        return [bool(label) for label in self.model(features(texts).to(self.model.weight.device)).argmax(-1)]
 
 
-def load(checkpoint: Path) -> ToyModel:
+def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32") -> ToyModel:
     config = ToyConfig.from_dict(read_config_of_kind(checkpoint, "toy"))
     model = nn.Linear(2, 2)
     load_model_weights(model, checkpoint)
-    return ToyModel(model.eval(), config)
+    return ToyModel(ready_for_inference(model, device, precision), config)
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
-    toy = load(checkpoints[0])
+    toy = load(checkpoints[0], device=args.device, precision=args.precision)
     x, y = toy_data(toy.config.threshold)
     with torch.no_grad():
-        accuracy = float((toy.model(x).argmax(-1) == y).float().mean())
+        accuracy = float((toy.model(x.to(toy.model.weight.device)).argmax(-1).cpu() == y).float().mean())
     print(f"toy accuracy {accuracy:.2f}")
     return 0
 

@@ -75,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.no_progress,
         max_minutes=args.max_minutes,
+        precision=args.precision,
     )
-    report = train_classifier(data, config, fit_config, out_dir=args.out, batch_size=32)
+    report = train_classifier(data, config, fit_config, out_dir=args.out, batch_size=32, device=args.device)
     han = report.test_metrics["accuracy"]
 
     print()
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'HAN (attnkit)':<32}{100 * han:>13.2f}%")
     print(f"HAN trained {report.train_seconds / 60:.1f} min, best epoch {report.fit.best_epoch}")
 
-    classifier = load_classifier(report.checkpoint)
+    classifier = load_classifier(report.checkpoint, device=args.device, precision=args.precision)
     predictions = classifier.predict(data.test_texts[: args.examples])
     print()
     for prediction, gold in zip(predictions, data.test_labels, strict=False):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from attnkit.tasks.options import DEVICE_HELP
+
 EXAMPLES = """examples:
   attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
   attnkit experiment classification --data r8 --seeds 3
@@ -43,6 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
     parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads per run (default: torch's)")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help=f"{DEVICE_HELP}. Where the runs train, not what they are: a finished run is reused whatever its device "
+        "(metrics.json records it). Precision is part of each run's recipe (its --precision option), not of this "
+        "command",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -51,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from attnkit.experiments.common import ExperimentPaths
+    from attnkit.training.precision import resolve_device
 
+    resolve_device(args.device)  # a device that is not there is refused before any run starts
     paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))
     if not paths.docs.is_dir():
         raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
@@ -60,13 +71,16 @@ def run(args: argparse.Namespace) -> int:
     if args.name == "classification":
         from attnkit.experiments.classification import DATASETS, run_classification
 
-        run_classification(list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads)
+        run_classification(
+            list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads, device=args.device
+        )
     elif args.name == "masking":
         from attnkit.experiments.masking import run_masking
 
         if args.data and len(args.data) != 1:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
-        run_masking(args.data[0] if args.data else "20ng", args.seeds or 5, paths, threads=args.threads)
+        data = args.data[0] if args.data else "20ng"
+        run_masking(data, args.seeds or 5, paths, threads=args.threads, device=args.device)
     elif args.name == "report":
         from attnkit.experiments.report import render_results
 
@@ -77,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
 
         if args.data:
             raise ValueError(f"--data is for classification and masking; {args.name} has its own task")
-        run_seq2seq_experiment(args.name, paths, threads=args.threads, runs=args.only)
+        run_seq2seq_experiment(args.name, paths, threads=args.threads, runs=args.only, device=args.device)
     print(paths.docs / "results.md")
     return 0

@@ -47,7 +47,7 @@ def train_argv(data: str, seed: int, out: Path) -> list[str]:
 
 
 def run_classification(
-    datasets: list[str], seeds: int, paths: ExperimentPaths, *, threads: int | None = None
+    datasets: list[str], seeds: int, paths: ExperimentPaths, *, threads: int | None = None, device: str = "auto"
 ) -> dict[str, dict]:
     """Train (or reuse) ``seeds`` runs per dataset plus the baseline; write and return the table's JSON."""
     unknown = sorted(set(datasets) - set(SETTINGS))
@@ -59,7 +59,8 @@ def run_classification(
     table = read_json(summary_path) or {}
     for data in datasets:
         runs = [
-            _run(data, seed, paths.runs / "classification" / data / f"seed{seed}", threads) for seed in range(seeds)
+            _run(data, seed, paths.runs / "classification" / data / f"seed{seed}", threads, device)
+            for seed in range(seeds)
         ]
         previous = table.get(data, {})
         baseline = previous.get("baseline") or _baseline(data)
@@ -84,9 +85,9 @@ def run_classification(
     return table
 
 
-def _run(data: str, seed: int, out: Path, threads: int | None) -> dict:
+def _run(data: str, seed: int, out: Path, threads: int | None, device: str = "auto") -> dict:
     """One seed's run: trained unless ``out`` already holds a finished run of the same command."""
-    metrics = ensure_run(train_argv(data, seed, out), out, threads=threads)
+    metrics = ensure_run(train_argv(data, seed, out), out, threads=threads, device=device)
     return {
         "seed": seed,
         "test_accuracy": round(100 * metrics["test"]["accuracy"], 2),

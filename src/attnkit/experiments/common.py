@@ -70,10 +70,16 @@ def run_command(argv: Sequence[str], processes: int = 1) -> None:
         raise RuntimeError(f"{command_line(argv, processes)} exited with status {status}")
 
 
-def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None, processes: int = 1) -> dict:
+def ensure_run(
+    argv: Sequence[str], out: Path, *, threads: int | None = None, processes: int = 1, device: str = "auto"
+) -> dict:
     """The ``metrics.json`` of the training run ``attnkit argv...`` writing to ``out``: reused when ``out`` holds a
     finished run of exactly this command (``out/command.json``), trained (or resumed, with ``--resume`` in
-    ``argv``) otherwise; ``processes > 1`` trains under ``torchrun`` (``threads`` is then per process)."""
+    ``argv``) otherwise; ``processes > 1`` trains under ``torchrun`` (``threads`` is then per process).
+
+    ``threads`` and ``device`` say where a run trains, not what it is: they are not part of the command a finished
+    run is recognised by (its ``metrics.json`` records the device). A run's precision is part of its recipe: put
+    ``--precision`` in ``argv``."""
     metrics = read_json(out / "metrics.json")
     # one process: the bare arguments, as every command.json written before torchrun runs existed (still reused)
     command = list(argv) if processes == 1 else [*launcher(processes), *argv]
@@ -81,6 +87,7 @@ def ensure_run(argv: Sequence[str], out: Path, *, threads: int | None = None, pr
         out.mkdir(parents=True, exist_ok=True)
         write_json(out / "command.json", command)
         options = ["--no-progress", *([] if threads is None else ["--threads", str(threads)])]
+        options += [] if device == "auto" else ["--device", device]
         run_command([*argv, *options], processes)
         metrics = read_json(out / "metrics.json")
     return metrics

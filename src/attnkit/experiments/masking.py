@@ -36,7 +36,9 @@ def train_argv(data: str, mode: str, seed: int, out: Path) -> list[str]:
     return ["train", "classify", "--data", data, *model, *FIT_ARGS, "--seed", str(seed), "--out", str(out), "--resume"]
 
 
-def run_masking(data: str, seeds: int, paths: ExperimentPaths, *, threads: int | None = None) -> dict:
+def run_masking(
+    data: str, seeds: int, paths: ExperimentPaths, *, threads: int | None = None, device: str = "auto"
+) -> dict:
     """Train (or reuse) every mode x seed, measure accuracy and padding mass, write and return the summary."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
@@ -55,7 +57,7 @@ def run_masking(data: str, seeds: int, paths: ExperimentPaths, *, threads: int |
         for seed in range(seeds):
             out = paths.runs / "masking" / data / mode / f"seed{seed}"
             argv = train_argv(data, mode, seed, out)
-            metrics = ensure_run(argv, out, threads=threads)
+            metrics = ensure_run(argv, out, threads=threads, device=device)
             statistics = padding_statistics(out / "best", dataset.test_texts, dataset.test_labels, seed=seed)
             runs.append(
                 {"seed": seed, "bucketed_test_accuracy": round(100 * metrics["test"]["accuracy"], 2)} | statistics

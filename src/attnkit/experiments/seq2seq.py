@@ -24,7 +24,12 @@ __all__ = ["bleu_by_length", "plot_bleu_by_length", "run_seq2seq_experiment"]
 
 
 def run_seq2seq_experiment(
-    name: str, paths: ExperimentPaths, *, threads: int | None = None, runs: list[str] | None = None
+    name: str,
+    paths: ExperimentPaths,
+    *,
+    threads: int | None = None,
+    runs: list[str] | None = None,
+    device: str = "auto",
 ) -> dict:
     """Train (or reuse) the experiment's runs (all, or those named in ``runs``), write and return its JSON."""
     if name not in EXPERIMENTS:
@@ -50,7 +55,7 @@ def run_seq2seq_experiment(
         out = paths.runs / name / slug(run)
         argv = experiment.train_argv(run, out)
         processes = experiment.processes.get(run, 1)
-        metrics = ensure_run(argv, out, threads=threads, processes=processes)
+        metrics = ensure_run(argv, out, threads=threads, processes=processes, device=device)
         row = {
             "command": command_line(argv, processes),
             "test": metrics["test"],

@@ -80,7 +80,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
         pooled_words = self.word_pooling(encoded, flat_mask[real])  # context [N, Dw], weights [N, 1, W]
 
-        sentence_vectors = encoded.new_zeros(batch * sentences, encoded.shape[-1])
+        # in the pooled vectors' dtype: under autocast it is not the encoder's
+        sentence_vectors = pooled_words.context.new_zeros(batch * sentences, pooled_words.context.shape[-1])
         sentence_vectors[real] = pooled_words.context
         word_weights = pooled_words.weights.new_zeros(batch * sentences, words)
         word_weights[real] = pooled_words.weights[:, 0]

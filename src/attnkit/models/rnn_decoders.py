@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention import Attention
 from attnkit.scores import AdditiveScore, Score
@@ -42,13 +42,29 @@ CELLS = ("gru", "lstm")
 RNNState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # GRU h [L, B, D]; LSTM (h, c)
 
 
+class _LSTM(nn.LSTM):
+    """``nn.LSTM`` computing in float32 under CPU autocast, as ``nn.GRU`` does there: CPU autocast sends the LSTM
+    to oneDNN in bf16/fp16, which fails on CPUs without native support ("could not create a primitive descriptor
+    for the LSTM forward propagation primitive"). GPUs keep autocast's own LSTM; the parameters are nn.LSTM's."""
+
+    def forward(self, x, hx=None):
+        """``nn.LSTM.forward(x, hx)``; in float32, without autocast, when CPU autocast is on."""
+        if not torch.is_autocast_enabled("cpu") or self.weight_ih_l0.device.type != "cpu":
+            return super().forward(x, hx)
+        x = x._replace(data=x.data.float()) if isinstance(x, PackedSequence) else x.float()
+        hx = None if hx is None else tuple(h.float() for h in hx)
+        with torch.autocast("cpu", enabled=False):
+            return super().forward(x, hx)
+
+
 def make_rnn(cell: str, input_dim: int, hidden_dim: int, *, num_layers: int, dropout: float, bidirectional=False):
-    """A batch-first ``nn.GRU`` or ``nn.LSTM`` (``cell`` in :data:`CELLS`)."""
+    """A batch-first ``nn.GRU`` or ``nn.LSTM`` (``cell`` in :data:`CELLS`; the LSTM computes in float32 under CPU
+    autocast, see :class:`_LSTM`)."""
     if cell not in CELLS:
         raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
     if num_layers < 1:
         raise ValueError(f"num_layers must be >= 1, got {num_layers}")
-    rnn_class = nn.GRU if cell == "gru" else nn.LSTM
+    rnn_class = nn.GRU if cell == "gru" else _LSTM
     return rnn_class(
         input_dim,
         hidden_dim,

@@ -124,14 +124,16 @@ class _RaisingParser(argparse.ArgumentParser):
         raise ValueError(f"{self.prog}: {message}")
 
 
-def load(path: str | Path) -> Any:
-    """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``).
+def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
+    """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``), on ``device``
+    (``"auto"``: CUDA when available, else the CPU; ``"cpu"``, ``"cuda:1"``, ``"mps"``, ...) running in
+    ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
     Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and
     ``evaluate`` for each); see the task packages.
     """
     task, checkpoint = task_for_checkpoint(path)
-    return task.load(checkpoint)
+    return task.load(checkpoint, device=device, precision=precision)
 
 
 def _tasks() -> dict[str, TaskSpec]:

@@ -31,15 +31,34 @@ def _number(kind: type, low: float, *, inclusive: bool = True):
     return parse
 
 
+# --precision's choices (attnkit.training.fit_config.PRECISIONS; here too so --help needs no torch)
+PRECISIONS = ("fp32", "bf16", "fp16")
+DEVICE_HELP = (
+    "where the model runs: auto (CUDA when available, else the CPU; auto never picks mps), cpu, cuda, cuda:N or "
+    "mps (default auto)"
+)
+PRECISION_HELP = (
+    "fp32 (default), or autocast to bf16 / fp16 (weights stay float32; fp16 training scales the loss with a "
+    "GradScaler). They pay off on GPUs; on a CPU without native bf16/fp16 (AMX, AVX-512 BF16) they run slower "
+    "than fp32"
+)
+
 positive_int = _number(int, 1)
 non_negative_int = _number(int, 0)
 positive_float = _number(float, 0.0, inclusive=False)
 non_negative_float = _number(float, 0.0)
 
 
+def add_device_options(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--device`` and ``--precision`` (every command that runs a model has them)."""
+    group.add_argument("--device", default="auto", help=DEVICE_HELP)
+    group.add_argument("--precision", choices=PRECISIONS, default="fp32", help=PRECISION_HELP)
+
+
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
-    """``--seed``, ``--threads``, ``--no-progress``, ``--debug``."""
+    """``--device``, ``--precision``, ``--seed``, ``--threads``, ``--no-progress``, ``--debug``."""
     group = parser.add_argument_group("runtime")
+    add_device_options(group)
     group.add_argument(
         "--seed", type=non_negative_int, default=0, help="random seed; a CPU run with the same seed repeats (default 0)"
     )
@@ -49,9 +68,18 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 
 
 def apply_runtime(args: argparse.Namespace) -> None:
-    """Seed and thread settings, applied before any work."""
+    """Seed and thread settings, applied before any work; ``--device`` and ``--precision`` are checked here too, so
+    a device this machine does not have is refused before anything is read or written.
+
+    Raises:
+        ValueError: ``--device`` names a device that is not there, or ``--precision`` one it cannot compute in.
+    """
     import torch
 
+    from attnkit.training.precision import check_precision, resolve_device
+
+    if hasattr(args, "device"):
+        check_precision(getattr(args, "precision", "fp32"), resolve_device(args.device))
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -201,6 +229,7 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         progress=not args.no_progress,
         max_minutes=args.max_minutes,
         tensorboard_dir=str(Path(args.out) / "tensorboard") if getattr(args, "tensorboard", False) else None,
+        precision=getattr(args, "precision", "fp32"),
         **overrides,
     )
 

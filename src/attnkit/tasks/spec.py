@@ -38,7 +38,10 @@ class TaskSpec:
         description, epilog: the ``attnkit train NAME --help`` page.
         add_train_arguments: adds the task's training options to ``attnkit train NAME``'s parser.
         train: runs ``attnkit train NAME`` (returns the exit status).
-        load: ``checkpoint directory -> ready model`` (what :func:`attnkit.load` returns for this kind).
+        load: ``load(checkpoint directory, *, device, precision) -> ready model`` (what :func:`attnkit.load`
+            returns for this kind): the model on ``device`` (``"auto"``, ``"cpu"``, ``"cuda:N"``, ...; see
+            :func:`attnkit.training.precision.resolve_device`), running in ``precision``
+            (``"fp32"``/``"bf16"``/``"fp16"``).
         evaluate: runs ``attnkit evaluate`` for checkpoints of this kind (several only if ``ensembles``).
         predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
         explain: writes ``attnkit explain``'s report for one checkpoint; returns the path, or None if unsupported.

@@ -1,10 +1,10 @@
-"""One epoch of :func:`attnkit.training.loop.fit`: the training steps (with gradient accumulation), the validation,
-and the rules that decide what comes next (layer 5)."""
+"""One epoch of :func:`attnkit.training.loop.fit`: the training steps (with gradient accumulation and, when asked,
+autocast and a gradient scaler), the validation, and the rules that decide what comes next (layer 5)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import NamedTuple
 
@@ -15,6 +15,7 @@ from attnkit.training._progress import Reporter
 from attnkit.training._run_state import RunState
 from attnkit.training.distributed import DistributedContext, all_reduce_sums, check_replicas_in_sync
 from attnkit.training.fit_config import FitConfig
+from attnkit.training.precision import autocast, on_device, to_device
 from attnkit.training.schedule import LearningRateSchedule
 from attnkit.training.task import Batch, Task, is_summable
 
@@ -45,6 +46,7 @@ def train_epoch(
     clock: Callable[[], float],
     out_of_time: Callable[[], bool],
     steps_before: int = 0,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> EpochTotals:
     """One pass over ``batches``, an optimiser step every ``config.accumulate`` batches (and after the last).
 
@@ -53,6 +55,11 @@ def train_epoch(
     Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
     that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
     Under DDP the gradients are reduced across ranks only on the batch that completes a step.
+
+    The loss is computed under autocast in ``config.precision`` (the backward pass runs outside it, as torch
+    recommends). With a ``scaler`` (fp16) the loss is scaled before backward and the gradients unscaled before
+    clipping; a step whose gradients hold inf/NaN is skipped by the scaler (which lowers its scale) and still
+    counts as a step. Without one a non-finite gradient norm raises ``FloatingPointError``.
     """
     model = _plain(train_model)
     model.train()
@@ -66,13 +73,15 @@ def train_epoch(
         for batch, last in marked:
             boundary = last or pending + 1 == accumulate
             with nullcontext() if boundary else _no_sync(train_model):
-                loss = task.loss(to_device(batch, device))
+                with autocast(device, config.precision):
+                    loss = task.loss(to_device(batch, device))
                 if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
                     shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
                     raise ValueError(f"Task.loss must return a scalar tensor (the batch's mean loss), got {shape}")
                 if pending == 0:
                     optimizer.zero_grad(set_to_none=True)
-                (loss if accumulate == 1 else loss / accumulate).backward()
+                scaled = loss if accumulate == 1 else loss / accumulate
+                (scaled if scaler is None else scaler.scale(scaled)).backward()
             pending += 1
             count += 1
             value = loss.item()
@@ -80,19 +89,25 @@ def train_epoch(
             bar.step(value)
             if not boundary:
                 continue
+            if scaler is not None:
+                scaler.unscale_(optimizer)
             if pending < accumulate:  # the epoch's last step, over fewer batches: their mean, not a smaller sum
                 for parameter in parameters:
                     if parameter.grad is not None:
                         parameter.grad.mul_(accumulate / pending)
             pending = 0
             norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
-            if not torch.isfinite(norm):
+            if scaler is None and not torch.isfinite(norm):
                 raise FloatingPointError(
                     f"epoch {epoch}, step {steps + 1}: gradient norm {norm.item()} (loss {value}); "
                     "lower the learning rate or check the data"
                 )
             schedule.before_step(optimizer, steps_before + steps + 1, clock())
-            optimizer.step()
+            if scaler is None:
+                optimizer.step()
+            else:  # skips the step when unscale_ found inf/NaN gradients, then adjusts the scale
+                scaler.step(optimizer)
+                scaler.update()
             steps += 1
             if steps == 1:
                 check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
@@ -104,12 +119,13 @@ def train_epoch(
 def validate(
     task: Task, batches: Iterable[Batch], config: FitConfig, context: DistributedContext, device: torch.device
 ) -> dict[str, float]:
-    """The task's metrics on the validation split (reduced exactly over ranks), with the selection metric checked."""
+    """The task's metrics on the validation split (reduced exactly over ranks), with the selection metric checked;
+    the batches are moved to ``device`` and the task evaluates under autocast in ``config.precision``."""
     model = task.model
     model.eval()
     try:
-        with torch.no_grad():
-            moved = (to_device(batch, device) for batch in batches)
+        with torch.no_grad(), autocast(device, config.precision):
+            moved = on_device(batches, device)
             if is_summable(task):
                 raw = task.metrics_from_sums(all_reduce_sums(task.evaluate_sums(moved), context))
             else:
@@ -157,20 +173,6 @@ def running(task: Task, train_model: nn.Module) -> Iterator[None]:
         yield
     finally:
         task.model = plain
-
-
-def to_device(batch: Batch, device: torch.device) -> Batch:
-    """Move a batch's tensors to the model's device (nothing to do on the CPU)."""
-    if device.type == "cpu":
-        return batch
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, Mapping):
-        return {
-            key: to_device(value, device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()
-        }
-    mover = getattr(batch, "to", None)
-    return mover(device) if callable(mover) else batch
 
 
 def batch_count(batches: Iterable[Batch]) -> int | None:

@@ -3,7 +3,8 @@
 A ``last/`` checkpoint holds, besides the weights, everything :func:`attnkit.training.loop.fit` needs to go on as if
 never interrupted: AdamW's state, the epoch, the best epoch with its metrics (and its weights when they are not the
 checkpoint's own), the patience counter, the history, the time spent, the learning-rate schedule's state, the
-weights of the epochs being averaged (``FitConfig.average_last``), and the settings that must not change.
+weights of the epochs being averaged (``FitConfig.average_last``), the fp16 gradient scaler's state, and the
+settings that must not change.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _SETTING_DEFAULTS = {
     "min_lr": 0.0,
     "accumulate": 1,
     "average_last": 1,
+    "precision": "fp32",
 }
 _STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
@@ -57,6 +59,7 @@ _RESULT_SETTINGS = (
     "grad_clip",
     "accumulate",
     "average_last",
+    "precision",
     "select_metric",
     "select_mode",
 )
@@ -93,6 +96,8 @@ class RunState:
     schedule: ScheduleState = field(default_factory=ScheduleState)
     # average_last > 1: the weights at the end of the last (up to) average_last epochs, this epoch's last.
     recent_weights: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    # precision="fp16": the GradScaler's state_dict (its scale and growth tracker), None otherwise.
+    grad_scaler: dict | None = None
 
 
 def start_run(
@@ -149,6 +154,7 @@ def _restore(
             history=[EpochRecord(**record) for record in state["history"]],
             elapsed=float(state["elapsed_seconds"]),
             schedule=ScheduleState(**state.get("schedule", {})),
+            grad_scaler=state.get("grad_scaler"),
         )
         saved_best = state["best_weights"]
         saved_recent = list(state.get("recent_weights", []))
@@ -238,6 +244,7 @@ def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitC
         "schedule": asdict(run.schedule),
         "best_weights": None if own_best else run.best_weights,
         "recent_weights": run.recent_weights[:-1],
+        "grad_scaler": run.grad_scaler,
     }
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SCHEDULES", "FitConfig"]
+__all__ = ["PRECISIONS", "SCHEDULES", "FitConfig"]
 
 # The learning-rate schedules: how the rate moves after the warm-up (see attnkit.training.schedule).
 SCHEDULES = ("plateau", "inverse-sqrt", "cosine")
+# The precisions of the forward pass (see attnkit.training.precision): float32, or autocast to bfloat16 / float16.
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -51,6 +53,10 @@ class FitConfig:
         tensorboard_dir: also log each epoch's training loss and validation metrics there as TensorBoard scalars
             (rank 0; needs the ``tensorboard`` package); None logs nothing.
         find_unused_parameters: passed to DDP, for models whose forward leaves some parameters unused.
+        precision: ``"fp32"`` (the default: no autocast), ``"bf16"`` or ``"fp16"``: the training steps and the
+            validation run under :func:`torch.autocast` in that dtype on the model's device (weights, gradients and
+            optimiser state stay float32); ``"fp16"`` also scales the loss with a ``GradScaler``, which skips a step
+            with inf/NaN gradients instead of raising (see :mod:`attnkit.training.precision`).
     """
 
     epochs: int = 10
@@ -73,6 +79,7 @@ class FitConfig:
     min_lr: float = 0.0
     accumulate: int = 1
     average_last: int = 1
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         problems = []
@@ -101,6 +108,8 @@ class FitConfig:
             problems.append(f"max_minutes must be > 0 or None, got {self.max_minutes}")
         if self.log_every < 1:
             problems.append(f"log_every must be >= 1, got {self.log_every}")
+        if self.precision not in PRECISIONS:
+            problems.append(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {self.precision!r}")
         if problems:
             raise ValueError("FitConfig: " + "; ".join(problems))
 

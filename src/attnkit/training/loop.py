@@ -25,6 +25,11 @@ after epoch ``e`` therefore repeats an uninterrupted run bit for bit (on the sam
 weights, AdamW moments and the loop's counters come from the checkpoint, and the random streams from the seed
 (a cosine schedule over a time budget is the exception: its rates follow the clock).
 
+Device and precision: ``fit`` trains where the model's parameters are (move the model first:
+:func:`attnkit.training.precision.place_model` resolves ``--device`` and, under torchrun, joins the process group
+on the matching backend) and moves each batch there. ``FitConfig.precision`` runs the training steps and the
+validation under :func:`torch.autocast` (bf16, fp16) with a ``GradScaler`` for fp16; fp32 adds nothing.
+
 Distributed: under ``torchrun --nproc-per-node N`` each process calls ``fit`` with its own shard of the data
 (``train_batches`` and ``valid_batches`` must give every rank the same number of batches, of equal size, so
 that averaging gradients over ranks equals one process on the global batch). ``fit`` joins the process group,
@@ -49,9 +54,17 @@ from attnkit.training._epoch import batch_count, improves, running, stop_reason,
 from attnkit.training._progress import Reporter
 from attnkit.training._run_state import EpochRecord, RunCheckpoints, RunState, cpu_copy, holding, start_run
 from attnkit.training.averaging import average_weights, push_window
-from attnkit.training.distributed import all_reduce_sums, any_rank, check_replicas_in_sync, init_distributed, wrap_model
+from attnkit.training.distributed import (
+    DistributedContext,
+    all_reduce_sums,
+    any_rank,
+    check_replicas_in_sync,
+    init_distributed,
+    wrap_model,
+)
 from attnkit.training.fit_config import SCHEDULES, FitConfig
 from attnkit.training.optim import make_optimizer
+from attnkit.training.precision import check_precision, device_of, grad_scaler
 from attnkit.training.schedule import LearningRateSchedule
 from attnkit.training.seeding import derive_seed, seed_everything
 from attnkit.training.task import Batch, SummableTask, Task, is_summable
@@ -72,6 +85,7 @@ class FitResult:
         stopped_early: True when training ended before ``epochs`` (patience or time budget).
         stop_reason: ``"epochs"``, ``"early_stopping"`` or ``"time_budget"``.
         resumed_from: the epoch of the checkpoint this call resumed from, or None.
+        device: where the model trained (``"cpu"``, ``"cuda:0"``, ...).
     """
 
     best_epoch: int | None
@@ -81,6 +95,7 @@ class FitResult:
     stopped_early: bool
     stop_reason: str
     resumed_from: int | None = None
+    device: str = "cpu"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable copy."""
@@ -119,9 +134,10 @@ def fit(
 
     Raises:
         ValueError: bad arguments, a selection metric the task does not report, settings that differ from the
-            resumed run's, or DDP with a task that is not a :class:`SummableTask`.
+            resumed run's, DDP with a task that is not a :class:`SummableTask`, a model on another device than
+            the process group's, or a precision the model's device cannot compute in.
         CheckpointError: ``checkpoint_dir/last`` is not a valid resumable checkpoint for this model.
-        FloatingPointError: the gradient norm became NaN or infinite.
+        FloatingPointError: the gradient norm became NaN or infinite (fp32, bf16; fp16's scaler skips the step).
     """
     started = time.monotonic()
     context = init_distributed()
@@ -134,9 +150,9 @@ def fit(
         raise ValueError("resume=True needs a checkpoint_dir to resume from")
     model = task.model
     was_training = model.training
-    if context.device.type == "cuda":
-        model.to(context.device)
-    device = _device_of(model)
+    device = _training_device(model, context)
+    check_precision(config.precision, device)
+    scaler = grad_scaler(device, config.precision)
     optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
     reporter = Reporter(
         enabled=config.progress and context.is_main,
@@ -153,6 +169,8 @@ def fit(
         )
     previous = run.elapsed
     schedule = _schedule(config, run)
+    if scaler is not None and run.grad_scaler:
+        scaler.load_state_dict(run.grad_scaler)
 
     def clock() -> float:
         return previous + time.monotonic() - started
@@ -182,6 +200,7 @@ def fit(
                 clock=clock,
                 out_of_time=out_of_time,
                 steps_before=sum(record.steps for record in run.history),
+                scaler=scaler,
             )
         summed = all_reduce_sums({"loss": totals.loss_sum, "batches": float(totals.batches)}, context)
         if summed["batches"] == 0:
@@ -205,6 +224,7 @@ def fit(
         run.epoch = epoch
         run.history.append(record)
         run.elapsed = clock()
+        run.grad_scaler = None if scaler is None else scaler.state_dict()
         check_replicas_in_sync(model, context, where=f"end of epoch {epoch}")
         if checkpoints is not None:
             checkpoints.after_epoch(model, optimizer, run, config, improved=improved, best_weights=averaged)
@@ -226,6 +246,7 @@ def fit(
         stopped_early=reason != "epochs",
         stop_reason=reason,
         resumed_from=resumed_from,
+        device=str(device),
     )
 
 
@@ -244,6 +265,16 @@ def _schedule(config: FitConfig, run: RunState) -> LearningRateSchedule:
     )
 
 
-def _device_of(model: nn.Module) -> torch.device:
-    parameter = next(model.parameters(), None)
-    return torch.device("cpu") if parameter is None else parameter.device
+def _training_device(model: nn.Module, context: DistributedContext) -> torch.device:
+    """Where the model trains: where its parameters are. Under DDP that must be the process group's device; a
+    model left on the CPU follows an nccl group to its GPU (``cuda:LOCAL_RANK``), anything else is refused."""
+    device = device_of(model)
+    if not context.is_distributed or device == context.device:
+        return device
+    if device.type == "cpu" and context.device.type == "cuda":
+        model.to(context.device)
+        return context.device
+    raise ValueError(
+        f"the model is on {device} but this process's DDP group computes on {context.device}: place the model "
+        "with attnkit.training.precision.place_model (or --device) before training"
+    )

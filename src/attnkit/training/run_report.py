@@ -9,6 +9,8 @@ this process is, the report a run returns, and the ``metrics.json`` it writes â€
 | ``data`` | the dataset or file the run trained on |
 | ``config`` | the task config (the checkpoint's ``config.json`` without ``kind``) |
 | ``seed``, ``batch_size``, ``lr`` | the run's main settings |
+| ``device`` | where the model trained (``cpu``, ``cuda:0``, ``mps``; each process's own under torchrun: rank 0's) |
+| ``precision`` | ``fp32``, ``bf16`` or ``fp16`` (autocast in training, validation and the test evaluation) |
 | ``best_epoch``, ``best_valid`` | the selected epoch and its validation metrics |
 | ``test`` | the best weights' test metrics (null without a test split) |
 | ``stop_reason``, ``epochs_run`` | why and after how many epochs training ended |
@@ -91,6 +93,8 @@ def write_metrics(
         "seed": fit_config.seed,
         "batch_size": batch_size,
         "lr": fit_config.lr,
+        "device": report.fit.device,
+        "precision": fit_config.precision,
         "best_epoch": report.fit.best_epoch,
         "best_valid": report.fit.best_metrics,
         "test": report.test_metrics,

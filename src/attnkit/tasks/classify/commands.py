@@ -132,6 +132,7 @@ def train(args: argparse.Namespace) -> int:
         valid_fraction=args.valid_fraction,
         resume=args.resume,
         bucketed=not args.random_batches,
+        device=args.device,
     )
     best = report.fit.best_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
@@ -142,11 +143,12 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
-def load(checkpoint: Path):
-    """The ready model of a classifier checkpoint (:class:`~attnkit.tasks.classify.inference.Classifier`)."""
+def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
+    """The ready model of a classifier checkpoint (:class:`~attnkit.tasks.classify.inference.Classifier`) on
+    ``device``, running in ``precision``."""
     from attnkit.tasks.classify.inference import load_classifier
 
-    return load_classifier(checkpoint)
+    return load_classifier(checkpoint, device=device, precision=precision)
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -166,7 +168,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     (checkpoint,) = checkpoints
     if args.data is None:
         raise ValueError("a classifier checkpoint needs --data (a built-in dataset or a labelled file)")
-    classifier = load(checkpoint)
+    classifier = load(checkpoint, device=args.device, precision=args.precision)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
     data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1)
@@ -178,7 +180,9 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         gold = classifier.label_ids([data.label_names[label] for label in labels])
     except ValueError as error:
         raise ValueError(f"{args.data}: {error}") from None
-    metrics = evaluate_encoded(classifier.model, classifier.encoder, texts, gold, batch_size=args.batch_size)
+    metrics = evaluate_encoded(
+        classifier.model, classifier.encoder, texts, gold, batch_size=args.batch_size, precision=classifier.precision
+    )
     report = classification_report(
         gold, classifier.predict_ids(texts, batch_size=args.batch_size), classifier.label_names
     )
@@ -193,7 +197,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
 
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON."""
-    classifier = load(checkpoint)
+    classifier = load(checkpoint, device=args.device, precision=args.precision)
     for prediction in classifier.predict(read_texts(args)):
         if args.json:
             print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
@@ -209,7 +213,7 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
 
     if getattr(args, "index", None):
         raise ValueError("--index picks test images of a vision checkpoint; explain a classifier with --text or --file")
-    classifier = load(checkpoint)
+    classifier = load(checkpoint, device=args.device, precision=args.precision)
     predictions = classifier.predict(read_texts(args))
     title = args.title or "What the classifier attended to"
     return classifier_report(predictions, classifier.label_names, args.out, title=title)

@@ -1,7 +1,7 @@
 """A trained classifier, ready to use: what ``attnkit.load``, ``evaluate``, ``predict`` and ``explain`` get for a
 ``classifier`` checkpoint (layer 5).
 
-    classifier = load_classifier("runs/ff")              # RUN or RUN/best
+    classifier = load_classifier("runs/ff")              # RUN or RUN/best; device="auto", precision="fp32"
     classifier.predict(["Stale and overpriced."])[0].label
     classifier.evaluate(texts, label_names)["accuracy"]
 
@@ -23,16 +23,24 @@ from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
 from attnkit.tasks.classify.training import KIND, evaluate_encoded
 from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]
 
 
 @dataclass
 class Classifier:
-    """A trained classifier (in eval mode) and the text encoder it reads documents with."""
+    """A trained classifier (in eval mode) and the text encoder it reads documents with; it runs where the model's
+    parameters are, under autocast in ``precision`` (``"fp32"``: none)."""
 
     model: nn.Module
     encoder: TextEncoder
+    precision: str = "fp32"
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs."""
+        return device_of(self.model)
 
     @property
     def config(self) -> ClassifierConfig:
@@ -46,7 +54,7 @@ class Classifier:
 
     def predict(self, texts: Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
         """Each text's label, class probabilities and attention weights (see :func:`predict_texts`)."""
-        return predict_texts(self.model, self.encoder, texts, batch_size=batch_size)
+        return predict_texts(self.model, self.encoder, texts, batch_size=batch_size, precision=self.precision)
 
     def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, float]:
         """``accuracy``, mean ``loss`` and ``count`` on ``texts`` with their gold label names.
@@ -54,7 +62,14 @@ class Classifier:
         Raises:
             ValueError: a label that is not one of the checkpoint's classes, or no texts.
         """
-        return evaluate_encoded(self.model, self.encoder, list(texts), self.label_ids(labels), batch_size=batch_size)
+        return evaluate_encoded(
+            self.model,
+            self.encoder,
+            list(texts),
+            self.label_ids(labels),
+            batch_size=batch_size,
+            precision=self.precision,
+        )
 
     def label_ids(self, labels: Sequence[str]) -> list[int]:
         """The class ids of label names (refusing names that are not the checkpoint's classes)."""
@@ -71,19 +86,27 @@ class Classifier:
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         collate = self.encoder.collate()
         predicted = [0] * len(items)
+        device = self.device
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            logits = forward_batch(self.model, collate([(items[i], None) for i in chunk])).logits  # [B, C]
+            with autocast(device, self.precision):
+                logits = forward_batch(
+                    self.model, collate([(items[i], None) for i in chunk]).to(device)
+                ).logits  # [B, C]
             for i, label in zip(chunk, logits.argmax(-1).tolist(), strict=True):
                 predicted[i] = label
         return predicted
 
 
-def load_classifier(checkpoint: str | Path) -> Classifier:
-    """Rebuild a trained classifier and its text encoder from a checkpoint directory.
+def load_classifier(
+    checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
+) -> Classifier:
+    """Rebuild a trained classifier and its text encoder from a checkpoint directory, ready on ``device``
+    (``"auto"``: CUDA when available, else the CPU) to run in ``precision`` (``fp32``, ``bf16``, ``fp16``).
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a classifier, a bad config, or weights that do not fit.
+        ValueError: a device that is not there, or a precision it cannot run in.
     """
     checkpoint = Path(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
@@ -94,15 +117,17 @@ def load_classifier(checkpoint: str | Path) -> Classifier:
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{checkpoint / CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
-    return Classifier(model.eval(), TextEncoder(config, tokenizer))
+    return Classifier(ready_for_inference(model, device, precision), TextEncoder(config, tokenizer), precision)
 
 
 @torch.no_grad()
 def predict_texts(
-    model: nn.Module, encoder: TextEncoder, texts: Sequence[str], *, batch_size: int = 32
+    model: nn.Module, encoder: TextEncoder, texts: Sequence[str], *, batch_size: int = 32, precision: str = "fp32"
 ) -> list[Prediction]:
-    """Predict labels for ``texts`` and collect the attention weights for explanation."""
+    """Predict labels for ``texts`` and collect the attention weights for explanation (on the model's device, under
+    autocast in ``precision``; each batch's outputs come back to the CPU in float32 at once)."""
     model.eval()
+    device = device_of(model)
     label_names = encoder.config.label_names
     family = encoder.family
     results: list[Prediction] = []
@@ -110,8 +135,10 @@ def predict_texts(
     for start in range(0, len(texts), batch_size):
         chunk = list(texts[start : start + batch_size])
         items, views = family.read(encoder, chunk)
-        out = forward_batch(model, collate([(item, None) for item in items]))
-        probabilities = torch.softmax(out.logits.float(), dim=-1)  # [B, C]
+        with autocast(device, precision):
+            out = forward_batch(model, collate([(item, None) for item in items]).to(device))
+        out = to_host(out)
+        probabilities = torch.softmax(out.logits, dim=-1)  # [B, C]
         for row, text in enumerate(chunk):
             probs = {name: float(p) for name, p in zip(label_names, probabilities[row], strict=True)}
             prediction = Prediction(text, label_names[int(probabilities[row].argmax())], probs)

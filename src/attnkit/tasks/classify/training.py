@@ -28,6 +28,7 @@ from attnkit.tasks.classify.embedding_init import initialise_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.loop import FitConfig, fit
+from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["KIND", "classification_task", "evaluate_encoded", "load_data", "train_classifier"]
@@ -64,14 +65,23 @@ def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> Cr
 
 
 def evaluate_encoded(
-    model: nn.Module, encoder: TextEncoder, texts: list[str], labels: list[int], *, batch_size: int = 64
+    model: nn.Module,
+    encoder: TextEncoder,
+    texts: list[str],
+    labels: list[int],
+    *,
+    batch_size: int = 64,
+    precision: str = "fp32",
 ) -> dict[str, float]:
-    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling)."""
+    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling), on the
+    model's device, under autocast in ``precision``."""
     if not texts:
         raise ValueError("nothing to evaluate: the test split is empty")
     dataset = EncodedDataset(encoder.encode(texts), labels)
     batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
-    return classification_task(model).evaluate(batches(0))
+    device = device_of(model)
+    with autocast(device, precision):
+        return classification_task(model).evaluate(on_device(batches(0), device))
 
 
 def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
@@ -96,12 +106,15 @@ def train_classifier(
     valid_fraction: float = 0.1,
     resume: bool = False,
     bucketed: bool = True,
+    device: str | torch.device = "auto",
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
 
     ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
-    checkpoint stores; ``config`` itself is not changed). Writes ``out_dir/best``, ``out_dir/last`` and
-    ``out_dir/metrics.json``; returns the :class:`~attnkit.training.run_report.TrainReport`.
+    checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
+    available; see :func:`~attnkit.training.precision.resolve_device`) in ``fit_config.precision``. Writes
+    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json``; returns the
+    :class:`~attnkit.training.run_report.TrainReport`.
     """
     out_dir = Path(out_dir)
     rank, world = replica()
@@ -136,6 +149,7 @@ def train_classifier(
 
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
+    place_model(model, device)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
     if config.embeddings != "random" and not resuming:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
@@ -151,7 +165,9 @@ def train_classifier(
     )
     test_metrics = None
     if data.test_texts:  # fit has left the best epoch's weights in the model
-        test_metrics = evaluate_encoded(model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size)
+        test_metrics = evaluate_encoded(
+            model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size, precision=fit_config.precision
+        )
     details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)

@@ -209,6 +209,7 @@ def train(args: argparse.Namespace) -> int:
         max_source_length=args.max_source_length,
         max_target_length=args.max_target_length,
         strict=args.strict,
+        device=args.device,
     )
     say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
     if report.test_metrics is not None:
@@ -231,11 +232,12 @@ def format_metrics(metrics: dict[str, float]) -> str:
     return f"WER {metrics['wer']:.2f}%  PER {metrics['per']:.2f}%  {count}"
 
 
-def load(checkpoint: Path):
-    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`)."""
+def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
+    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
+    ``device``, decoding in ``precision``."""
     from attnkit.tasks.seq2seq.inference import load_seq2seq
 
-    return load_seq2seq(checkpoint)
+    return load_seq2seq(checkpoint, device=device, precision=precision)
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -253,7 +255,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
 
     check_decoding(args)
-    loaded = load_seq2seq_ensemble(checkpoints)
+    loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision)
     pairs, references, label = evaluation_data(
         loaded.config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
     )
@@ -276,7 +278,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit predict`` with a seq2seq checkpoint: ``attnkit translate`` with one checkpoint."""
     check_decoding(args)
-    return print_translations(args, load(checkpoint))
+    return print_translations(args, load(checkpoint, device=args.device, precision=args.precision))
 
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
@@ -288,4 +290,5 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
         raise ValueError(
             "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
         )
-    return seq2seq_report(load(checkpoint), read_texts(args), args.out, title=args.title)
+    loaded = load(checkpoint, device=args.device, precision=args.precision)
+    return seq2seq_report(loaded, read_texts(args), args.out, title=args.title)

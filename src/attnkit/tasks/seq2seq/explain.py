@@ -16,6 +16,7 @@ from attnkit.explain import captions
 from attnkit.explain.html import write_report
 from attnkit.explain.sections import alignment_section, transformer_section
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq
+from attnkit.training.precision import autocast, to_host
 
 __all__ = ["seq2seq_report"]
 
@@ -44,11 +45,12 @@ def seq2seq_report(loaded: LoadedSeq2Seq, texts: Sequence[str], out: str | Path,
                 caption=captions.TRANSFORMER_ALIGNMENT,
             )
         )
-        source_ids = torch.tensor([loaded.source_tokenizer.encode(text)])
-        with torch.no_grad():
+        source_ids = torch.tensor([loaded.source_tokenizer.encode(text)], device=loaded.device)  # [1, S]
+        with torch.no_grad(), autocast(loaded.device, loaded.precision):
             _, encoder_layers = loaded.model.encode(
                 source_ids, torch.ones_like(source_ids, dtype=torch.bool), need_weights=True
             )
+        encoder_layers = to_host(encoder_layers)
         sections.append(
             transformer_section(
                 source_tokens,

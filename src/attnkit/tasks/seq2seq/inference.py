@@ -1,14 +1,15 @@
 """A trained sequence-to-sequence model, ready to use: what ``attnkit.load``, ``evaluate``, ``translate`` and
 ``explain`` get for the checkpoints ``attnkit train seq2seq`` writes (layer 5).
 
-    loaded = load_seq2seq("runs/d")                                  # RUN or RUN/best
+    loaded = load_seq2seq("runs/d")                 # RUN or RUN/best; device="auto", precision="fp32"
     loaded.translate(["March 4, 1997"], beam_size=4)
     loaded.evaluate(data.test, data.references_for("test"))
     ensemble = load_seq2seq_ensemble(["runs/a", "runs/b"])          # averages the members' next-token distributions
 
 Decoding runs one path (the cached decoders of :mod:`attnkit.decoding`), with or without attention weights: when
 they are asked for, the decoded tokens are read once more by the model's teacher-forced forward pass, which returns
-the weights of exactly the steps that produced them.
+the weights of exactly the steps that produced them. Decoding runs on the model's device, under autocast in the
+loaded model's ``precision``; the results come back to the CPU once per batch.
 
 Shape glossary:
     B  sources   S  source positions   T  decoded steps   L  layers   H  heads   V  target vocabulary
@@ -39,6 +40,7 @@ from attnkit.training.checkpoint import (
     read_config_of_kind,
     resolve_checkpoint,
 )
+from attnkit.training.precision import autocast, device_of, on_device, ready_for_inference, to_host
 
 __all__ = [
     "LoadedSeq2Seq",
@@ -68,12 +70,19 @@ class Translation:
 
 @dataclass
 class LoadedSeq2Seq:
-    """A trained model (in eval mode) with its two tokenisers (the same object when shared) and its config."""
+    """A trained model (in eval mode) with its two tokenisers (the same object when shared) and its config; it runs
+    where the model's parameters are, under autocast in ``precision`` (``"fp32"``: none)."""
 
     model: nn.Module
     source_tokenizer: Tokenizer
     target_tokenizer: Tokenizer
     config: Seq2SeqConfig
+    precision: str = "fp32"
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs."""
+        return device_of(self.model)
 
     def translate(
         self,
@@ -96,6 +105,7 @@ class LoadedSeq2Seq:
             length_penalty=length_penalty,
             max_len=max_len,
             need_weights=need_weights,
+            precision=self.precision,
         )
 
     def evaluate(
@@ -105,12 +115,16 @@ class LoadedSeq2Seq:
         return evaluate_seq2seq(self, pairs, references, **options)
 
 
-def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
-    """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``).
+def load_seq2seq(
+    checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
+) -> LoadedSeq2Seq:
+    """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``), ready on
+    ``device`` (``"auto"``: CUDA when available, else the CPU) to decode in ``precision``.
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a seq2seq one, a bad config, missing tokenisers, or
             weights that do not fit.
+        ValueError: a device that is not there, or a precision it cannot run in.
     """
     checkpoint = resolve_checkpoint(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
@@ -121,10 +135,12 @@ def load_seq2seq(checkpoint: str | Path) -> LoadedSeq2Seq:
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
-    return LoadedSeq2Seq(model.eval(), source_tok, target_tok, config)
+    return LoadedSeq2Seq(ready_for_inference(model, device, precision), source_tok, target_tok, config, precision)
 
 
-def load_seq2seq_ensemble(checkpoints: Sequence[str | Path]) -> LoadedSeq2Seq:
+def load_seq2seq_ensemble(
+    checkpoints: Sequence[str | Path], *, device: str | torch.device = "auto", precision: str = "fp32"
+) -> LoadedSeq2Seq:
     """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
     gives :func:`load_seq2seq`'s model itself.
 
@@ -136,7 +152,7 @@ def load_seq2seq_ensemble(checkpoints: Sequence[str | Path]) -> LoadedSeq2Seq:
     """
     if not checkpoints:
         raise ValueError("an ensemble needs at least one checkpoint")
-    members = [load_seq2seq(checkpoint) for checkpoint in checkpoints]
+    members = [load_seq2seq(checkpoint, device=device, precision=precision) for checkpoint in checkpoints]
     if len(members) == 1:
         return members[0]
     first = members[0]
@@ -154,7 +170,7 @@ def load_seq2seq_ensemble(checkpoints: Sequence[str | Path]) -> LoadedSeq2Seq:
                     "differ (members must share one vocabulary)"
                 )
     ensemble = Seq2SeqEnsemble([member.model for member in members]).eval()
-    return LoadedSeq2Seq(ensemble, first.source_tokenizer, first.target_tokenizer, first.config)
+    return LoadedSeq2Seq(ensemble, first.source_tokenizer, first.target_tokenizer, first.config, precision)
 
 
 def evaluate_seq2seq(
@@ -170,7 +186,8 @@ def evaluate_seq2seq(
     """Decode every source of ``pairs`` and score it: ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, plus
     the teacher-forced ``loss``, ``token_accuracy`` and ``count``.
 
-    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target).
+    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target). Runs on the model's
+    device, under autocast in ``loaded.precision``.
     """
     if not pairs:
         raise ValueError("nothing to evaluate: no pairs")
@@ -187,7 +204,10 @@ def evaluate_seq2seq(
         length_penalty=length_penalty,
         max_len=max_len,
     )
-    return task.evaluate(make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths"))
+    device = loaded.device
+    batches = make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths")
+    with autocast(device, loaded.precision):
+        return task.evaluate(on_device(batches, device))
 
 
 @torch.no_grad()
@@ -202,8 +222,10 @@ def translate_texts(
     max_len: int | None = None,
     length_penalty: float = 1.0,
     need_weights: bool = False,
+    precision: str = "fp32",
 ) -> list[Translation]:
-    """Decode ``texts`` in batches (in eval mode), best hypothesis each, in input order.
+    """Decode ``texts`` in batches (in eval mode, on the model's device, under autocast in ``precision``), best
+    hypothesis each, in input order; each batch's results come back to the CPU (float32) in one copy per tensor.
 
     With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
     the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens), read by one teacher-forced
@@ -211,26 +233,32 @@ def translate_texts(
     """
     was_training = model.training
     model.eval()
+    device = device_of(model)
     results: list[Translation] = []
     try:
         for start in range(0, len(texts), batch_size):
             chunk = list(texts[start : start + batch_size])
             batch = collate_pairs([(ids, None) for ids in source_tokenizer.encode_batch(chunk)])
+            source_lengths = batch.source_lengths.tolist()
+            batch = batch.to(device)
             options = {"max_len": max_len, "length_penalty": length_penalty}
-            if beam_size == 1:
-                out = greedy(model, batch.source_ids, batch.source_mask, **options)
-            else:
-                out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
-            best = out.tokens[:, 0]  # [B, T]
-            weights = _forced_attention(model, batch.source_ids, batch.source_mask, best) if need_weights else None
+            with autocast(device, precision):
+                if beam_size == 1:
+                    out = greedy(model, batch.source_ids, batch.source_mask, **options)
+                else:
+                    out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
+                best = out.tokens[:, 0]  # [B, T]
+                weights = None
+                if need_weights:
+                    weights = _forced_attention(model, batch.source_ids, batch.source_mask, best)
+            best, weights = to_host(best), to_host(weights)
+            lengths, scores = out.lengths[:, 0].tolist(), out.scores[:, 0].tolist()
             for row, text in enumerate(chunk):
-                steps = int(out.lengths[row, 0])
-                attention = None
-                if weights is not None:
-                    attention = weights[row, :steps, ..., : int(batch.source_lengths[row])]
+                steps = lengths[row]
+                attention = None if weights is None else weights[row, :steps, ..., : source_lengths[row]]
                 tokens = best[row, :steps].tolist()
                 decoded = target_tokenizer.decode(tokens)
-                results.append(Translation(text, decoded, float(out.scores[row, 0]), attention, tokens))
+                results.append(Translation(text, decoded, scores[row], attention, tokens))
     finally:
         model.train(was_training)
     return results

@@ -43,6 +43,7 @@ from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.task import Seq2SeqTask
 from attnkit.training.loop import FitConfig, fit
+from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["TOKENIZER_DIR", "train_seq2seq"]
@@ -101,6 +102,7 @@ def train_seq2seq(
     max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     strict: bool = False,
+    device: str | torch.device = "auto",
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -118,6 +120,9 @@ def train_seq2seq(
         max_source_length, max_target_length: pairs longer than this many tokens on either side are skipped (a
             batch pads to its longest pair: one very long pair can exhaust memory); the count is printed.
         strict: refuse such pairs instead (one line naming ``file:line``).
+        device: where the model trains (``"auto"``: CUDA when available; see
+            :func:`~attnkit.training.precision.resolve_device`); ``fit_config.precision`` says in what precision,
+            for training, validation and the test decoding alike.
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -157,6 +162,7 @@ def train_seq2seq(
     )
     torch.manual_seed(fit_config.seed)
     model = build_seq2seq(model_config)  # bad options fail here, before anything is written
+    place_model(model, device)
     if built and rank == 0:
         _save_tokenizers(tokenizer_dir, source_tok, target_tok)
     names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
@@ -182,7 +188,7 @@ def train_seq2seq(
     )
     test_metrics = None
     if evaluate_test and data.test and rank == 0:
-        loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config)
+        loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
         test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
     details = {"sizes": data.sizes}
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)

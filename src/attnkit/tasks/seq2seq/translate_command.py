@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_decoding(args)
     lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
-    loaded = load_seq2seq_ensemble([resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint])
+    checkpoints = [resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint]
+    loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision)
     return print_translations(args, loaded, lines)
 
 

@@ -99,6 +99,7 @@ def train(args: argparse.Namespace) -> int:
         valid_fraction=args.valid_fraction,
         max_shift=args.shift,
         resume=args.resume,
+        device=args.device,
     )
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
@@ -107,11 +108,12 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
-def load(checkpoint: Path):
-    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`)."""
+def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
+    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`) on
+    ``device``, running in ``precision``."""
     from attnkit.tasks.vision.inference import load_vision
 
-    return load_vision(checkpoint)
+    return load_vision(checkpoint, device=device, precision=precision)
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
@@ -119,7 +121,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     from attnkit.data.images import load_image_dataset
 
     (checkpoint,) = checkpoints
-    vision = load(checkpoint)
+    vision = load(checkpoint, device=args.device, precision=args.precision)
     name = args.data or vision.config.dataset
     data = load_image_dataset(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
@@ -157,7 +159,7 @@ def _images(args: argparse.Namespace, vision) -> tuple:
 
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit predict``: a label per image (tab-separated with its probability and the image's name)."""
-    vision = load(checkpoint)
+    vision = load(checkpoint, device=args.device, precision=args.precision)
     images, titles, _ = _images(args, vision)
     for prediction, title in zip(vision.predict(images), titles, strict=True):
         confidence = prediction.probabilities[prediction.label]
@@ -174,7 +176,7 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     from attnkit.explain.html import write_report
     from attnkit.explain.sections import visual_section
 
-    vision = load(checkpoint)
+    vision = load(checkpoint, device=args.device, precision=args.precision)
     images, titles, true_labels = _images(args, vision)
     label_names = vision.label_names
     sections = [

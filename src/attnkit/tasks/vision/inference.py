@@ -19,6 +19,7 @@ from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.training import evaluate_vision
 from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["ImagePrediction", "VisionModel", "load_test_images", "load_vision", "predict_images"]
 
@@ -42,18 +43,26 @@ class ImagePrediction:
 
 @torch.no_grad()
 def predict_images(
-    model: VisualAttentionClassifier, images: torch.Tensor, label_names: Sequence[str], *, batch_size: int = 256
+    model: VisualAttentionClassifier,
+    images: torch.Tensor,
+    label_names: Sequence[str],
+    *,
+    batch_size: int = 256,
+    precision: str = "fp32",
 ) -> list[ImagePrediction]:
-    """Predict ``images [N, C, H, W]`` and collect each one's attention maps."""
+    """Predict ``images [N, C, H, W]`` and collect each one's attention maps (on the model's device, under autocast
+    in ``precision``; each batch's results come back to the CPU in float32 at once)."""
     if images.dim() != 4:
         raise ValueError(f"images must have shape [N, C, H, W], got {tuple(images.shape)}")
     model.eval()
+    device = device_of(model)
     results: list[ImagePrediction] = []
     for start in range(0, len(images), batch_size):
         chunk = images[start : start + batch_size]
-        out = model(chunk)
-        probabilities = torch.softmax(out.logits.float(), dim=-1)  # [B, K]
-        maps = out.attention_maps()  # [B, heads, Hg, Wg]
+        with autocast(device, precision):
+            out = model(chunk.to(device))
+            logits, maps = to_host(out.logits), to_host(out.attention_maps())  # [B, K], [B, heads, Hg, Wg]
+        probabilities = torch.softmax(logits, dim=-1)  # [B, K]
         for row in range(len(chunk)):
             probs = {name: float(p) for name, p in zip(label_names, probabilities[row], strict=True)}
             label = label_names[int(probabilities[row].argmax())]
@@ -63,10 +72,17 @@ def predict_images(
 
 @dataclass
 class VisionModel:
-    """A trained visual-attention classifier (in eval mode) and its config."""
+    """A trained visual-attention classifier (in eval mode) and its config; it runs where the model's parameters
+    are, under autocast in ``precision`` (``"fp32"``: none)."""
 
     model: VisualAttentionClassifier
     config: VisionConfig
+    precision: str = "fp32"
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs."""
+        return device_of(self.model)
 
     @property
     def label_names(self) -> list[str]:
@@ -75,18 +91,22 @@ class VisionModel:
 
     def predict(self, images: torch.Tensor, *, batch_size: int = 256) -> list[ImagePrediction]:
         """Each image's label, probabilities and attention maps (``images [N, C, H, W]``)."""
-        return predict_images(self.model, images, self.config.label_names, batch_size=batch_size)
+        return predict_images(
+            self.model, images, self.config.label_names, batch_size=batch_size, precision=self.precision
+        )
 
     def evaluate(self, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256) -> dict[str, float]:
         """``accuracy``, mean ``loss`` and ``count`` on ``images [N, C, H, W]`` with class ids ``labels [N]``."""
-        return evaluate_vision(self.model, images, labels, batch_size=batch_size)
+        return evaluate_vision(self.model, images, labels, batch_size=batch_size, precision=self.precision)
 
 
-def load_vision(checkpoint: str | Path) -> VisionModel:
-    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory.
+def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32") -> VisionModel:
+    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory, ready on ``device``
+    (``"auto"``: CUDA when available, else the CPU) to run in ``precision``.
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a vision one, or weights that do not fit.
+        ValueError: a device that is not there, or a precision it cannot run in.
     """
     values = read_config_of_kind(checkpoint, KIND)
     try:
@@ -95,7 +115,7 @@ def load_vision(checkpoint: str | Path) -> VisionModel:
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{Path(checkpoint) / CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
-    return VisionModel(model.eval(), config)
+    return VisionModel(ready_for_inference(model, device, precision), config, precision)
 
 
 def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:

@@ -20,6 +20,7 @@ from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.loop import FitConfig, fit
+from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["evaluate_vision", "train_vision", "vision_task"]
@@ -40,6 +41,7 @@ def train_vision(
     valid_fraction: float = 0.1,
     max_shift: int = 1,
     resume: bool = False,
+    device: str | torch.device = "auto",
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training images; keep the best epoch by ``fit_config``'s selection
     metric on the validation split (``"accuracy"`` or ``"loss"``).
@@ -48,7 +50,8 @@ def train_vision(
     ``out_dir/best`` and ``out_dir/last`` (safetensors + ``config.json``) and ``out_dir/metrics.json``;
     ``config``'s dataset, labels and image shape are taken from ``data`` (the report carries the stored config). Runs
     under ``torchrun`` too: each rank trains and validates on its own shard (batch-norm statistics are those of
-    each rank's batches, and rank 0's running statistics are saved).
+    each rank's batches, and rank 0's running statistics are saved). The model trains on ``device`` (``"auto"``:
+    CUDA when available) in ``fit_config.precision``.
     """
     out_dir = Path(out_dir)
     rank, world = replica()
@@ -72,6 +75,7 @@ def train_vision(
 
     torch.manual_seed(fit_config.seed)
     model = build_vision_model(config)
+    place_model(model, device)
     result = fit(
         vision_task(model),
         train_batches,
@@ -82,7 +86,9 @@ def train_vision(
         model_config={"kind": KIND, **config.to_dict()},
     )
     # fit has left the best epoch's weights in the model
-    test_metrics = evaluate_vision(model, data.test_images, data.test_labels, batch_size=4 * batch_size)
+    test_metrics = evaluate_vision(
+        model, data.test_images, data.test_labels, batch_size=4 * batch_size, precision=fit_config.precision
+    )
     details = {"max_shift": max_shift, "train_images": len(train_idx), "valid_images": len(valid_idx)}
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
@@ -90,9 +96,19 @@ def train_vision(
 
 
 def evaluate_vision(
-    model: VisualAttentionClassifier, images: torch.Tensor, labels: torch.Tensor, *, batch_size: int = 256
+    model: VisualAttentionClassifier,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    batch_size: int = 256,
+    precision: str = "fp32",
 ) -> dict[str, float]:
-    """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]``."""
+    """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]`` (on the
+    model's device, under autocast in ``precision``)."""
     if len(images) == 0:
         raise ValueError("nothing to evaluate: no images")
-    return vision_task(model).evaluate(image_batches(images, labels, batch_size, shuffle=False)(0))
+    device = device_of(model)
+    with autocast(device, precision):
+        return vision_task(model).evaluate(
+            on_device(image_batches(images, labels, batch_size, shuffle=False)(0), device)
+        )
