@@ -101,19 +101,15 @@ class CTranslate2Translator:
                 f"length_penalty, min_len must be >= 0 and batch_size >= 1, got {length_penalty}, {min_len}, {batch_size}"
             )
         limit = self.max_positions
-        if max_len is not None and not 1 <= max_len <= (limit or max_len):
-            raise ValueError(f"max_len must lie in [1, {limit}] (this export's position table), got {max_len}")
+        if max_len is not None and (max_len < 1 or (limit is not None and max_len > limit)):
+            bound = f"[1, {limit}] (this export's position table)" if limit is not None else ">= 1"
+            raise ValueError(f"max_len must lie in {bound}, got {max_len}")
+        sources = [list(ids) for ids in sources]
+        self._check_sources(sources)
         results: list[list[Hypothesis]] = []
         for start in range(0, len(sources), batch_size):
-            chunk = [list(ids) for ids in sources[start : start + batch_size]]
+            chunk = sources[start : start + batch_size]
             longest = max(len(ids) for ids in chunk)
-            vocab = len(self._source_tokens)
-            for row, ids in enumerate(chunk, start):
-                if any(not 0 <= i < vocab for i in ids):
-                    raise ValueError(f"source {row} has ids outside [0, {vocab}): {ids}")
-            if limit is not None and longest > limit:
-                row = start + next(i for i, ids in enumerate(chunk) if len(ids) == longest)
-                raise ValueError(f"source {row} has {longest} tokens; this export's position table holds {limit}")
             steps = max_len or min(2 * longest + 10, limit or 2 * longest + 10)
             outputs = self.translator.translate_batch(
                 [[self._source_tokens[i] for i in ids] for ids in chunk],
@@ -128,6 +124,15 @@ class CTranslate2Translator:
             )
             results.extend(self._hypotheses(output) for output in outputs)
         return results
+
+    def _check_sources(self, sources: list[list[int]]) -> None:
+        """Ids inside the source vocabulary, lengths inside the position table: else ``ValueError`` naming the row."""
+        vocab, limit = len(self._source_tokens), self.max_positions
+        for row, ids in enumerate(sources):
+            if any(not 0 <= i < vocab for i in ids):
+                raise ValueError(f"source {row} has ids outside [0, {vocab}): {ids}")
+            if limit is not None and len(ids) > limit:
+                raise ValueError(f"source {row} has {len(ids)} tokens; this export's position table holds {limit}")
 
     def _hypotheses(self, output: Any) -> list[Hypothesis]:
         hypotheses = []
