@@ -1,0 +1,196 @@
+"""Ship a trained Transformer seq2seq model to CTranslate2 and decode with it, tokenised by attnkit (layer 5).
+
+    export_ctranslate2(model, source_tok, target_tok, "exports/dates", quantization="int8")
+    translator = load_ctranslate2("exports/dates")
+    translator.translate(["March 4, 1997"], beam_size=4, num_hypotheses=2)
+    # [[Hypothesis(text='1997-03-04', score=-0.01, token_ids=[...], finished=True), Hypothesis(...)]]
+
+An export directory holds CTranslate2's own model (``model.bin``, ``config.json``, ``*_vocabulary.json``: any
+CTranslate2 user can load it), attnkit's tokenisers (``tokenizer.json`` or ``source_``/``target_tokenizer.json``)
+and a manifest, ``attnkit_export.json``: what was exported (the architecture, its hash, a hash of the attnkit
+weights, the quantisation, attnkit's and CTranslate2's versions, the checkpoint it came from) and the SHA-256 of
+every file. :func:`load_ctranslate2` checks them all first, so a changed weight file, a missing vocabulary or the
+manifest of another export is refused with one :class:`ExportError` naming the file.
+
+Decoding (:class:`~attnkit.tasks.seq2seq.ctranslate2_translator.CTranslate2Translator`) follows attnkit's
+conventions, so both backends can be compared token for token; in float32 the greedy and beam tokens are attnkit's up
+to float rounding (a near-tie may go either way). The CTranslate2 mapping is in
+:mod:`~attnkit.tasks.seq2seq.ctranslate2_spec`, the manifest and its checks in
+:mod:`~attnkit.tasks.seq2seq.ctranslate2_manifest`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from attnkit.data.seq2seq import DataError, Tokenizer, load_tokenizers, save_tokenizers
+from attnkit.data.seq2seq.vocab import SPECIALS
+from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.tasks.seq2seq.ctranslate2_manifest import (
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST_FILE,
+    ExportError,
+    check_destination,
+    file_table,
+    json_sha256,
+    move_into_place,
+    verify_export,
+    weights_sha256,
+)
+from attnkit.tasks.seq2seq.ctranslate2_spec import describe_transformer, transformer_spec
+from attnkit.tasks.seq2seq.ctranslate2_translator import CTranslate2Translator, Hypothesis
+
+__all__ = [
+    "MANIFEST_FILE",
+    "QUANTIZATIONS",
+    "CTranslate2Translator",
+    "ExportError",
+    "Hypothesis",
+    "export_ctranslate2",
+    "load_ctranslate2",
+    "verify_export",
+]
+
+QUANTIZATIONS = (None, "int8", "int8_float32", "int16", "float16")
+DEFAULT_MAX_POSITIONS = 1024
+
+
+def _ctranslate2() -> Any:
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ExportError(
+            "the CTranslate2 backend needs the ctranslate2 package: pip install 'attnkit[deploy]'"
+        ) from None
+    return ctranslate2
+
+
+def _token_list(tokenizer: Tokenizer, side: str) -> list[str]:
+    """Token ``i`` for id ``i``: the vocabulary CTranslate2 maps strings through (distinct, attnkit's specials first)."""
+    tokens = [tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size)]
+    if tokens[: len(SPECIALS)] != list(SPECIALS):
+        raise ValueError(f"{side}_tokenizer must start with attnkit's specials {list(SPECIALS)}")
+    if len(set(tokens)) != len(tokens):
+        raise ValueError(f"{side}_tokenizer maps two ids to one token string; CTranslate2 needs distinct tokens")
+    return tokens
+
+
+def export_ctranslate2(
+    model: TransformerSeq2Seq,
+    source_tokenizer: Tokenizer,
+    target_tokenizer: Tokenizer,
+    out_dir: str | Path,
+    *,
+    quantization: str | None = None,
+    max_positions: int = DEFAULT_MAX_POSITIONS,
+    model_config: dict[str, Any] | None = None,
+    source: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``model`` and its tokenisers as a CTranslate2 model directory with an attnkit manifest; return it.
+
+    Args:
+        model: a trained :class:`TransformerSeq2Seq` (pre- or post-norm; sinusoidal, learned or rotary positions).
+        source_tokenizer, target_tokenizer: the tokenisers it was trained with (the same object when shared).
+        out_dir: the export directory; written under a temporary name and renamed, so it is never half-written.
+        quantization: ``None`` (float32), ``"int8"``, ``"int8_float32"``, ``"int16"`` or ``"float16"`` weights.
+        max_positions: rows of the sinusoidal position table: the longest source and ``max_len`` it can decode
+            (learned tables keep their size; rotary positions need no table).
+        model_config: the checkpoint's model config, recorded as is; source: where the model came from (a path).
+        overwrite: replace an earlier export at ``out_dir`` (never a directory that is not one).
+
+    Raises:
+        ValueError: an RNN or otherwise unsupported model (one line saying why), tokenisers that do not fit it, a
+            bad ``quantization`` or ``max_positions``. ExportError: ``out_dir`` is taken, or CTranslate2 is missing.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
+    if max_positions < 1:
+        raise ValueError(f"max_positions must be >= 1, got {max_positions}")
+    describe_transformer(model)  # refuses RNNs and what CTranslate2 cannot run, before anything else
+    source_tokens, target_tokens = _token_list(source_tokenizer, "source"), _token_list(target_tokenizer, "target")
+    for side, tokens, embedding in (
+        ("source", source_tokens, model.source_embedding),
+        ("target", target_tokens, model.target_embedding),
+    ):
+        if len(tokens) != embedding.num_embeddings:
+            raise ValueError(
+                f"{side}_tokenizer has {len(tokens)} ids but the model's {side} embedding has {embedding.num_embeddings}"
+            )
+    ctranslate2 = _ctranslate2()
+    out_dir = Path(out_dir)
+    check_destination(out_dir, overwrite)
+    spec, description = transformer_spec(model, source_tokens, target_tokens, max_positions=max_positions)
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    partial = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        spec.save(str(partial))
+        tokenizer_files = [p.name for p in save_tokenizers(partial, source_tokenizer, target_tokenizer)]
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "attnkit_version": _attnkit_version(),
+            "ctranslate2_version": ctranslate2.__version__,
+            "quantization": quantization,
+            "model": description,
+            "model_config_sha256": json_sha256(description),
+            "weights_sha256": weights_sha256(model),
+            "model_config": model_config,
+            "source": source,
+            "tokenizers": tokenizer_files,
+            "files": file_table(partial),
+        }
+        (partial / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        move_into_place(partial, out_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return out_dir
+
+
+def _attnkit_version() -> str:
+    from attnkit import __version__
+
+    return __version__
+
+
+def load_ctranslate2(
+    directory: str | Path, *, device: str = "cpu", compute_type: str = "default", threads: int = 0
+) -> CTranslate2Translator:
+    """Verify an export (:func:`verify_export`) and load it for decoding.
+
+    Args:
+        device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CTranslate2's devices).
+        compute_type: ``"default"`` (the exported weights' type) or any CTranslate2 compute type.
+        threads: CTranslate2's ``intra_threads`` (0: its default).
+
+    Raises:
+        ExportError: a tampered or incomplete export, tokenisers that do not fit, or CTranslate2 refusing it.
+    """
+    manifest = verify_export(directory)
+    directory = Path(directory)
+    try:
+        source_tokenizer, target_tokenizer = load_tokenizers(directory)
+    except DataError as error:
+        raise ExportError(str(error)) from None
+    model = manifest["model"]
+    for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+        if tokenizer.vocab_size != model[f"{side}_vocab_size"]:
+            raise ExportError(
+                f"{directory}: the {side} tokenizer has {tokenizer.vocab_size} ids, the model {model[f'{side}_vocab_size']}"
+            )
+    ctranslate2 = _ctranslate2()
+    try:
+        translator = ctranslate2.Translator(
+            str(directory), device=device, compute_type=compute_type, intra_threads=threads
+        )
+    except (RuntimeError, ValueError) as error:
+        raise ExportError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+    return CTranslate2Translator(translator, source_tokenizer, target_tokenizer, manifest)

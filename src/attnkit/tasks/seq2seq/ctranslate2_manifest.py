@@ -1,0 +1,144 @@
+"""The manifest of an attnkit CTranslate2 export, and the checks that refuse a tampered or incomplete one (layer 5).
+
+``attnkit_export.json`` records what was exported — the architecture (:func:`~attnkit.tasks.seq2seq.ctranslate2_spec.
+describe_transformer`) and its SHA-256, a SHA-256 of the attnkit weights, the quantisation, attnkit's and CTranslate2's
+versions, the checkpoint it came from — and the SHA-256 and size of every file beside it. :func:`verify_export`
+checks it all before anything is loaded. Used by :mod:`attnkit.tasks.seq2seq.ctranslate2`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MANIFEST_FILE",
+    "ExportError",
+    "check_destination",
+    "file_table",
+    "json_sha256",
+    "move_into_place",
+    "verify_export",
+    "weights_sha256",
+]
+
+MANIFEST_FILE = "attnkit_export.json"
+FORMAT, FORMAT_VERSION = "attnkit.ctranslate2", 1
+_VOCABULARIES = ("shared_vocabulary.json", "source_vocabulary.json", "target_vocabulary.json")
+
+
+class ExportError(ValueError):
+    """An export cannot be written, or a directory is not a complete, untouched attnkit export (names the path)."""
+
+
+def json_sha256(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of the file's bytes, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 of the model's ``state_dict`` (names, dtypes, shapes and bytes, in key order): which weights these are."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        flat = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def file_table(directory: Path) -> dict[str, dict[str, Any]]:
+    """``{name: {"sha256", "bytes"}}`` of every file in ``directory`` (what the manifest's ``"files"`` holds)."""
+    return {
+        p.name: {"sha256": file_sha256(p), "bytes": p.stat().st_size}
+        for p in sorted(directory.iterdir())
+        if p.is_file()
+    }
+
+
+def check_destination(out_dir: Path, overwrite: bool) -> None:
+    """Refuse an ``out_dir`` that holds anything but an earlier export (and that one unless ``overwrite``)."""
+    if not out_dir.exists() or (out_dir.is_dir() and not any(out_dir.iterdir())):
+        return
+    if not out_dir.is_dir() or not (out_dir / MANIFEST_FILE).is_file():
+        raise ExportError(f"{out_dir}: exists and is not an attnkit export; refusing to replace it")
+    if not overwrite:
+        raise ExportError(f"{out_dir}: holds an export already (overwrite=True, or --force, replaces it)")
+
+
+def move_into_place(partial: Path, out_dir: Path) -> None:
+    """Rename ``partial`` to ``out_dir``, replacing an empty directory or an earlier export."""
+    old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+    if out_dir.exists():
+        out_dir.rename(old)
+    try:
+        partial.rename(out_dir)
+    except OSError:
+        if old.exists():
+            old.rename(out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def verify_export(directory: str | Path) -> dict[str, Any]:
+    """Check that ``directory`` is a complete, unchanged attnkit export and return its manifest.
+
+    Raises:
+        ExportError: no or an unreadable manifest, a description that does not match its hash, a required file
+            missing or not listed, or any file whose SHA-256 differs from the manifest's.
+    """
+    directory = Path(directory)
+    path = directory / MANIFEST_FILE
+    if not directory.is_dir():
+        raise ExportError(f"{directory}: no such directory")
+    if not path.is_file():
+        raise ExportError(f"{directory}: no {MANIFEST_FILE}: not an attnkit CTranslate2 export")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ExportError(f"{path}: unreadable ({error})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ExportError(f"{path}: not an attnkit CTranslate2 manifest (format {FORMAT!r})")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ExportError(
+            f"{path}: format_version {manifest.get('format_version')!r}; this attnkit reads {FORMAT_VERSION}"
+        )
+    model, files = manifest.get("model"), manifest.get("files")
+    if not isinstance(model, dict) or json_sha256(model) != manifest.get("model_config_sha256"):
+        raise ExportError(f"{path}: the model description does not match model_config_sha256 (the manifest was edited)")
+    if not isinstance(files, dict) or not all(isinstance(e, dict) and "sha256" in e for e in files.values()):
+        raise ExportError(f"{path}: no valid 'files' table")
+    vocabularies = [name for name in _VOCABULARIES if name in files]
+    needed = ["model.bin", "config.json", *(manifest.get("tokenizers") or ["tokenizer files"])]
+    if vocabularies not in (["shared_vocabulary.json"], ["source_vocabulary.json", "target_vocabulary.json"]):
+        needed.append("source_vocabulary.json and target_vocabulary.json, or shared_vocabulary.json")
+    for name in needed:
+        if name not in files:
+            raise ExportError(f"{path}: does not list {name} (the export is incomplete)")
+    for name, entry in sorted(files.items()):
+        file = directory / name
+        if Path(name).name != name or name == MANIFEST_FILE:
+            raise ExportError(f"{path}: bad file name {name!r}")
+        if not file.is_file():
+            raise ExportError(f"{file}: missing (the export is incomplete)")
+        if file_sha256(file) != entry["sha256"]:
+            raise ExportError(
+                f"{file}: differs from {MANIFEST_FILE} (changed after export, or the manifest is another export's)"
+            )
+    return manifest
