@@ -10,9 +10,10 @@
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
+| :mod:`~attnkit.tasks.seq2seq.export_command` | ``attnkit export`` (CTranslate2; :mod:`~attnkit.tasks.seq2seq.ctranslate2`) |
 """
 
-from attnkit.tasks.seq2seq import commands, translate_command
+from attnkit.tasks.seq2seq import commands, export_command, translate_command
 from attnkit.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(
@@ -29,6 +30,6 @@ SPEC = TaskSpec(
     predict=commands.predict,
     add_predict_arguments=translate_command.add_decoding_arguments,
     explain=commands.explain,
-    commands=(translate_command.register,),
+    commands=(translate_command.register, export_command.register),
     ensembles=True,
 )

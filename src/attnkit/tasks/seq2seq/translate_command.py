@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_decoding_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
+    parser.add_argument(
+        "--backend",
+        choices=["native", "ctranslate2"],
+        default="native",
+        help="decode with attnkit (default), or with CTranslate2 from an `attnkit export` directory",
+    )
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -91,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_decoding(args)
     lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
+    if args.backend == "ctranslate2":
+        return print_ctranslate2(args, lines)
     checkpoints = [resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint]
     loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision)
     return print_translations(args, loaded, lines)
@@ -118,4 +126,37 @@ def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None
             continue
         translation = next(translations)
         print(json.dumps(_as_json(translation, loaded), ensure_ascii=False) if args.json else translation.text)
+    return 0
+
+
+def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
+    """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line (JSON:
+    the translation and its score, no attention)."""
+    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
+
+    if len(args.checkpoint) != 1:
+        raise ValueError("--backend ctranslate2 decodes one exported model (no ensembles)")
+    translator = load_ctranslate2(args.checkpoint[0], threads=args.threads or 0)
+    texts = [line.strip() for line in lines if line.strip()]
+    best = iter(
+        hypotheses[0]
+        for hypotheses in translator.translate(
+            texts, beam_size=args.beam, max_len=args.max_len, length_penalty=args.length_penalty,
+            batch_size=args.batch_size,
+        )
+    )  # fmt: skip
+    for line in lines:
+        if not line.strip():
+            if not args.json:
+                print()
+            continue
+        hypothesis = next(best)
+        if args.json:
+            print(
+                json.dumps(
+                    {"source": line.strip(), "translation": hypothesis.text, "score": round(hypothesis.score, 4)}
+                )
+            )
+        else:
+            print(hypothesis.text)
     return 0
