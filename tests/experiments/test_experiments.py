@@ -220,7 +220,7 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
     metrics = {"test": {"wer": 30.0, "per": 7.5}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 10}
     other = {**metrics, "command": "attnkit train seq2seq ...", "minutes": 60.0, "num_parameters": 10}
 
-    def fake_ensure_run(argv, out, threads=None, processes=1):
+    def fake_ensure_run(argv, out, threads=None, processes=1, device="auto"):
         # while this run trains, the other process finishes and records its row
         write(summary_path, {**json.loads(summary_path.read_text()), "runs": {"transformer": other}})
         return {**metrics, "train_seconds": 600, "num_parameters": 1000}
@@ -244,7 +244,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
     name, members = next(iter(seq2seq.EXPERIMENTS["g2p"].ensembles.items()))
     trained, loaded, decoded = [], [], []
 
-    def fake_ensure_run(argv, out, threads=None, processes=1):
+    def fake_ensure_run(argv, out, threads=None, processes=1, device="auto"):
         trained.append(out.name)
         minutes = 50 + len(trained)
         return {"test": {"wer": 30.0, "per": 7.0}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 9 + len(trained),
