@@ -107,7 +107,7 @@ def test_inference_weights_path_equals_the_readable_formula(mask_kind, shape):
 
 
 def test_empty_huge_pages_is_an_ordinary_tensor():
-    from attnkit.functional.sdpa import HUGE_PAGES_MIN_BYTES, empty_huge_pages
+    from attnkit.functional.huge_pages import HUGE_PAGES_MIN_BYTES, empty_huge_pages
 
     for numel in (10, 3 * HUGE_PAGES_MIN_BYTES // 4 + 123):  # below and above the threshold
         out = empty_huge_pages(numel, dtype=torch.float32, device=torch.device("cpu"))

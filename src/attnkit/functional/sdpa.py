@@ -23,54 +23,14 @@ Shape glossary:
 
 from __future__ import annotations
 
-import ctypes
-import sys
-
 import torch
 import torch.nn.functional as F
 
 from attnkit.functional._common import LOW_PRECISION, compute_dtype
+from attnkit.functional.huge_pages import empty_huge_pages
 
 # Heads per block in the inference path: [block, Tq, Tk] float32 scores (2 x 512 x 512 = 2 MiB, in L2 per core).
 HEADS_PER_BLOCK = 2
-
-HUGE_PAGE = 2 << 20  # bytes: x86-64 and arm64 transparent huge pages
-HUGE_PAGES_MIN_BYTES = 8 << 20  # smaller buffers: not worth a system call
-_MADV_HUGEPAGE = 14  # <linux/mman.h>
-
-
-def _load_madvise():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    madvise.restype = ctypes.c_int
-    return madvise
-
-
-_madvise = _load_madvise()
-
-
-def empty_huge_pages(*shape: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``torch.empty(shape)``, asking Linux to back a large CPU buffer with transparent huge pages.
-
-    A fresh buffer of more than a few MiB is a new memory mapping whose pages fault in (and are zeroed by the
-    kernel) one 4 KiB page at a time on first write; ``madvise(MADV_HUGEPAGE)`` on its 2 MiB-aligned interior,
-    before anything touches it, makes that one fault per 2 MiB. Only a hint: where the system does not honour it
-    (no THP, other OS, GPU tensor, small buffer) this is plain ``torch.empty``, with the same contents either way.
-    """
-    out = torch.empty(shape, dtype=dtype, device=device)
-    nbytes = out.numel() * out.element_size()
-    if _madvise is None or out.device.type != "cpu" or nbytes < HUGE_PAGES_MIN_BYTES:
-        return out
-    start = -(-out.data_ptr() // HUGE_PAGE) * HUGE_PAGE  # first 2 MiB boundary inside the buffer
-    end = (out.data_ptr() + nbytes) // HUGE_PAGE * HUGE_PAGE
-    if end > start:
-        _madvise(start, end - start, _MADV_HUGEPAGE)  # failure (e.g. EINVAL without THP) changes nothing
-    return out
 
 
 def _guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
