@@ -7,9 +7,10 @@ This module is its fast twin:
 * weights, inference: the scores are written once into the output buffer and turned into weights in place,
   a few heads at a time so each block stays in cache (``baddbmm`` folds the scale and the mask in the
   matmul), then multiplied with ``v`` — close to SDPA's own time. The ``[B, H, Tq, Tk]`` output is the one
-  large fresh buffer (67 MB at 8 x 8 x 512 x 512): on Linux it is allocated with transparent huge pages
-  requested (:func:`empty_huge_pages`), one page fault per 2 MiB instead of per 4 KiB — without it, faulting
-  the fresh pages in costs as much as a third of the whole call.
+  large fresh buffer (67 MB at 8 x 8 x 512 x 512), and faulting its pages in is a large part of the call:
+  PyTorch backs CPU buffers of 2 MiB or more with transparent huge pages (one fault per 2 MiB, not per 4 KiB)
+  when the process starts with ``THP_MEM_ALLOC_ENABLE=1`` in its environment, which takes this call from
+  about 2.0x to 1.5x SDPA's time at those sizes (medians, 2 threads; the benchmarks set it, ``bench/__init__.py``).
 * weights, training (or half precision, or traced by ``torch.compile``): ``masked_softmax``'s formula through
   autograd, so gradients are exact, with the mask folded into the score matmul (``baddbmm``).
 
@@ -23,9 +24,6 @@ Shape glossary:
 
 from __future__ import annotations
 
-import ctypes
-import sys
-
 import torch
 import torch.nn.functional as F
 
@@ -33,44 +31,6 @@ from attnkit.functional._common import LOW_PRECISION, compute_dtype
 
 # Heads per block in the inference path: [block, Tq, Tk] float32 scores (2 x 512 x 512 = 2 MiB, in L2 per core).
 HEADS_PER_BLOCK = 2
-
-HUGE_PAGE = 2 << 20  # bytes: x86-64 and arm64 transparent huge pages
-HUGE_PAGES_MIN_BYTES = 8 << 20  # smaller buffers: not worth a system call
-_MADV_HUGEPAGE = 14  # <linux/mman.h>
-
-
-def _load_madvise():
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        madvise = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    madvise.restype = ctypes.c_int
-    return madvise
-
-
-_madvise = _load_madvise()
-
-
-def empty_huge_pages(*shape: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``torch.empty(shape)``, asking Linux to back a large CPU buffer with transparent huge pages.
-
-    A fresh buffer of more than a few MiB is a new memory mapping whose pages fault in (and are zeroed by the
-    kernel) one 4 KiB page at a time on first write; ``madvise(MADV_HUGEPAGE)`` on its 2 MiB-aligned interior,
-    before anything touches it, makes that one fault per 2 MiB. Only a hint: where the system does not honour it
-    (no THP, other OS, GPU tensor, small buffer) this is plain ``torch.empty``, with the same contents either way.
-    """
-    out = torch.empty(shape, dtype=dtype, device=device)
-    nbytes = out.numel() * out.element_size()
-    if _madvise is None or out.device.type != "cpu" or nbytes < HUGE_PAGES_MIN_BYTES:
-        return out
-    start = -(-out.data_ptr() // HUGE_PAGE) * HUGE_PAGE  # first 2 MiB boundary inside the buffer
-    end = (out.data_ptr() + nbytes) // HUGE_PAGE * HUGE_PAGE
-    if end > start:
-        _madvise(start, end - start, _MADV_HUGEPAGE)  # failure (e.g. EINVAL without THP) changes nothing
-    return out
 
 
 def _guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -110,8 +70,8 @@ def _weights_inference(q, k, v, additive: torch.Tensor | None, has_key: torch.Te
     v_flat = v.reshape(n, tk, dh)
     additive = None if additive is None else _per_head(additive, batch, heads)  # [N, 1|Tq, Tk]
     keep = None if has_key is None else _per_head(has_key.to(q.dtype), batch, heads)  # [N, 1|Tq, 1]
-    weights = empty_huge_pages(n, tq, tk, dtype=q.dtype, device=q.device)  # [N, Tq, Tk]
-    context = empty_huge_pages(n, tq, dh, dtype=q.dtype, device=q.device)  # [N, Tq, Dh]
+    weights = torch.empty(n, tq, tk, dtype=q.dtype, device=q.device)  # [N, Tq, Tk]
+    context = torch.empty(n, tq, dh, dtype=q.dtype, device=q.device)  # [N, Tq, Dh]
     for start in range(0, n, HEADS_PER_BLOCK):
         block = slice(start, start + HEADS_PER_BLOCK)
         scores = weights[block]  # [h, Tq, Tk] view into the output: scale·q kᵀ + mask bias, written once
