@@ -106,17 +106,6 @@ def test_inference_weights_path_equals_the_readable_formula(mask_kind, shape):
     torch.testing.assert_close(context, expected @ v, atol=1e-5, rtol=1e-5)
 
 
-def test_empty_huge_pages_is_an_ordinary_tensor():
-    from attnkit.functional.huge_pages import HUGE_PAGES_MIN_BYTES, empty_huge_pages
-
-    for numel in (10, 3 * HUGE_PAGES_MIN_BYTES // 4 + 123):  # below and above the threshold
-        out = empty_huge_pages(numel, dtype=torch.float32, device=torch.device("cpu"))
-        assert out.shape == (numel,) and out.dtype == torch.float32 and out.is_contiguous()
-        values = torch.randn(numel)
-        out.copy_(values)
-        assert torch.equal(out, values)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_fully_masked_rows_give_zero_context_and_gradient_without_nan(dtype, need_weights):

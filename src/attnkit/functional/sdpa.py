@@ -7,9 +7,10 @@ This module is its fast twin:
 * weights, inference: the scores are written once into the output buffer and turned into weights in place,
   a few heads at a time so each block stays in cache (``baddbmm`` folds the scale and the mask in the
   matmul), then multiplied with ``v`` — close to SDPA's own time. The ``[B, H, Tq, Tk]`` output is the one
-  large fresh buffer (67 MB at 8 x 8 x 512 x 512): on Linux it is allocated with transparent huge pages
-  requested (:func:`empty_huge_pages`), one page fault per 2 MiB instead of per 4 KiB — without it, faulting
-  the fresh pages in costs as much as a third of the whole call.
+  large fresh buffer (67 MB at 8 x 8 x 512 x 512), and faulting its pages in is a large part of the call:
+  PyTorch backs CPU buffers of 2 MiB or more with transparent huge pages (one fault per 2 MiB, not per 4 KiB)
+  when the process starts with ``THP_MEM_ALLOC_ENABLE=1`` in its environment, which takes this call from
+  about 2.0x to 1.5x SDPA's time at those sizes (medians, 2 threads; the benchmarks set it, ``bench/__init__.py``).
 * weights, training (or half precision, or traced by ``torch.compile``): ``masked_softmax``'s formula through
   autograd, so gradients are exact, with the mask folded into the score matmul (``baddbmm``).
 
@@ -27,7 +28,6 @@ import torch
 import torch.nn.functional as F
 
 from attnkit.functional._common import LOW_PRECISION, compute_dtype
-from attnkit.functional.huge_pages import empty_huge_pages
 
 # Heads per block in the inference path: [block, Tq, Tk] float32 scores (2 x 512 x 512 = 2 MiB, in L2 per core).
 HEADS_PER_BLOCK = 2
@@ -70,8 +70,8 @@ def _weights_inference(q, k, v, additive: torch.Tensor | None, has_key: torch.Te
     v_flat = v.reshape(n, tk, dh)
     additive = None if additive is None else _per_head(additive, batch, heads)  # [N, 1|Tq, Tk]
     keep = None if has_key is None else _per_head(has_key.to(q.dtype), batch, heads)  # [N, 1|Tq, 1]
-    weights = empty_huge_pages(n, tq, tk, dtype=q.dtype, device=q.device)  # [N, Tq, Tk]
-    context = empty_huge_pages(n, tq, dh, dtype=q.dtype, device=q.device)  # [N, Tq, Dh]
+    weights = torch.empty(n, tq, tk, dtype=q.dtype, device=q.device)  # [N, Tq, Tk]
+    context = torch.empty(n, tq, dh, dtype=q.dtype, device=q.device)  # [N, Tq, Dh]
     for start in range(0, n, HEADS_PER_BLOCK):
         block = slice(start, start + HEADS_PER_BLOCK)
         scores = weights[block]  # [h, Tq, Tk] view into the output: scale·q kᵀ + mask bias, written once
