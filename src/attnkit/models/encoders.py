@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.masks import lengths_to_mask
+from attnkit.models.dropout import Dropout
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
@@ -74,7 +75,7 @@ def feed_forward(
     the original Transformer and ``nn.TransformerEncoderLayer``).
     """
     hidden = ff_dim or 4 * dim
-    return nn.Sequential(nn.Linear(dim, hidden), activation(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+    return nn.Sequential(nn.Linear(dim, hidden), activation(), Dropout(dropout), nn.Linear(hidden, dim))
 
 
 def residual(
@@ -129,7 +130,7 @@ class TransformerEncoderLayer(nn.Module):
         self.attention = MultiHeadAttention(dim, heads, dropout=attention_dropout, rotary=rotary)
         self.feed_forward = feed_forward(dim, ff_dim, dropout, activation=activation)
         self.norm_attention, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def forward(

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from attnkit.kv_cache import KVCache
+from attnkit.models.dropout import Dropout
 from attnkit.models.encoders import feed_forward, residual
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions
@@ -78,7 +79,7 @@ class TransformerDecoderLayer(nn.Module):
         self.cross_attention = MultiHeadAttention(dim, heads, dropout=attention_dropout)
         self.feed_forward = feed_forward(dim, ff_dim, dropout)
         self.norm_self, self.norm_cross, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def project_memory(self, memory: torch.Tensor) -> MemoryKV:

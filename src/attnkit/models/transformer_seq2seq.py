@@ -28,6 +28,7 @@ from torch import nn
 
 from attnkit.decoding import check_reorder_indices, expand_for_beams
 from attnkit.kv_cache import KVCache
+from attnkit.models.dropout import Dropout
 from attnkit.models.encoders import TransformerEncoderLayer
 from attnkit.models.transformer_decoder import MemoryKV, TransformerDecoderLayer, attend_memory, project_memory
 from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions
@@ -164,7 +165,7 @@ class TransformerSeq2Seq(nn.Module):
         )
         self.encoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output = nn.Linear(dim, target_vocab_size, bias=False)
         if tie_output:
             self.output.weight = self.target_embedding.weight
