@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "experiment",
         help="regenerate a results table (docs/results.md)",
         description="Train the runs behind one table of docs/results.md (reusing finished ones, resuming "
-        "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md.",
+        "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md. deploy trains "
+        "nothing: it exports a finished Transformer to CTranslate2 (float32, int8) and scores and times all three.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -25,11 +25,11 @@ def render_deploy(results: Path) -> str:
     if not summary:
         lines.append(f"_Not run yet: `{COMMAND}`._")
     for data, section in (summary or {}).items():
-        lines += _table(data, section)
+        lines += [*_table(data, section), ""]
     notes = results / "deploy_notes.md"
     if notes.exists():
-        lines += ["", notes.read_text().rstrip()]
-    return "\n".join(lines) + "\n"
+        lines += ["" if lines[-1] else None, notes.read_text().rstrip()]
+    return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
 
 
 def _table(data: str, section: dict) -> list[str]:
@@ -53,4 +53,4 @@ def _table(data: str, section: dict) -> list[str]:
             f"| {row['seconds_min']:.1f} / {row['seconds_median']:.1f} | {row['throughput_vs_native']:.2f}× "
             f"| {row['same_output_as_native']:.2f}% |"
         )
-    return [*lines, ""]
+    return lines

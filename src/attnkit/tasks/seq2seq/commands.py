@@ -286,18 +286,15 @@ def evaluate_export(args: argparse.Namespace) -> int:
     """``attnkit evaluate --backend ctranslate2``: decode the split (or file) of an export's task with CTranslate2
     and score it as the native evaluation does, with the decoding's wall time."""
     from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import ctranslate2_device, evaluate_ctranslate2, export_config
+    from attnkit.tasks.seq2seq.ctranslate2_evaluate import (
+        check_ctranslate2_options,
+        evaluate_ctranslate2,
+        export_config,
+    )
     from attnkit.tasks.seq2seq.data import evaluation_data
 
     check_decoding(args)
-    if len(args.checkpoint) != 1:
-        raise ValueError("--backend ctranslate2 evaluates one exported model (no ensembles)")
-    if args.precision != "fp32":
-        raise ValueError(
-            f"--precision {args.precision} is for the native backend; an export computes in the type it was "
-            "exported with (attnkit export --quantize)"
-        )
-    device, index = ctranslate2_device(args.device)
+    device, index = check_ctranslate2_options(args)
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     config = export_config(translator.manifest, args.checkpoint[0])
     pairs, references, label = evaluation_data(

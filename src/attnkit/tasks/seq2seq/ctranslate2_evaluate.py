@@ -25,7 +25,14 @@ from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.ctranslate2_manifest import MANIFEST_FILE, ExportError
 from attnkit.tasks.seq2seq.ctranslate2_translator import CTranslate2Translator
 
-__all__ = ["ctranslate2_device", "decode_in_length_order", "evaluate_ctranslate2", "export_config", "score_outputs"]
+__all__ = [
+    "check_ctranslate2_options",
+    "ctranslate2_device",
+    "decode_in_length_order",
+    "evaluate_ctranslate2",
+    "export_config",
+    "score_outputs",
+]
 
 
 def export_config(manifest: dict[str, Any], directory: str | Path) -> Seq2SeqConfig:
@@ -57,6 +64,19 @@ def ctranslate2_device(device: str) -> tuple[str, int]:
     if device.startswith("cuda:") and device[5:].isdigit():
         return "cuda", int(device[5:])
     raise ValueError(f"--device {device}: the ctranslate2 backend runs on auto, cpu, cuda or cuda:N")
+
+
+def check_ctranslate2_options(args: Any) -> tuple[str, int]:
+    """Refuse command-line options the ctranslate2 backend cannot honour (several checkpoints, a ``--precision``,
+    ``--device mps``) and return CTranslate2's ``(device, device_index)``."""
+    if len(args.checkpoint) != 1:
+        raise ValueError("--backend ctranslate2 decodes one exported model (no ensembles)")
+    if args.precision != "fp32":
+        raise ValueError(
+            f"--precision {args.precision} is for the native backend; an export computes in the type it was "
+            "exported with (attnkit export --quantize)"
+        )
+    return ctranslate2_device(args.device)
 
 
 def decode_in_length_order(

@@ -73,7 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--file", help="a file with one text per line")
     add_decoding_arguments(parser)
     parser.add_argument(
-        "--n-best", type=int, default=1, help="print the beam's N best hypotheses with their scores (N <= --beam)"
+        "--n-best",
+        type=int,
+        default=1,
+        metavar="N",
+        help="print the beam's N best hypotheses with their scores (N <= --beam)",
     )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
@@ -177,10 +181,10 @@ def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
     """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line (JSON:
     the translation, its score and tokens, no attention; ``--n-best``: its best hypotheses)."""
     from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2_evaluate import check_ctranslate2_options
 
-    if len(args.checkpoint) != 1:
-        raise ValueError("--backend ctranslate2 decodes one exported model (no ensembles)")
-    translator = load_ctranslate2(args.checkpoint[0], threads=args.threads or 0)
+    device, index = check_ctranslate2_options(args)
+    translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     target_tok = translator.target_tokenizer
     texts = [line.strip() for line in lines if line.strip()]
     found = translator.translate(
