@@ -12,17 +12,8 @@ pytest.importorskip("ctranslate2", reason="ctranslate2 (the deploy extra) is not
 TINY = ["--epochs", "2", "--batch-size", "32", "--no-progress", "--no-test", "--limit", "400"]
 
 
-@pytest.fixture(scope="module")
-def transformer(tmp_path_factory):
-    root = tmp_path_factory.mktemp("export")
-    argv = ["train", "seq2seq", "--data", "dates", "--model", "transformer", "--dim", "32", "--heads", "2"]
-    argv += ["--encoder-layers", "1", "--decoder-layers", "1", "--ff-dim", "64", *TINY, "--out", str(root / "run")]
-    assert main(argv) == 0
-    return root
-
-
-def test_export_then_translate_with_ctranslate2_gives_attnkit_s_tokens(transformer, capsys):
-    root = transformer
+def test_export_then_translate_with_ctranslate2_gives_attnkit_s_tokens(dates_transformer, capsys):
+    root = dates_transformer  # tests/cli/conftest.py
     capsys.readouterr()
     assert main(["export", "--checkpoint", str(root / "run"), "--out", str(root / "ct2")]) == 0
     assert "float32 weights" in capsys.readouterr().out

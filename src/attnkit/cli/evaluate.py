@@ -18,6 +18,7 @@ EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/mine --data test_pairs.tsv  seq2seq: every pair of a file
   attnkit evaluate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5   seq2seq: an ensemble of both
   attnkit evaluate --checkpoint runs/digits                   vision: the test split of its dataset
+  attnkit evaluate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --threads 2   an `attnkit export` dir
 """
 
 
@@ -52,7 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``attnkit evaluate``: the checkpoints' task evaluates them."""
+    """Handler of ``attnkit evaluate``: the checkpoints' task evaluates them (``--backend ctranslate2``: the seq2seq
+    task evaluates an export)."""
+    if getattr(args, "backend", "native") == "ctranslate2":
+        from attnkit.tasks.seq2seq.commands import evaluate_export
+
+        return evaluate_export(args)
     found = [task_for_checkpoint(path) for path in args.checkpoint]
     tasks = {task.kind: task for task, _ in found}
     checkpoints = [checkpoint for _, checkpoint in found]

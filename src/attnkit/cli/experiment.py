@@ -14,6 +14,8 @@ EXAMPLES = """examples:
   attnkit experiment g2p
   attnkit experiment bible
   attnkit experiment luong
+  attnkit experiment deploy --data cmudict --checkpoint runs/experiments/g2p/transformer --threads 1
+                                       native vs CTranslate2 float32 / int8 exports: score and decode time
   attnkit experiment report                                   re-render docs/results.md from docs/results/*.json
 """
 
@@ -24,16 +26,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "experiment",
         help="regenerate a results table (docs/results.md)",
         description="Train the runs behind one table of docs/results.md (reusing finished ones, resuming "
-        "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md.",
+        "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md. deploy trains "
+        "nothing: it exports a finished Transformer to CTranslate2 (float32, int8) and scores and times all three.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("name", choices=["classification", "masking", "g2p", "bible", "luong", "report"])
+    parser.add_argument("name", choices=["classification", "masking", "g2p", "bible", "luong", "deploy", "report"])
     parser.add_argument(
         "--data",
         nargs="+",
         default=None,
-        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng)",
+        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng); "
+        "deploy: the task the checkpoint was trained on (its section of the table)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
     parser.add_argument(
@@ -42,9 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members)",
     )
+    deploy = parser.add_argument_group("deploy")
+    deploy.add_argument("--checkpoint", default=None, help="deploy: a Transformer run directory or checkpoint")
+    deploy.add_argument("--beam", type=int, default=1, help="deploy: beam size (default 1: greedy)")
+    deploy.add_argument("--rounds", type=int, default=3, help="deploy: timed rounds per decoder (default 3)")
     parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
     parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads per run (default: torch's)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch CPU threads per run (default: torch's); deploy: threads of every decoder (default 1)",
+    )
     parser.add_argument(
         "--device",
         default="auto",
@@ -68,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
     if args.only and args.name not in ("g2p", "bible", "luong"):
         raise ValueError("--only is for the g2p, bible and luong experiments")
+    if (args.checkpoint is not None) != (args.name == "deploy"):
+        raise ValueError("deploy needs --checkpoint, and --checkpoint is for deploy only")
     if args.name == "classification":
         from attnkit.experiments.classification import DATASETS, run_classification
 
@@ -81,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
         data = args.data[0] if args.data else "20ng"
         run_masking(data, args.seeds or 5, paths, threads=args.threads, device=args.device)
+    elif args.name == "deploy":
+        from attnkit.experiments.deploy import run_deploy
+
+        if not args.data or len(args.data) != 1:
+            raise ValueError("deploy needs --data: the one task the checkpoint was trained on (e.g. cmudict)")
+        run_deploy(args.checkpoint, args.data[0], paths, beam=args.beam, threads=args.threads or 1, rounds=args.rounds)
     elif args.name == "report":
         from attnkit.experiments.report import render_results
 

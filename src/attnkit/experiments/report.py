@@ -34,9 +34,11 @@ def render_results(paths: ExperimentPaths) -> Path:
         _masking(read_json(results / "masking.json")),
         _fragment(results / "masking_notes.md"),
     ]
+    from attnkit.experiments.deploy_table import render_deploy
     from attnkit.experiments.seq2seq_tables import render_sections
 
     sections += render_sections(results)
+    sections.append(render_deploy(results))
     sections.append(_fragment(results / "vision.md"))
     target = paths.docs / "results.md"
     target.write_text("\n".join(section.rstrip() + "\n" for section in sections if section))

@@ -246,6 +246,13 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--source-column", default="source", help="column/key of the source (default: source)")
     group.add_argument("--target-column", default="target", help="column/key of the target (default: target)")
     group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in tasks (default test)")
+    group.add_argument(
+        "--backend",
+        choices=["native", "ctranslate2"],
+        default="native",
+        help="decode with attnkit (default), or with CTranslate2: --checkpoint is then one `attnkit export` "
+        "directory, scored the same way (no loss), with the decoding time",
+    )
     add_decoding_arguments(parser)
 
 
@@ -272,6 +279,47 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         print(json.dumps({"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}))
         return 0
     say(f"{format_metrics(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
+    return 0
+
+
+def evaluate_export(args: argparse.Namespace) -> int:
+    """``attnkit evaluate --backend ctranslate2``: decode the split (or file) of an export's task with CTranslate2
+    and score it as the native evaluation does, with the decoding's wall time."""
+    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2_evaluate import (
+        check_ctranslate2_options,
+        evaluate_ctranslate2,
+        export_config,
+    )
+    from attnkit.tasks.seq2seq.data import evaluation_data
+
+    check_decoding(args)
+    device, index = check_ctranslate2_options(args)
+    translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
+    config = export_config(translator.manifest, args.checkpoint[0])
+    pairs, references, label = evaluation_data(
+        config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
+    )
+    metrics = evaluate_ctranslate2(
+        translator,
+        pairs,
+        references,
+        metrics=config.metrics,
+        beam_size=args.beam,
+        batch_size=args.batch_size,
+        length_penalty=args.length_penalty,
+        max_len=args.max_len,
+    )
+    decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
+    weights = translator.manifest.get("quantization") or "float32"
+    if args.json:
+        record = {"data": label, "decoding": decoding, "backend": "ctranslate2", "weights": weights}
+        print(json.dumps({**record, **{k: round(v, 4) for k, v in metrics.items()}}))
+        return 0
+    say(
+        f"{format_metrics(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "
+        f"decoded in {metrics['decode_seconds']:.2f} s)"
+    )
     return 0
 
 

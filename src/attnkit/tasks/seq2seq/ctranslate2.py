@@ -162,12 +162,17 @@ def _attnkit_version() -> str:
 
 
 def load_ctranslate2(
-    directory: str | Path, *, device: str = "cpu", compute_type: str = "default", threads: int = 0
+    directory: str | Path,
+    *,
+    device: str = "cpu",
+    compute_type: str = "default",
+    threads: int = 0,
+    device_index: int = 0,
 ) -> CTranslate2Translator:
     """Verify an export (:func:`verify_export`) and load it for decoding.
 
     Args:
-        device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CTranslate2's devices).
+        device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CTranslate2's devices); device_index: which GPU.
         compute_type: ``"default"`` (the exported weights' type) or any CTranslate2 compute type.
         threads: CTranslate2's ``intra_threads`` (0: its default).
 
@@ -189,7 +194,7 @@ def load_ctranslate2(
     ctranslate2 = _ctranslate2()
     try:
         translator = ctranslate2.Translator(
-            str(directory), device=device, compute_type=compute_type, intra_threads=threads
+            str(directory), device=device, device_index=device_index, compute_type=compute_type, intra_threads=threads
         )
     except (RuntimeError, ValueError) as error:
         raise ExportError(f"{directory}: CTranslate2 cannot load it ({error})") from None

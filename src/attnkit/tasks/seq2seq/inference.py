@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,9 @@ class Translation:
 
     ``token_ids`` are the generated ids (``<eos>`` included when the hypothesis finished): row ``t`` of
     ``attention`` is the step that produced ``token_ids[t]`` (``[T, S]`` for the RNN, ``[T, L, H, S]`` for the
-    Transformer; None for a model without attention or an ensemble).
+    Transformer; None for a model without attention or an ensemble). ``n_best`` holds the ``num_hypotheses``
+    best hypotheses of the beam, best first (the first is this one, without attention), as :func:`translate_texts`
+    returns them.
     """
 
     source: str
@@ -66,6 +68,7 @@ class Translation:
     score: float
     attention: torch.Tensor | None = None
     token_ids: list[int] | None = None
+    n_best: list[Translation] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +96,7 @@ class LoadedSeq2Seq:
         length_penalty: float = 1.0,
         max_len: int | None = None,
         need_weights: bool = False,
+        num_hypotheses: int = 1,
     ) -> list[Translation]:
         """Decode ``texts`` in input order (see :func:`translate_texts`)."""
         return translate_texts(
@@ -106,6 +110,7 @@ class LoadedSeq2Seq:
             max_len=max_len,
             need_weights=need_weights,
             precision=self.precision,
+            num_hypotheses=num_hypotheses,
         )
 
     def evaluate(
@@ -223,6 +228,7 @@ def translate_texts(
     length_penalty: float = 1.0,
     need_weights: bool = False,
     precision: str = "fp32",
+    num_hypotheses: int = 1,
 ) -> list[Translation]:
     """Decode ``texts`` in batches (in eval mode, on the model's device, under autocast in ``precision``), best
     hypothesis each, in input order; each batch's results come back to the CPU (float32) in one copy per tensor.
@@ -230,7 +236,13 @@ def translate_texts(
     With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
     the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens), read by one teacher-forced
     pass over the decoded tokens; the decoding itself is the same with or without them.
+
+    ``num_hypotheses`` (``1 <= n <= beam_size``) fills each translation's ``n_best`` with the beam's ``n`` best
+    finished hypotheses (:func:`~attnkit.decoding.beam_search` keeps ``beam_size`` of them, sorted by score; fewer
+    when a source has fewer possible outputs); the translation itself is always the first.
     """
+    if not 1 <= num_hypotheses <= beam_size:
+        raise ValueError(f"num_hypotheses must lie in [1, beam_size] = [1, {beam_size}], got {num_hypotheses}")
     was_training = model.training
     model.eval()
     device = device_of(model)
@@ -251,14 +263,20 @@ def translate_texts(
                 weights = None
                 if need_weights:
                     weights = _forced_attention(model, batch.source_ids, batch.source_mask, best)
-            best, weights = to_host(best), to_host(weights)
-            lengths, scores = out.lengths[:, 0].tolist(), out.scores[:, 0].tolist()
+            weights = to_host(weights)
+            all_tokens = to_host(out.tokens[:, :num_hypotheses]).tolist()  # [B, n, T]
+            lengths, scores = out.lengths[:, :num_hypotheses].tolist(), out.scores[:, :num_hypotheses].tolist()
             for row, text in enumerate(chunk):
-                steps = lengths[row]
-                attention = None if weights is None else weights[row, :steps, ..., : source_lengths[row]]
-                tokens = best[row, :steps].tolist()
-                decoded = target_tokenizer.decode(tokens)
-                results.append(Translation(text, decoded, scores[row], attention, tokens))
+                n_best = [
+                    Translation(text, target_tokenizer.decode(ids[:steps]), score, None, ids[:steps])
+                    for rank, (ids, steps, score) in enumerate(
+                        zip(all_tokens[row], lengths[row], scores[row], strict=True)
+                    )
+                    if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
+                ]
+                first = n_best[0]
+                attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
+                results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
     finally:
         model.train(was_training)
     return results

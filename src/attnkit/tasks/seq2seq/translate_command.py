@@ -4,12 +4,14 @@ beam search).
 Texts come from ``--text`` (repeatable), ``--file`` (one per line) or standard input. Output is one line per
 input line, in order — a blank input line gives a blank output line — so the output aligns with the input
 (``paste``, sacreBLEU). ``--json`` prints one object per text instead, with the score and the attention.
+``--n-best N`` prints the beam's N best hypotheses of each text, with their scores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from attnkit.tasks.options import add_runtime_options, read_texts
 
@@ -19,11 +21,17 @@ EXAMPLES = """examples:
   attnkit translate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5 --text abbey   (an ensemble)
   attnkit translate --checkpoint runs/bible/best --file verses_en.txt > verses_es.txt
   echo "In the beginning God created the heaven and the earth." | attnkit translate --checkpoint runs/bible
+  attnkit translate --checkpoint runs/g2p --beam 5 --n-best 3 --text abbey --text zebra
+  attnkit translate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --n-best 3 --text abbey --json
 
 --json gives {"source", "translation", "score", "source_tokens", "target_tokens", "attention"}: attention[t][s]
 is how much target token t attended to source token s (RNN: the decoder's attention; Transformer: the last
-decoder layer's cross-attention averaged over heads; an ensemble has none). "score" is the length-normalised
-log-probability.
+decoder layer's cross-attention averaged over heads; an ensemble and --backend ctranslate2 have none). "score" is
+the length-normalised log-probability.
+
+--n-best N (N <= --beam) prints N lines per text, best first: "INDEX<TAB>SCORE<TAB>HYPOTHESIS", INDEX counting
+input lines from 0 (a blank line prints nothing); with --json each object gains "n_best": [{"translation",
+"score", "target_tokens"}, ...].
 """
 
 
@@ -39,6 +47,9 @@ def check_decoding(args: argparse.Namespace) -> None:
     """Refuse decoding options no decoder accepts (before anything is loaded)."""
     if args.beam < 1:
         raise ValueError(f"--beam must be >= 1, got {args.beam}")
+    n_best = getattr(args, "n_best", 1)
+    if not 1 <= n_best <= args.beam:
+        raise ValueError(f"--n-best must lie in [1, --beam] = [1, {args.beam}], got {n_best}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +72,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--text", action="append", help="a text to translate (repeatable)")
     source.add_argument("--file", help="a file with one text per line")
     add_decoding_arguments(parser)
+    parser.add_argument(
+        "--n-best",
+        type=int,
+        default=1,
+        metavar="N",
+        help="print the beam's N best hypotheses with their scores (N <= --beam)",
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
     parser.add_argument(
@@ -80,14 +98,46 @@ def _attention_rows(attention) -> list[list[float]]:
     return [[round(float(w), 4) for w in row] for row in attention]
 
 
-def _as_json(translation, loaded) -> dict:
+def _as_json(translation, loaded, n_best: int) -> dict:
     target_tok, source_tok = loaded.target_tokenizer, loaded.source_tokenizer
     record = {"source": translation.source, "translation": translation.text, "score": round(translation.score, 4)}
     record["source_tokens"] = source_tok.tokens(translation.source)
     record["target_tokens"] = [target_tok.id_to_token(i) for i in translation.token_ids or []]
     if translation.attention is not None:
         record["attention"] = _attention_rows(translation.attention)
+    if n_best > 1:
+        record["n_best"] = [
+            _hypothesis_json(h.text, h.score, h.token_ids or [], target_tok) for h in translation.n_best
+        ]
     return record
+
+
+def _hypothesis_json(text: str, score: float, token_ids: list[int], target_tokenizer) -> dict:
+    tokens = [target_tokenizer.id_to_token(i) for i in token_ids]
+    return {"translation": text, "score": round(score, 4), "target_tokens": tokens}
+
+
+def _print_outputs(
+    args: argparse.Namespace, lines: list[str], outputs: list[tuple[list[tuple[float, str]], Any]]
+) -> None:
+    """Print one output per non-blank input line, in order. Each output is ``(hypotheses, record)``: the
+    ``(score, text)`` of the best hypotheses, best first, and what ``--json`` prints. Plain text: the best text (a
+    blank input line gives a blank line), or with ``--n-best N > 1`` one ``INDEX\tSCORE\tTEXT`` line each."""
+    outputs_left = iter(outputs)
+    n_best = getattr(args, "n_best", 1)
+    for index, line in enumerate(lines):
+        if not line.strip():
+            if not args.json and n_best == 1:
+                print()
+            continue
+        hypotheses, record = next(outputs_left)
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+        elif n_best == 1:
+            print(hypotheses[0][1])
+        else:
+            for score, text in hypotheses:
+                print(f"{index}\t{score:.4f}\t{text}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,57 +156,47 @@ def run(args: argparse.Namespace) -> int:
 
 def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None = None) -> int:
     """Translate ``lines`` (default: the command's input lines) with ``loaded`` and print one line (or JSON
-    object) per input line; a blank line gives a blank line."""
+    object, or ``--n-best`` lines) per input line; a blank line gives a blank line."""
     lines = read_texts(args, keep_blank=True) if lines is None else lines
     texts = [line.strip() for line in lines if line.strip()]
-    translations = iter(
-        loaded.translate(
-            texts,
-            beam_size=args.beam,
-            batch_size=args.batch_size,
-            length_penalty=args.length_penalty,
-            max_len=args.max_len,
-            need_weights=args.json,
-        )
+    n_best = getattr(args, "n_best", 1)
+    translations = loaded.translate(
+        texts,
+        beam_size=args.beam,
+        batch_size=args.batch_size,
+        length_penalty=args.length_penalty,
+        max_len=args.max_len,
+        need_weights=args.json,
+        num_hypotheses=n_best,
     )
-    for line in lines:
-        if not line.strip():
-            if not args.json:
-                print()
-            continue
-        translation = next(translations)
-        print(json.dumps(_as_json(translation, loaded), ensure_ascii=False) if args.json else translation.text)
+    outputs = [
+        ([(h.score, h.text) for h in t.n_best], _as_json(t, loaded, n_best) if args.json else None)
+        for t in translations
+    ]
+    _print_outputs(args, lines, outputs)
     return 0
 
 
 def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
     """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line (JSON:
-    the translation and its score, no attention)."""
+    the translation, its score and tokens, no attention; ``--n-best``: its best hypotheses)."""
     from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2_evaluate import check_ctranslate2_options
 
-    if len(args.checkpoint) != 1:
-        raise ValueError("--backend ctranslate2 decodes one exported model (no ensembles)")
-    translator = load_ctranslate2(args.checkpoint[0], threads=args.threads or 0)
+    device, index = check_ctranslate2_options(args)
+    translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
+    target_tok = translator.target_tokenizer
     texts = [line.strip() for line in lines if line.strip()]
-    best = iter(
-        hypotheses[0]
-        for hypotheses in translator.translate(
-            texts, beam_size=args.beam, max_len=args.max_len, length_penalty=args.length_penalty,
-            batch_size=args.batch_size,
-        )
+    found = translator.translate(
+        texts, beam_size=args.beam, num_hypotheses=args.n_best, max_len=args.max_len,
+        length_penalty=args.length_penalty, batch_size=args.batch_size,
     )  # fmt: skip
-    for line in lines:
-        if not line.strip():
-            if not args.json:
-                print()
-            continue
-        hypothesis = next(best)
-        if args.json:
-            print(
-                json.dumps(
-                    {"source": line.strip(), "translation": hypothesis.text, "score": round(hypothesis.score, 4)}
-                )
-            )
-        else:
-            print(hypothesis.text)
+    outputs = []
+    for source, hypotheses in zip(texts, found, strict=True):
+        best = hypotheses[0]
+        record = {"source": source, **_hypothesis_json(best.text, best.score, best.token_ids, target_tok)}
+        if args.n_best > 1:
+            record["n_best"] = [_hypothesis_json(h.text, h.score, h.token_ids, target_tok) for h in hypotheses]
+        outputs.append(([(h.score, h.text) for h in hypotheses], record))
+    _print_outputs(args, lines, outputs)
     return 0
