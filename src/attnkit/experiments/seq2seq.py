@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
+from attnkit.experiments.seq2seq_curves import plot_validation_curves, validation_curve
 from attnkit.experiments.seq2seq_settings import EXPERIMENTS, LENGTH_BUCKETS, Seq2SeqExperiment, slug
 from attnkit.experiments.seq2seq_tables import bucket_label
 
@@ -67,8 +68,11 @@ def run_seq2seq_experiment(
         }
         if name == "bible":
             row["bleu_by_length"] = bleu_by_length(out / "best")
+        previous = summary["runs"].get(run, {})
+        curve = validation_curve(out, _curve_metric(experiment))
+        if curve or (previous.get("command") == row["command"] and previous.get("curve")):
+            row["curve"] = curve or previous["curve"]
         if experiment.beam > 1:
-            previous = summary["runs"].get(run, {})
             same = previous.get("command") == row["command"] and previous.get("beam") == experiment.beam
             row["beam"] = experiment.beam
             row["test_beam"] = (
@@ -87,10 +91,19 @@ def run_seq2seq_experiment(
     if name == "bible":
         plot_bleu_by_length(summary, paths.results / "bible_bleu_by_length.png")
         write_json(summary_path, summary)
+    curves = paths.results / f"{name}_valid_by_minutes.png"
+    if plot_validation_curves(summary, curves, metric=_curve_metric(experiment), title=experiment.title):
+        summary["curves_plot"] = curves.name
+        write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
 
     render_results(paths)
     return summary
+
+
+def _curve_metric(experiment: Seq2SeqExperiment) -> str:
+    """The validation metric a table's curves plot: BLEU for translation, WER for the symbol tasks."""
+    return "bleu" if experiment.data == "bible-en-es" else "wer"
 
 
 def _peer_row(experiment: Seq2SeqExperiment, paths: ExperimentPaths, previous: dict | None) -> dict:

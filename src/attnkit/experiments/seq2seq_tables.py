@@ -66,6 +66,15 @@ def _table(name: str, summary: dict) -> list[str]:
             f"scorer) | {peer['wer']:.2f} | {peer['per']:.2f} | – | – | {peer['train_cpu_seconds'] / 60:.1f} (CPU) | – "
             f"| `{peer['command']}` |"
         )
+    if summary.get("curves_plot"):
+        metric = "BLEU" if text else "WER"
+        lines += [
+            "",
+            f"Validation {metric} against training minutes, for the rows whose runs recorded a curve "
+            "(`curve` in the JSON, from each run's `metrics.csv`):",
+            "",
+            f"![validation {metric} against minutes](results/{summary['curves_plot']})",
+        ]
     if text and summary.get("plot"):
         labels = [bucket_label(b) for b in next(iter(summary["runs"].values()))["bleu_by_length"]]
         lines += ["", "Test BLEU by source length (English words):", ""]
