@@ -53,9 +53,9 @@ def plot_validation_curves(summary: dict, target: Path, *, metric: str, title: s
     peer = summary.get("peer")
     if peer and metric in peer:
         axes.axhline(peer[metric], color="black", linestyle="--", linewidth=1.0, label=f"{peer['system']} (test)")
-    axes.set_xlabel("training minutes (one core; validation included)")
+    axes.set_xlabel("training minutes (wall clock, validation included)")
     axes.set_ylabel(f"validation {metric.upper()}" + (" %" if metric in ("wer", "per") else ""))
-    axes.set_title(title)
+    figure.suptitle(title)  # over the whole figure: the legend beside the axes leaves them too narrow for it
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
     figure.tight_layout()
