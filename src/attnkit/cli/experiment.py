@@ -10,7 +10,7 @@ from attnkit.tasks.options import DEVICE_HELP
 EXAMPLES = """examples:
   attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
   attnkit experiment classification --data r8 --seeds 3
-  attnkit experiment masking --data 20ng --seeds 5
+  attnkit experiment masking --data fine-foods --seeds 5
   attnkit experiment g2p
   attnkit experiment bible
   attnkit experiment luong
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--data",
         nargs="+",
         default=None,
-        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng)",
+        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default fine-foods)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
     parser.add_argument(
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
         if args.data and len(args.data) != 1:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
-        data = args.data[0] if args.data else "20ng"
+        data = args.data[0] if args.data else "fine-foods"
         run_masking(data, args.seeds or 5, paths, threads=args.threads, device=args.device)
     elif args.name == "report":
         from attnkit.experiments.report import render_results

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from attnkit.models.encoders import BiGRUEncoder
+from attnkit.models.pooled import build_pooling
 from attnkit.outputs import AttentionOutput
-from attnkit.pooling import AttentionPooling
 
 __all__ = ["HANOutput", "HierarchicalAttentionClassifier"]
 
@@ -46,6 +46,11 @@ class HierarchicalAttentionClassifier(nn.Module):
         embed_dim: ``E``. word_hidden, sentence_hidden: GRU hidden sizes per direction.
         attention_hidden: size of the pooling's ``tanh(W h + b)`` (default: the pooled feature size).
         dropout: on embeddings and before the classifier.
+        attention_padding: how both attention poolings treat padded words and sentences: ``masked`` (the
+            default), ``unmasked`` or ``renormalised`` (see :mod:`attnkit.models.padding`).
+        packed: ``True`` (the default) packs both BiGRUs; ``False`` runs them over the padding
+            (:class:`~attnkit.models.encoders.BiGRUEncoder`), so a padded word or sentence has a non-zero,
+            input-dependent encoding that an unmasked pooling can attend to: the masking experiment's HAN.
     """
 
     def __init__(
@@ -59,13 +64,19 @@ class HierarchicalAttentionClassifier(nn.Module):
         attention_hidden: int | None = None,
         dropout: float = 0.3,
         padding_idx: int = 0,
+        attention_padding: str = "masked",
+        packed: bool = True,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.word_encoder = BiGRUEncoder(embed_dim, word_hidden)
-        self.word_pooling = AttentionPooling(self.word_encoder.output_dim, hidden=attention_hidden)
-        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden)
-        self.sentence_pooling = AttentionPooling(self.sentence_encoder.output_dim, hidden=attention_hidden)
+        self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
+        self.word_pooling = build_pooling(
+            "attention", self.word_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+        )
+        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden, packed=packed)
+        self.sentence_pooling = build_pooling(
+            "attention", self.sentence_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+        )
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
 

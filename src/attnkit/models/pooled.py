@@ -22,8 +22,11 @@ __all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids
 POOLINGS = ("attention", "multihead", "mean", "max")
 
 
-def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked") -> nn.Module:
-    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``.
+def build_pooling(
+    name: str, dim: int, *, heads: int = 4, padding: str = "masked", hidden: int | None = None
+) -> nn.Module:
+    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``; ``hidden`` is the
+    attention's ``tanh(W h + b)`` size (default: ``dim``).
 
     ``padding`` says how attention pooling treats padded positions (see :mod:`attnkit.models.padding`):
     ``masked`` (the default and the right way), ``unmasked`` or ``renormalised`` (the masking experiment's
@@ -33,7 +36,9 @@ def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked
         raise ValueError(f"unknown padding mode {padding!r}; choose from {', '.join(PADDING_MODES)}")
     if name in ("attention", "multihead"):
         distribution = RenormalisedSoftmax() if padding == "renormalised" else None
-        pooling = AttentionPooling(dim, heads=1 if name == "attention" else heads, distribution=distribution)
+        pooling = AttentionPooling(
+            dim, hidden=hidden, heads=1 if name == "attention" else heads, distribution=distribution
+        )
         return UnmaskedPooling(pooling) if padding == "unmasked" else pooling
     if name == "mean":
         return MeanPooling()

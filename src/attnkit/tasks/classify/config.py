@@ -47,6 +47,7 @@ class ClassifierConfig(JsonConfig):
     encoder: str = "bigru"
     pooling: str = "attention"
     attention_padding: str = "masked"  # masked | unmasked | renormalised: see attnkit.models.padding
+    packed: bool = True  # False: the BiGRUs run over the padding (the masking experiment's setting)
     heads: int = 4
     layers: int = 2
     dropout: float = 0.3
@@ -91,6 +92,8 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         word_hidden=config.hidden,
         sentence_hidden=config.hidden,
         dropout=config.dropout,
+        attention_padding=config.attention_padding,
+        packed=config.packed,
     )
 
 
@@ -111,7 +114,7 @@ def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
 # The pooled classifier's encoder by name (None: pooling reads the embeddings directly).
 ENCODERS: dict[str, Callable[[ClassifierConfig], nn.Module | None]] = {
     "none": lambda config: None,
-    "bigru": lambda config: BiGRUEncoder(config.embed_dim, config.hidden),
+    "bigru": lambda config: BiGRUEncoder(config.embed_dim, config.hidden, packed=config.packed),
     "transformer": lambda config: TransformerEncoder(
         config.embed_dim, config.heads, config.layers, dropout=config.dropout / 3
     ),
