@@ -97,7 +97,7 @@ def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_p
     )
     (paths.results / "demo.md").write_text("## The demo\n\nhand-written\n")
     page = render_results(paths).read_text()
-    assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
+    assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | **no** | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
     assert "## The demo\n\nhand-written" in page
     assert (
         "- embeddings + one-head attention pooling: unmasked (b) put 40.0% of a row's attention on padding and "

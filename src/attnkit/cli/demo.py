@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="runs/demo", help="checkpoint and report directory (default runs/demo)")
     parser.add_argument("--examples", type=int, default=4, help="predictions to show (default 4)")
     parser.add_argument(
+        "--report-documents",
+        type=int,
+        default=50,
+        help="test documents in the HTML report, whose top-attended words are counted (default 50)",
+    )
+    parser.add_argument(
         "--limit", type=int, default=None, help="use only the first N train and N/4 test documents (a smoke run)"
     )
     add_runtime_options(parser)
@@ -48,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     from attnkit.data.classification import load_builtin, subset
     from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
     from attnkit.tasks.classify.config import ClassifierConfig
     from attnkit.tasks.classify.inference import load_classifier
@@ -87,9 +94,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"HAN trained {report.train_seconds / 60:.1f} min, best epoch {report.fit.best_epoch}")
 
     classifier = load_classifier(report.checkpoint, device=args.device, precision=args.precision)
-    predictions = classifier.predict(data.test_texts[: args.examples])
+    predictions = classifier.predict(data.test_texts[: max(args.examples, args.report_documents)])
+    share = stop_word_share(predictions[: args.report_documents], k=3)
+    print(
+        f"stop words and punctuation among each report document's 3 most-attended words: {100 * share:.0f}% "
+        f"(mean over {min(args.report_documents, len(predictions))} documents; scikit-learn's English stop words)"
+    )
     print()
-    for prediction, gold in zip(predictions, data.test_labels, strict=False):
+    for prediction, gold in zip(predictions[: args.examples], data.test_labels, strict=False):
         best = max(range(len(prediction.sentence_weights)), key=prediction.sentence_weights.__getitem__, default=None)
         print(
             f"predicted {prediction.label} ({prediction.probabilities[prediction.label]:.2f}), "
@@ -99,9 +111,10 @@ def run(args: argparse.Namespace) -> int:
             sentence = " ".join(prediction.sentences[best])
             print(f"  most-attended sentence ({prediction.sentence_weights[best]:.2f}): {sentence[:100]}")
             print(f"  its top words: {_top_words(prediction.sentences[best], prediction.word_weights[best])}")
-    gold = [data.label_names[label] for label in data.test_labels[: len(predictions)]]
+    shown = predictions[: args.report_documents]
+    gold = [data.label_names[label] for label in data.test_labels[: len(shown)]]
     report_path = classifier_report(
-        predictions, classifier.label_names, Path(args.out) / "report.html", title=REPORT_TITLE, true_labels=gold
+        shown, classifier.label_names, Path(args.out) / "report.html", title=REPORT_TITLE, true_labels=gold
     )
     print(f"\nreport of what the model attended to: {report_path}")
     print(f"demo finished in {(time.perf_counter() - started) / 60:.1f} min")
