@@ -67,3 +67,66 @@ def test_the_stop_word_list_is_scikit_learns():
     assert is_stop_or_punctuation("The", words) and is_stop_or_punctuation("'", words)
     assert is_stop_or_punctuation("...", words) and not is_stop_or_punctuation("5", words)
     assert not is_stop_or_punctuation("don't", words)
+
+
+def test_content_only_pooling_gives_stop_words_no_weight_and_the_encoder_still_reads_them():
+    import torch
+
+    from attnkit.models import PooledClassifier
+
+    torch.manual_seed(0)
+    model = PooledClassifier(10, 2, embed_dim=8, encoder=None, attend_content_only=True).eval()
+    assert model.attendable.all()  # all True until the task sets it
+    model.attendable[3] = False  # token 3: a stop word
+    ids = torch.tensor([[5, 3, 6, 3, 0], [3, 3, 0, 0, 0]])
+    mask = ids != 0
+    out = model(ids, mask)
+    weights = out.pooling.weights[:, 0]  # [B, T]
+    assert (weights[0, [1, 3, 4]] == 0).all() and torch.isclose(weights[0].sum(), torch.tensor(1.0))
+    assert (weights[1] == 0).all() and torch.isfinite(out.logits).all()  # nothing to attend to: a zero vector
+    assert "attendable" in model.state_dict()  # saved with the weights
+
+
+def test_content_only_han_masks_the_word_attention_only():
+    import torch
+
+    from attnkit.models import HierarchicalAttentionClassifier
+
+    torch.manual_seed(0)
+    model = HierarchicalAttentionClassifier(10, 2, embed_dim=8, word_hidden=4, sentence_hidden=4,
+                                            attend_content_only=True).eval()  # fmt: skip
+    model.attendable[3] = False
+    ids = torch.tensor([[[5, 3, 6], [3, 3, 0]]])  # the second sentence holds only stop words
+    word_mask = ids != 0
+    out = model(ids, word_mask, word_mask.any(2))
+    assert out.words.weights[0, 0, 1] == 0 and torch.isclose(out.words.weights[0, 0].sum(), torch.tensor(1.0))
+    assert (out.words.weights[0, 1] == 0).all() and torch.isfinite(out.logits).all()
+    # the BiGRU still reads the stop word: changing it changes the content words' encoding and the logits
+    other = ids.clone()
+    other[0, 0, 1] = 4
+    model.attendable[4] = False
+    assert (model(other, word_mask, word_mask.any(2)).logits - out.logits).abs().max() > 1e-6
+
+
+def test_a_content_only_classifier_learns_its_table_from_the_tokenizer_and_keeps_it(tmp_path):
+    import torch
+
+    from attnkit.cli import main
+    from attnkit.tasks.classify.attended_words import content_word_table
+    from attnkit.tasks.classify.inference import load_classifier
+
+    rows = [("the tea is great , and the price", "pos"), ("the tea is awful , and the price", "neg")] * 8
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "\n".join(f'"{text}",{label}' for text, label in rows) + "\n")
+    argv = ["train", "classify", "--data", str(train), "--model", "pooled", "--encoder", "none", "--attend",
+            "content", "--epochs", "1", "--out", str(tmp_path / "run"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    classifier = load_classifier(tmp_path / "run" / "best")
+    tokenizer = classifier.encoder.tokenizer
+    table = content_word_table(tokenizer)
+    words = {tokenizer.id_to_token(i): bool(table[i]) for i in range(tokenizer.vocab_size)}
+    assert words["tea"] and words["great"] and words["price"] and words[tokenizer.id_to_token(tokenizer.unk_id)]
+    assert not words["the"] and not words[","] and not words["and"] and not table[tokenizer.pad_id]
+    assert torch.equal(classifier.model.attendable, table)  # the checkpoint holds the table
+    predictions = classifier.predict(["the tea is great , and the price"])
+    assert stop_word_share(predictions, 3) == 0.0

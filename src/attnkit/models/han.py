@@ -51,6 +51,10 @@ class HierarchicalAttentionClassifier(nn.Module):
         packed: ``True`` (the default) packs both BiGRUs; ``False`` runs them over the padding
             (:class:`~attnkit.models.encoders.BiGRUEncoder`), so a padded word or sentence has a non-zero,
             input-dependent encoding that an unmasked pooling can attend to: the masking experiment's HAN.
+        attend_content_only: keep a ``[V]`` boolean buffer ``attendable`` (all True until set, saved with the
+            weights): the word attention may then only attend to tokens it marks (e.g. not stop words or
+            punctuation), while the BiGRU still reads every token, so "not" still shapes the "good" after it.
+            A sentence with nothing attendable gets a zero vector.
     """
 
     def __init__(
@@ -66,9 +70,12 @@ class HierarchicalAttentionClassifier(nn.Module):
         padding_idx: int = 0,
         attention_padding: str = "masked",
         packed: bool = True,
+        attend_content_only: bool = False,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.attendable: torch.Tensor | None
+        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
         self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
         self.word_pooling = build_pooling(
             "attention", self.word_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
@@ -87,9 +94,11 @@ class HierarchicalAttentionClassifier(nn.Module):
         flat_mask = word_mask.reshape(batch * sentences, words)
         real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
 
-        embedded = self.dropout(self.embedding(token_ids.reshape(batch * sentences, words)[real]))  # [N, W, E]
+        real_ids = token_ids.reshape(batch * sentences, words)[real]  # [N, W]
+        embedded = self.dropout(self.embedding(real_ids))  # [N, W, E]
         encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
-        pooled_words = self.word_pooling(encoded, flat_mask[real])  # context [N, Dw], weights [N, 1, W]
+        attend_mask = flat_mask[real] if self.attendable is None else flat_mask[real] & self.attendable[real_ids]
+        pooled_words = self.word_pooling(encoded, attend_mask)  # context [N, Dw], weights [N, 1, W]
 
         # in the pooled vectors' dtype: under autocast it is not the encoder's
         sentence_vectors = pooled_words.context.new_zeros(batch * sentences, pooled_words.context.shape[-1])

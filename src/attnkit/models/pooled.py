@@ -84,6 +84,8 @@ class PooledClassifier(nn.Module):
         encoder: ``None``, a :class:`BiGRUEncoder` or a :class:`TransformerEncoder` taking ``E`` inputs.
         pooling: a pooling module taking the encoder's output size (default: one-head attention pooling).
         dropout: before the classifier.
+        attend_content_only: keep a ``[V]`` boolean buffer ``attendable`` (all True until set, saved with the
+            weights): the pooling may then only attend to tokens it marks; the encoder still reads every token.
     """
 
     def __init__(
@@ -97,11 +99,14 @@ class PooledClassifier(nn.Module):
         dropout: float = 0.3,
         padding_idx: int = 0,
         bigram_buckets: int = 0,
+        attend_content_only: bool = False,
     ) -> None:
         super().__init__()
         if bigram_buckets < 0:
             raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.attendable: torch.Tensor | None
+        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
         self.bigram_buckets = bigram_buckets
         self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
@@ -122,5 +127,5 @@ class PooledClassifier(nn.Module):
             x = encode_packed(self.encoder, x, mask)  # [B, T, D]
         elif self.encoder is not None:
             x = self.encoder(x, mask)
-        pooled = self.pooling(x, mask)
+        pooled = self.pooling(x, mask if self.attendable is None else mask & self.attendable[token_ids])
         return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled)

@@ -8,16 +8,26 @@ content-word model scores near 0; a model that attends to ``the``, ``'`` and ``,
 
 The stop words are scikit-learn's English list (``ENGLISH_STOP_WORDS``: 318 function words, from the Glasgow
 Information Retrieval group; scikit-learn is already in the ``data`` extra), not a hand-written one. A token is
-punctuation when it holds no letter or digit.
+punctuation when it holds no letter or digit. :func:`content_word_table` marks the vocabulary's content words for
+``--attend content``, where the word attention may only attend to those.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
+import torch
+
+from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.encoding import Prediction
 
-__all__ = ["english_stop_words", "is_stop_or_punctuation", "stop_word_share", "top_attended_words"]
+__all__ = [
+    "content_word_table",
+    "english_stop_words",
+    "is_stop_or_punctuation",
+    "stop_word_share",
+    "top_attended_words",
+]
 
 
 def english_stop_words() -> frozenset[str]:
@@ -30,6 +40,17 @@ def english_stop_words() -> frozenset[str]:
 def is_stop_or_punctuation(word: str, stop_words: Collection[str]) -> bool:
     """True for a stop word (compared in lower case) or a token without any letter or digit."""
     return word.lower() in stop_words or not any(character.isalnum() for character in word)
+
+
+def content_word_table(tokenizer: TextTokenizer, stop_words: Collection[str] | None = None) -> torch.Tensor:
+    """``[V]`` bool, True for the token ids a ``--attend content`` classifier may attend to: every token that is
+    not a stop word or punctuation (``[UNK]`` included); False for padding."""
+    stop_words = english_stop_words() if stop_words is None else stop_words
+    table = torch.tensor(
+        [not is_stop_or_punctuation(tokenizer.id_to_token(i), stop_words) for i in range(tokenizer.vocab_size)]
+    )
+    table[tokenizer.pad_id] = False
+    return table
 
 
 def word_weights(prediction: Prediction) -> list[tuple[str, float]]:

@@ -54,6 +54,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "after softmax",
     )
     model.add_argument(
+        "--attend",
+        choices=["all", "content"],
+        default="all",
+        help="what the word attention may attend to: every token (default), or content words only: not stop words "
+        "(scikit-learn's English list) or punctuation; the encoders still read every token",
+    )
+    model.add_argument(
         "--unpacked-rnn",
         action="store_true",
         help="run the BiGRUs over the padded batch instead of packed sequences, so padding feeds the recurrence "
@@ -119,6 +126,7 @@ def train(args: argparse.Namespace) -> int:
         pooling=args.pooling,
         attention_padding=args.attention_padding,
         packed=not args.unpacked_rnn,
+        attend=args.attend,
         heads=args.heads,
         dropout=args.dropout,
         bigram_buckets=args.bigram_buckets,
