@@ -164,8 +164,10 @@ def test_padding_statistics_of_the_unpacked_han_measure_words_and_sentences(tiny
 def test_experiment_command_errors(tmp_path, capsys):
     assert main(["experiment", "classification", "--data", "imdb", "--docs", str(tmp_path)]) == 2
     assert "no classification setting for imdb" in capsys.readouterr().err
+    assert main(["experiment", "classification", "--only", "x", "--docs", str(tmp_path)]) == 2
+    assert "--only is for the masking, g2p, bible and luong experiments" in capsys.readouterr().err
     assert main(["experiment", "masking", "--only", "x", "--docs", str(tmp_path)]) == 2
-    assert "--only is for the g2p, bible and luong experiments" in capsys.readouterr().err
+    assert "no masking model x; choose from han, pooled" in capsys.readouterr().err
     assert main(["experiment", "bible", "--only", "lstm", "--docs", str(tmp_path)]) == 2
     assert "bible has no run lstm" in capsys.readouterr().err
     assert main(["experiment", "report", "--docs", str(tmp_path / "missing")]) == 2
@@ -348,3 +350,41 @@ def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkey
     assert len(calls) == 2
     page = (paths.docs / "results.md").read_text()
     assert "| **peer:** Phonetisaurus 0.3.0 (order-8 joint n-gram WFST, same split and scorer) | 25.79 | 6.18 |" in page
+
+
+def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from attnkit.data import classification as classification_data
+
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    trained = []
+
+    def fake_ensure_run(argv, out, threads=None, device="auto"):
+        trained.append(argv[argv.index("--model") + 1])
+        return {"test": {"accuracy": 0.8}, "best_epoch": 4, "train_seconds": 60}
+
+    def fake_statistics(checkpoint, texts, labels, *, seed=0):
+        return {
+            "test_accuracy": 79.0 + seed,
+            "padding_mass": 0.1 * ("unmasked" in str(checkpoint)),
+            "padding_share": 0.5,
+        }
+
+    monkeypatch.setattr(masking, "ensure_run", fake_ensure_run)
+    monkeypatch.setattr(masking, "padding_statistics", fake_statistics)
+    monkeypatch.setattr(
+        classification_data, "load_builtin", lambda data: SimpleNamespace(test_texts=[], test_labels=[])
+    )
+    masking.run_masking("fine-foods", 2, paths, models=("pooled",))
+    assert trained == ["pooled"] * 6  # 3 modes x 2 seeds
+    masking.run_masking("fine-foods", 1, paths, models=("han",))
+    summary = json.loads((paths.results / "masking.json").read_text())
+    assert list(summary["models"]) == ["pooled", "han"]  # the pooled rows survived the han-only run
+    pooled = summary["models"]["pooled"]
+    assert pooled["seeds"] == 2 and pooled["modes"]["unmasked"]["padding_mass_mean"] == 0.1
+    assert pooled["modes"]["masked"]["test_accuracy_mean"] == 79.5 and pooled["modes"]["masked"]["best_epoch_mean"] == 4
+    page = (paths.docs / "results.md").read_text()
+    assert "pooled: 2 seeds, han: 1 seed per model and variant" in page
+    with pytest.raises(ValueError, match="no masking model cnn"):
+        masking.run_masking("fine-foods", 1, paths, models=("cnn",))

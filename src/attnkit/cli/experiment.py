@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--only",
         nargs="+",
         default=None,
-        help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members)",
+        help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members); masking: just "
+        "these models (han, pooled)",
     )
     parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
     parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
@@ -66,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))
     if not paths.docs.is_dir():
         raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
-    if args.only and args.name not in ("g2p", "bible", "luong"):
-        raise ValueError("--only is for the g2p, bible and luong experiments")
+    if args.only and args.name not in ("g2p", "bible", "luong", "masking"):
+        raise ValueError("--only is for the masking, g2p, bible and luong experiments")
     if args.name == "classification":
         from attnkit.experiments.classification import DATASETS, run_classification
 
@@ -75,12 +76,13 @@ def run(args: argparse.Namespace) -> int:
             list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads, device=args.device
         )
     elif args.name == "masking":
-        from attnkit.experiments.masking import run_masking
+        from attnkit.experiments.masking import MODELS, run_masking
 
         if args.data and len(args.data) != 1:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
         data = args.data[0] if args.data else "fine-foods"
-        run_masking(data, args.seeds or 5, paths, threads=args.threads, device=args.device)
+        models = tuple(args.only) if args.only else tuple(MODELS)
+        run_masking(data, args.seeds or 5, paths, models=models, threads=args.threads, device=args.device)
     elif args.name == "report":
         from attnkit.experiments.report import render_results
 

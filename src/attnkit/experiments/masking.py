@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, write_json
+from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
 from attnkit.models.padding import PADDING_MODES
 
 __all__ = ["BATCH_SIZE", "DATA", "MODELS", "padding_statistics", "run_masking", "train_argv"]
@@ -65,17 +65,20 @@ def run_masking(
     from attnkit.data.classification import load_builtin
 
     dataset = load_builtin(data)
+    summary_path = paths.results / "masking.json"
+    previous = read_json(summary_path) or {}
     summary: dict = {
         "data": data,
-        "seeds": seeds,
         "command": command_line(["experiment", "masking", "--data", data, "--seeds", str(seeds)]),
-        "models": {},
+        # the other models' rows of the same data stay (``--only`` trains some models)
+        "models": previous.get("models", {}) if previous.get("data") == data else {},
     }
     for model in models:
         row: dict = {
             "run_command": command_line(
                 train_argv(data, model, "MODE", 0, Path(f"runs/experiments/masking/{data}/{model}/MODE/seed0"))
             ),
+            "seeds": seeds,
             "modes": {},
         }
         summary["models"][model] = row
@@ -96,7 +99,7 @@ def run_masking(
                     | statistics
                 )
             row["modes"][mode] = {"runs": runs} | _mean_std(runs)
-            write_json(paths.results / "masking.json", summary)
+            write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
 
     render_results(paths)

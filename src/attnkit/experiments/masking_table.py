@@ -24,7 +24,7 @@ def render_masking(summary: dict | None) -> str:
     if not summary or "models" not in summary:
         return "\n".join(lines) + f"\n_Not run yet: `{COMMAND}`._\n"
     lines += [
-        f"`{summary['command']}`: {summary['seeds']} seeds per model and variant, trained on random (padding-heavy)",
+        f"`{summary['command']}`: {_seeds(summary)} per model and variant, trained on random (padding-heavy)",
         f"batches of `{summary['data']}` until validation accuracy stopped improving (one run of each model:",
         "; ".join(f"`{row['run_command']}`" for row in summary["models"].values()) + ").",
         "Accuracy (%) on the test split read in random batches of the training batch size, and in length-bucketed",
@@ -46,6 +46,15 @@ def render_masking(summary: dict | None) -> str:
         if {"masked", "unmasked", "renormalised"} <= set(row["modes"]):
             verdicts.append(_verdict(MODELS.get(model, model), row["modes"]))
     return "\n".join([*lines, "", *verdicts]) + "\n"
+
+
+def _seeds(summary: dict) -> str:
+    """``5 seeds``, or each model's count when they differ (``han: 1 seed, pooled: 5 seeds``)."""
+    counts = {model: row.get("seeds", summary.get("seeds")) for model, row in summary["models"].items()}
+    plural = {model: f"{count} seed{'s' if count != 1 else ''}" for model, count in counts.items()}
+    if len(set(counts.values())) == 1:
+        return next(iter(plural.values()))
+    return ", ".join(f"{model}: {text}" for model, text in plural.items())
 
 
 def _cell(stats: dict, key: str, digits: int) -> str:
