@@ -74,21 +74,14 @@ def run_masking(
         "models": previous.get("models", {}) if previous.get("data") == data else {},
     }
     for model in models:
-        row: dict = {
-            "run_command": command_line(
-                train_argv(data, model, "MODE", 0, Path(f"runs/experiments/masking/{data}/{model}/MODE/seed0"))
-            ),
-            "seeds": seeds,
-            "modes": {},
-        }
-        summary["models"][model] = row
-        for mode in PADDING_MODES:
-            runs = []
-            for seed in range(seeds):
+        runs: dict[str, list[dict]] = {mode: [] for mode in PADDING_MODES}
+        # seed by seed over the three modes: an interrupted experiment leaves every mode with the same seeds
+        for seed in range(seeds):
+            for mode in PADDING_MODES:
                 out = paths.runs / "masking" / data / model / mode / f"seed{seed}"
                 metrics = ensure_run(train_argv(data, model, mode, seed, out), out, threads=threads, device=device)
                 statistics = padding_statistics(out / "best", dataset.test_texts, dataset.test_labels, seed=seed)
-                runs.append(
+                runs[mode].append(
                     {
                         "seed": seed,
                         "bucketed_test_accuracy": round(100 * metrics["test"]["accuracy"], 2),
@@ -98,7 +91,13 @@ def run_masking(
                     }
                     | statistics
                 )
-            row["modes"][mode] = {"runs": runs} | _mean_std(runs)
+            summary["models"][model] = {
+                "run_command": command_line(
+                    train_argv(data, model, "MODE", 0, Path(f"runs/experiments/masking/{data}/{model}/MODE/seed0"))
+                ),
+                "seeds": seed + 1,
+                "modes": {mode: {"runs": done} | _mean_std(done) for mode, done in runs.items()},
+            }
             write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
 
