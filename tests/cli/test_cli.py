@@ -132,7 +132,8 @@ def test_demo_smoke_run(tmp_path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="the HAN does not beat TF-IDF + LR on fine-foods yet (75.7% vs 80.9%): see docs/results.md", strict=True
+    reason="the HAN does not beat TF-IDF + LR on fine-foods yet (80.4% vs 80.9% with GloVe): see docs/results.md",
+    strict=True,
 )
 def test_full_demo_beats_the_baseline(tmp_path, capsys):
     out = tmp_path / "demo"
