@@ -134,12 +134,14 @@ def padding_statistics(
     dataset = EncodedDataset(encoder.encode(texts), labels)
     sampler = RandomBatchSampler(dataset.lengths, batch_size, shuffle=True, seed=seed)
     collate = encoder.collate()
+    hierarchical = False  # a HAN's batches: sentences of words
     sums = dict.fromkeys(("correct", "documents", "mass", "rows", "padding", "slots", "sentence_mass"), 0.0)
     with torch.no_grad():
         for indices in sampler:
             batch = collate([dataset[i] for i in indices])
             output = forward_batch(model, batch)
-            if isinstance(batch, DocumentBatch):
+            hierarchical = isinstance(batch, DocumentBatch)
+            if hierarchical:
                 sentences = batch.sentence_mask & batch.word_mask.any(dim=2)  # [B, S]: real sentences
                 padded_words = ~batch.word_mask[sentences]  # [N, W]
                 sums["mass"] += float((output.words.weights[sentences] * padded_words).sum())
@@ -160,6 +162,6 @@ def padding_statistics(
         "padding_mass": round(sums["mass"] / sums["rows"], 4),
         "padding_share": round(sums["padding"] / sums["slots"], 4),
     }
-    if classifier.config.model == "han":
+    if hierarchical:
         statistics["sentence_padding_mass"] = round(sums["sentence_mass"] / sums["documents"], 4)
     return statistics
