@@ -20,7 +20,11 @@ NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", 
 
 def all_training_commands() -> list[list[str]]:
     commands = [classification.train_argv(data, 0, Path("out")) for data in classification.DATASETS]
-    commands += [masking.train_argv("20ng", mode, 0, Path("out")) for mode in ("masked", "unmasked", "renormalised")]
+    commands += [
+        masking.train_argv("fine-foods", model, mode, 0, Path("out"))
+        for model in masking.MODELS
+        for mode in ("masked", "unmasked", "renormalised")
+    ]
     commands += [e.train_argv(run, Path("out")) for e in EXPERIMENTS.values() for run in e.runs]
     return commands
 
@@ -72,27 +76,39 @@ def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_p
         "padding_mass_mean": 0.0,
         "padding_mass_std": 0.0,
     }
+    modes = {
+        "masked": mode,
+        "unmasked": {**mode, "test_accuracy_mean": 75.0, "padding_mass_mean": 0.4},
+        "renormalised": {**mode, "test_accuracy_mean": 80.02},
+    }
+    han_modes = {name: {**row, "sentence_padding_mass_mean": 0.25, "sentence_padding_mass_std": 0.05}
+                 for name, row in modes.items()}  # fmt: skip
     write(
         paths.results / "masking.json",
         {
-            "data": "20ng",
+            "data": "fine-foods",
             "seeds": 5,
-            "command": "attnkit experiment masking --data 20ng --seeds 5",
-            "run_command": "attnkit train classify ...",
-            "modes": {
-                "masked": mode,
-                "unmasked": {**mode, "test_accuracy_mean": 75.0, "padding_mass_mean": 0.4},
-                "renormalised": {**mode, "test_accuracy_mean": 80.02},
+            "command": "attnkit experiment masking --data fine-foods --seeds 5",
+            "models": {
+                "han": {"run_command": "attnkit train classify --model han ...", "modes": han_modes},
+                "pooled": {"run_command": "attnkit train classify --model pooled ...", "modes": modes},
             },
         },
     )
     (paths.results / "demo.md").write_text("## The demo\n\nhand-written\n")
     page = render_results(paths).read_text()
-    assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
+    assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | **no** | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
     assert "## The demo\n\nhand-written" in page
     assert (
-        "(b) learned to send only 40.0% of its attention to padding; it scored -5.00 points against (a), beyond" in page
+        "- embeddings + one-head attention pooling: unmasked (b) put 40.0% of a row's attention on padding and "
+        "scored -5.00 points against masked (a), beyond the seeds' spread (0.50)" in page
     )
+    assert (
+        "| HAN, BiGRUs over the padding (not packed) | (b) not masked (scored like tokens) | 75.00 ± 0.50 "
+        "| 80.10 ± 0.40 | 0.400 ± 0.000 | 0.250 ± 0.050 | – |" in page
+    )
+    assert "| embeddings + one-head attention pooling | (a) masked in the softmax | 80.00 ± 0.50 " in page
+    assert "Renormalised (c) scored +0.02 against (a)." in page
     assert "_Not run yet: `attnkit experiment g2p`._" in page and "_Not run yet: `attnkit experiment bible`._" in page
 
 
@@ -104,33 +120,54 @@ def tiny_runs(tmp_path_factory):
     train = root / "train.csv"
     train.write_text("text,label\n" + "\n".join(f'"{text}",{label}' for text, label in rows) + "\n")
     runs = {}
-    for mode in ("masked", "unmasked"):
-        out = root / mode
-        status = main(
-            ["train", "classify", "--data", str(train), "--model", "pooled", "--encoder", "none",
-             "--attention-padding", mode, "--random-batches", "--embed-dim", "16", "--epochs", "3",
-             "--batch-size", "4", "--vocab-size", "100", "--out", str(out), "--no-progress"]
-        )  # fmt: skip
-        assert status == 0
-        runs[mode] = out / "best"
+    models = {
+        "pooled": ["--model", "pooled", "--encoder", "none", "--epochs", "3"],
+        "han": ["--model", "han", "--unpacked-rnn", "--epochs", "1"],
+    }
+    for model, options in models.items():
+        for mode in ("masked", "unmasked"):
+            out = root / model / mode
+            status = main(
+                ["train", "classify", "--data", str(train), *options, "--hidden", "8",
+                 "--attention-padding", mode, "--random-batches", "--embed-dim", "16",
+                 "--batch-size", "4", "--vocab-size", "100", "--out", str(out), "--no-progress"]
+            )  # fmt: skip
+            assert status == 0
+            runs[model, mode] = out / "best"
     return runs
 
 
 def test_padding_statistics_masked_puts_no_weight_on_padding_unmasked_does(tiny_runs):
     texts = POSITIVE + NEGATIVE + ["great"]  # one short document: every batch it lands in carries padding
     labels = [1, 1, 1, 0, 0, 0, 1]
-    masked = masking.padding_statistics(tiny_runs["masked"], texts, labels, batch_size=7)
-    unmasked = masking.padding_statistics(tiny_runs["unmasked"], texts, labels, batch_size=7)
+    masked = masking.padding_statistics(tiny_runs["pooled", "masked"], texts, labels, batch_size=7)
+    unmasked = masking.padding_statistics(tiny_runs["pooled", "unmasked"], texts, labels, batch_size=7)
     assert masked["padding_mass"] == 0.0
     assert unmasked["padding_mass"] > 0.01
     assert 0 <= masked["test_accuracy"] <= 100
+    # one batch of 7 documents of 5, 7, 5, 5, 6, 5 tokens and 1 ("great"), padded to 7: 15 padded slots of 49
+    assert masked["padding_share"] == unmasked["padding_share"] == round(15 / 49, 4)
+    assert "sentence_padding_mass" not in masked
+
+
+def test_padding_statistics_of_the_unpacked_han_measure_words_and_sentences(tiny_runs):
+    texts = ["great taste . lovely smell and great price", "awful", *POSITIVE]
+    labels = [1, 0, 1, 1, 1]
+    masked = masking.padding_statistics(tiny_runs["han", "masked"], texts, labels, batch_size=5)
+    unmasked = masking.padding_statistics(tiny_runs["han", "unmasked"], texts, labels, batch_size=5)
+    assert masked["padding_mass"] == 0.0 and masked["sentence_padding_mass"] == 0.0
+    assert unmasked["padding_mass"] > 0.01  # "awful" sits among longer sentences: its padded words take weight
+    assert unmasked["sentence_padding_mass"] > 0.01  # and the one-sentence documents put weight on padded sentences
+    assert 0 < masked["padding_share"] < 1
 
 
 def test_experiment_command_errors(tmp_path, capsys):
     assert main(["experiment", "classification", "--data", "imdb", "--docs", str(tmp_path)]) == 2
     assert "no classification setting for imdb" in capsys.readouterr().err
+    assert main(["experiment", "classification", "--only", "x", "--docs", str(tmp_path)]) == 2
+    assert "--only is for the masking, g2p, bible and luong experiments" in capsys.readouterr().err
     assert main(["experiment", "masking", "--only", "x", "--docs", str(tmp_path)]) == 2
-    assert "--only is for the g2p, bible and luong experiments" in capsys.readouterr().err
+    assert "no masking model x; choose from han, pooled" in capsys.readouterr().err
     assert main(["experiment", "bible", "--only", "lstm", "--docs", str(tmp_path)]) == 2
     assert "bible has no run lstm" in capsys.readouterr().err
     assert main(["experiment", "report", "--docs", str(tmp_path / "missing")]) == 2
@@ -313,3 +350,41 @@ def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkey
     assert len(calls) == 2
     page = (paths.docs / "results.md").read_text()
     assert "| **peer:** Phonetisaurus 0.3.0 (order-8 joint n-gram WFST, same split and scorer) | 25.79 | 6.18 |" in page
+
+
+def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from attnkit.data import classification as classification_data
+
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    trained = []
+
+    def fake_ensure_run(argv, out, threads=None, device="auto"):
+        trained.append(argv[argv.index("--model") + 1])
+        return {"test": {"accuracy": 0.8}, "best_epoch": 4, "train_seconds": 60}
+
+    def fake_statistics(checkpoint, texts, labels, *, seed=0):
+        return {
+            "test_accuracy": 79.0 + seed,
+            "padding_mass": 0.1 * ("unmasked" in str(checkpoint)),
+            "padding_share": 0.5,
+        }
+
+    monkeypatch.setattr(masking, "ensure_run", fake_ensure_run)
+    monkeypatch.setattr(masking, "padding_statistics", fake_statistics)
+    monkeypatch.setattr(
+        classification_data, "load_builtin", lambda data: SimpleNamespace(test_texts=[], test_labels=[])
+    )
+    masking.run_masking("fine-foods", 2, paths, models=("pooled",))
+    assert trained == ["pooled"] * 6  # 3 modes x 2 seeds
+    masking.run_masking("fine-foods", 1, paths, models=("han",))
+    summary = json.loads((paths.results / "masking.json").read_text())
+    assert list(summary["models"]) == ["pooled", "han"]  # the pooled rows survived the han-only run
+    pooled = summary["models"]["pooled"]
+    assert pooled["seeds"] == 2 and pooled["modes"]["unmasked"]["padding_mass_mean"] == 0.1
+    assert pooled["modes"]["masked"]["test_accuracy_mean"] == 79.5 and pooled["modes"]["masked"]["best_epoch_mean"] == 4
+    page = (paths.docs / "results.md").read_text()
+    assert "pooled: 2 seeds, han: 1 seed per model and variant" in page
+    with pytest.raises(ValueError, match="no masking model cnn"):
+        masking.run_masking("fine-foods", 1, paths, models=("cnn",))

@@ -10,7 +10,7 @@ from attnkit.tasks.options import DEVICE_HELP
 EXAMPLES = """examples:
   attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
   attnkit experiment classification --data r8 --seeds 3
-  attnkit experiment masking --data 20ng --seeds 5
+  attnkit experiment masking --data fine-foods --seeds 5
   attnkit experiment g2p
   attnkit experiment bible
   attnkit experiment luong
@@ -36,15 +36,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--data",
         nargs="+",
         default=None,
-        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default 20ng); "
-        "deploy: the task the checkpoint was trained on (its section of the table)",
+        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default "
+        "fine-foods); deploy: the task the checkpoint was trained on (its section of the table)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
     parser.add_argument(
         "--only",
         nargs="+",
         default=None,
-        help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members)",
+        help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members); masking: just "
+        "these models (han, pooled)",
     )
     deploy = parser.add_argument_group("deploy")
     deploy.add_argument("--checkpoint", default=None, help="deploy: a Transformer run directory or checkpoint")
@@ -79,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))
     if not paths.docs.is_dir():
         raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
-    if args.only and args.name not in ("g2p", "bible", "luong"):
-        raise ValueError("--only is for the g2p, bible and luong experiments")
+    if args.only and args.name not in ("g2p", "bible", "luong", "masking"):
+        raise ValueError("--only is for the masking, g2p, bible and luong experiments")
     if (args.checkpoint is not None) != (args.name == "deploy"):
         raise ValueError("deploy needs --checkpoint, and --checkpoint is for deploy only")
     if args.name == "classification":
@@ -90,12 +91,13 @@ def run(args: argparse.Namespace) -> int:
             list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads, device=args.device
         )
     elif args.name == "masking":
-        from attnkit.experiments.masking import run_masking
+        from attnkit.experiments.masking import MODELS, run_masking
 
         if args.data and len(args.data) != 1:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
-        data = args.data[0] if args.data else "20ng"
-        run_masking(data, args.seeds or 5, paths, threads=args.threads, device=args.device)
+        data = args.data[0] if args.data else "fine-foods"
+        models = tuple(args.only) if args.only else tuple(MODELS)
+        run_masking(data, args.seeds or 5, paths, models=models, threads=args.threads, device=args.device)
     elif args.name == "deploy":
         from attnkit.experiments.deploy import run_deploy
 

@@ -38,10 +38,18 @@ class BiGRUEncoder(nn.Module):
         input_dim: ``D_in``.
         hidden_dim: per direction; ``output_dim = 2 · hidden_dim``.
         num_layers, dropout: as in ``nn.GRU``.
+        packed: ``True`` (the default and the right way) packs the sequences, so padding changes nothing.
+            ``False`` runs the GRU over the whole padded batch, as code that does not pack does: the padding's
+            inputs feed the recurrence, the backward direction starts in the padding (so real positions depend
+            on how much padding follows them) and the outputs at padded positions are whatever the GRU computes
+            there, not zeros. The masking experiment's setting (:mod:`attnkit.experiments.masking`).
     """
 
-    def __init__(self, input_dim: int, hidden_dim: int, *, num_layers: int = 1, dropout: float = 0.0) -> None:
+    def __init__(
+        self, input_dim: int, hidden_dim: int, *, num_layers: int = 1, dropout: float = 0.0, packed: bool = True
+    ) -> None:
         super().__init__()
+        self.packed = packed
         self.rnn = nn.GRU(
             input_dim,
             hidden_dim,
@@ -55,10 +63,13 @@ class BiGRUEncoder(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x ``[B, T, D_in]``, mask ``[B, T]`` (a prefix of each row) -> ``[B, T, 2·hidden]``, zero at padding.
 
-        Rows with no token are run as one zero step and zeroed, so empty sequences are safe.
+        Rows with no token are run as one zero step and zeroed, so empty sequences are safe. Unpacked
+        (``packed=False``): the GRU's outputs everywhere, padding included; ``mask`` is not read.
         """
         if x.shape[0] == 0:  # nothing to encode (e.g. a batch of empty documents)
             return x.new_zeros(*x.shape[:2], self.output_dim)
+        if not self.packed:
+            return self.rnn(x)[0]  # [B, T, 2·hidden]: the recurrence runs through the padding
         lengths = mask.sum(dim=1)
         packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         out, _ = self.rnn(packed)

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from attnkit.models.encoders import BiGRUEncoder
+from attnkit.models.pooled import build_pooling
 from attnkit.outputs import AttentionOutput
-from attnkit.pooling import AttentionPooling
 
 __all__ = ["HANOutput", "HierarchicalAttentionClassifier"]
 
@@ -46,6 +46,15 @@ class HierarchicalAttentionClassifier(nn.Module):
         embed_dim: ``E``. word_hidden, sentence_hidden: GRU hidden sizes per direction.
         attention_hidden: size of the pooling's ``tanh(W h + b)`` (default: the pooled feature size).
         dropout: on embeddings and before the classifier.
+        attention_padding: how both attention poolings treat padded words and sentences: ``masked`` (the
+            default), ``unmasked`` or ``renormalised`` (see :mod:`attnkit.models.padding`).
+        packed: ``True`` (the default) packs both BiGRUs; ``False`` runs them over the padding
+            (:class:`~attnkit.models.encoders.BiGRUEncoder`), so a padded word or sentence has a non-zero,
+            input-dependent encoding that an unmasked pooling can attend to: the masking experiment's HAN.
+        attend_content_only: keep a ``[V]`` boolean buffer ``attendable`` (all True until set, saved with the
+            weights): the word attention may then only attend to tokens it marks (e.g. not stop words or
+            punctuation), while the BiGRU still reads every token, so "not" still shapes the "good" after it.
+            A sentence with nothing attendable gets a zero vector.
     """
 
     def __init__(
@@ -59,13 +68,22 @@ class HierarchicalAttentionClassifier(nn.Module):
         attention_hidden: int | None = None,
         dropout: float = 0.3,
         padding_idx: int = 0,
+        attention_padding: str = "masked",
+        packed: bool = True,
+        attend_content_only: bool = False,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.word_encoder = BiGRUEncoder(embed_dim, word_hidden)
-        self.word_pooling = AttentionPooling(self.word_encoder.output_dim, hidden=attention_hidden)
-        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden)
-        self.sentence_pooling = AttentionPooling(self.sentence_encoder.output_dim, hidden=attention_hidden)
+        self.attendable: torch.Tensor | None
+        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
+        self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
+        self.word_pooling = build_pooling(
+            "attention", self.word_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+        )
+        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden, packed=packed)
+        self.sentence_pooling = build_pooling(
+            "attention", self.sentence_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+        )
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
 
@@ -76,9 +94,11 @@ class HierarchicalAttentionClassifier(nn.Module):
         flat_mask = word_mask.reshape(batch * sentences, words)
         real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
 
-        embedded = self.dropout(self.embedding(token_ids.reshape(batch * sentences, words)[real]))  # [N, W, E]
+        real_ids = token_ids.reshape(batch * sentences, words)[real]  # [N, W]
+        embedded = self.dropout(self.embedding(real_ids))  # [N, W, E]
         encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
-        pooled_words = self.word_pooling(encoded, flat_mask[real])  # context [N, Dw], weights [N, 1, W]
+        attend_mask = flat_mask[real] if self.attendable is None else flat_mask[real] & self.attendable[real_ids]
+        pooled_words = self.word_pooling(encoded, attend_mask)  # context [N, Dw], weights [N, 1, W]
 
         # in the pooled vectors' dtype: under autocast it is not the encoder's
         sentence_vectors = pooled_words.context.new_zeros(batch * sentences, pooled_words.context.shape[-1])

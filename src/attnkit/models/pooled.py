@@ -22,8 +22,11 @@ __all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids
 POOLINGS = ("attention", "multihead", "mean", "max")
 
 
-def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked") -> nn.Module:
-    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``.
+def build_pooling(
+    name: str, dim: int, *, heads: int = 4, padding: str = "masked", hidden: int | None = None
+) -> nn.Module:
+    """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``; ``hidden`` is the
+    attention's ``tanh(W h + b)`` size (default: ``dim``).
 
     ``padding`` says how attention pooling treats padded positions (see :mod:`attnkit.models.padding`):
     ``masked`` (the default and the right way), ``unmasked`` or ``renormalised`` (the masking experiment's
@@ -33,7 +36,9 @@ def build_pooling(name: str, dim: int, *, heads: int = 4, padding: str = "masked
         raise ValueError(f"unknown padding mode {padding!r}; choose from {', '.join(PADDING_MODES)}")
     if name in ("attention", "multihead"):
         distribution = RenormalisedSoftmax() if padding == "renormalised" else None
-        pooling = AttentionPooling(dim, heads=1 if name == "attention" else heads, distribution=distribution)
+        pooling = AttentionPooling(
+            dim, hidden=hidden, heads=1 if name == "attention" else heads, distribution=distribution
+        )
         return UnmaskedPooling(pooling) if padding == "unmasked" else pooling
     if name == "mean":
         return MeanPooling()
@@ -79,6 +84,8 @@ class PooledClassifier(nn.Module):
         encoder: ``None``, a :class:`BiGRUEncoder` or a :class:`TransformerEncoder` taking ``E`` inputs.
         pooling: a pooling module taking the encoder's output size (default: one-head attention pooling).
         dropout: before the classifier.
+        attend_content_only: keep a ``[V]`` boolean buffer ``attendable`` (all True until set, saved with the
+            weights): the pooling may then only attend to tokens it marks; the encoder still reads every token.
     """
 
     def __init__(
@@ -92,11 +99,14 @@ class PooledClassifier(nn.Module):
         dropout: float = 0.3,
         padding_idx: int = 0,
         bigram_buckets: int = 0,
+        attend_content_only: bool = False,
     ) -> None:
         super().__init__()
         if bigram_buckets < 0:
             raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.attendable: torch.Tensor | None
+        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
         self.bigram_buckets = bigram_buckets
         self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
@@ -117,5 +127,5 @@ class PooledClassifier(nn.Module):
             x = encode_packed(self.encoder, x, mask)  # [B, T, D]
         elif self.encoder is not None:
             x = self.encoder(x, mask)
-        pooled = self.pooling(x, mask)
+        pooled = self.pooling(x, mask if self.attendable is None else mask & self.attendable[token_ids])
         return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled)

@@ -50,7 +50,21 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--attention-padding",
         choices=["masked", "unmasked", "renormalised"],
         default="masked",
-        help="pooled attention: mask padding (default), score it like tokens, or renormalise after softmax",
+        help="attention pooling (HAN and pooled): mask padding (default), score it like tokens, or renormalise "
+        "after softmax",
+    )
+    model.add_argument(
+        "--attend",
+        choices=["all", "content"],
+        default="all",
+        help="what the word attention may attend to: every token (default), or content words only: not stop words "
+        "(scikit-learn's English list) or punctuation; the encoders still read every token",
+    )
+    model.add_argument(
+        "--unpacked-rnn",
+        action="store_true",
+        help="run the BiGRUs over the padded batch instead of packed sequences, so padding feeds the recurrence "
+        "(the masking experiment's setting; default: packed)",
     )
     model.add_argument(
         "--heads", type=positive_int, default=4, help="multihead pooling / transformer heads (default 4)"
@@ -111,6 +125,8 @@ def train(args: argparse.Namespace) -> int:
         encoder=args.encoder,
         pooling=args.pooling,
         attention_padding=args.attention_padding,
+        packed=not args.unpacked_rnn,
+        attend=args.attend,
         heads=args.heads,
         dropout=args.dropout,
         bigram_buckets=args.bigram_buckets,

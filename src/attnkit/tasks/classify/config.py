@@ -18,9 +18,10 @@ from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import build_pooling
 from attnkit.training.config_io import JsonConfig
 
-__all__ = ["ENCODERS", "MODELS", "ClassifierConfig", "build_classifier"]
+__all__ = ["ATTEND", "ENCODERS", "MODELS", "ClassifierConfig", "build_classifier"]
 
 MODELS = ("han", "pooled")
+ATTEND = ("all", "content")
 
 
 @dataclass
@@ -47,6 +48,8 @@ class ClassifierConfig(JsonConfig):
     encoder: str = "bigru"
     pooling: str = "attention"
     attention_padding: str = "masked"  # masked | unmasked | renormalised: see attnkit.models.padding
+    packed: bool = True  # False: the BiGRUs run over the padding (the masking experiment's setting)
+    attend: str = "all"  # all | content: word attention only over tokens that are not stop words or punctuation
     heads: int = 4
     layers: int = 2
     dropout: float = 0.3
@@ -70,6 +73,8 @@ class ClassifierConfig(JsonConfig):
             raise ValueError(f"bigram_buckets must be >= 0, got {self.bigram_buckets}")
         if self.bigram_buckets and self.model != "pooled":
             raise ValueError("bigram_buckets is a pooled-classifier option (--model pooled)")
+        if self.attend not in ATTEND:
+            raise ValueError(f"attend must be one of {ATTEND}, got {self.attend!r}")
         if self.attention_padding not in PADDING_MODES:
             raise ValueError(f"attention_padding must be one of {PADDING_MODES}, got {self.attention_padding!r}")
         for name in ("vocab_size", "max_sentences", "max_words", "max_tokens", "embed_dim", "hidden", "heads"):
@@ -91,6 +96,9 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         word_hidden=config.hidden,
         sentence_hidden=config.hidden,
         dropout=config.dropout,
+        attention_padding=config.attention_padding,
+        packed=config.packed,
+        attend_content_only=config.attend == "content",
     )
 
 
@@ -105,13 +113,14 @@ def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         pooling=build_pooling(config.pooling, feature_dim, heads=config.heads, padding=config.attention_padding),
         dropout=config.dropout,
         bigram_buckets=config.bigram_buckets,
+        attend_content_only=config.attend == "content",
     )
 
 
 # The pooled classifier's encoder by name (None: pooling reads the embeddings directly).
 ENCODERS: dict[str, Callable[[ClassifierConfig], nn.Module | None]] = {
     "none": lambda config: None,
-    "bigru": lambda config: BiGRUEncoder(config.embed_dim, config.hidden),
+    "bigru": lambda config: BiGRUEncoder(config.embed_dim, config.hidden, packed=config.packed),
     "transformer": lambda config: TransformerEncoder(
         config.embed_dim, config.heads, config.layers, dropout=config.dropout / 3
     ),

@@ -10,7 +10,7 @@ Shape glossary:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from torch import nn
@@ -28,7 +28,7 @@ from attnkit.data.sentences import SentenceSplitter, encode_documents
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig
 
-__all__ = ["FAMILIES", "Prediction", "TextEncoder", "forward_batch", "make_batches"]
+__all__ = ["FAMILIES", "EpochBatches", "Prediction", "TextEncoder", "forward_batch", "make_batches"]
 
 
 @dataclass
@@ -145,6 +145,21 @@ def forward_batch(model: nn.Module, batch: TokenBatch | DocumentBatch):
     return FAMILIES["pooled"].forward(model, batch)
 
 
+class EpochBatches:
+    """One epoch's collated batches: iterable, and sized (``len`` = batches per epoch, so a step-counted cosine
+    schedule knows its horizon)."""
+
+    def __init__(self, sampler: BucketBatchSampler | RandomBatchSampler, dataset: EncodedDataset, collate: Callable):
+        self.sampler, self.dataset, self.collate = sampler, dataset, collate
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self) -> Iterator:
+        for indices in self.sampler:
+            yield self.collate([self.dataset[i] for i in indices])
+
+
 def make_batches(
     dataset: EncodedDataset,
     collate: Callable,
@@ -155,16 +170,15 @@ def make_batches(
     seed: int = 0,
     num_replicas: int = 1,
     rank: int = 0,
-) -> Callable[[int], Iterable]:
+) -> Callable[[int], EpochBatches]:
     """``epoch -> batches``: length-bucketed (default) or random batches, split across DDP replicas."""
     sampler_cls = BucketBatchSampler if bucketed else RandomBatchSampler
     sampler = sampler_cls(
         dataset.lengths, batch_size, shuffle=shuffle, drop_last=False, num_replicas=num_replicas, rank=rank, seed=seed
     )
 
-    def batches(epoch: int = 0) -> Iterable:
+    def batches(epoch: int = 0) -> EpochBatches:
         sampler.set_epoch(epoch)
-        for indices in sampler:
-            yield collate([dataset[i] for i in indices])
+        return EpochBatches(sampler, dataset, collate)
 
     return batches

@@ -149,6 +149,10 @@ def train_classifier(
 
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
+    if config.attend == "content":
+        from attnkit.tasks.classify.attended_words import content_word_table
+
+        model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
     if config.embeddings != "random" and not resuming:

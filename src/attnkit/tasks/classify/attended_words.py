@@ -1,0 +1,104 @@
+"""Which words a classifier attended to most, and how many of them are stop words or punctuation (layer 5).
+
+A document's attention over its words: for a HAN, a word's weight within its sentence times the sentence's weight
+(the share of the document vector that comes through that word); for a pooled classifier, a token's weight
+averaged over the pooling heads. :func:`stop_word_share` is what ``attnkit demo`` prints: over a set of
+documents, the mean share of stop words and punctuation among each document's ``k`` most-attended words. A
+content-word model scores near 0; a model that attends to ``the``, ``'`` and ``,`` near 1.
+
+The stop words are scikit-learn's English list (``ENGLISH_STOP_WORDS``: 318 function words, from the Glasgow
+Information Retrieval group; scikit-learn is already in the ``data`` extra), not a hand-written one. A token is
+punctuation when it holds no letter or digit. :func:`content_word_table` marks the vocabulary's content words for
+``--attend content``, where the word attention may only attend to those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import torch
+
+from attnkit.data.tokenization import TextTokenizer
+from attnkit.tasks.classify.encoding import Prediction
+
+__all__ = [
+    "content_word_table",
+    "english_stop_words",
+    "is_stop_or_punctuation",
+    "stop_word_share",
+    "top_attended_words",
+]
+
+
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list (lower case)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+def is_stop_or_punctuation(word: str, stop_words: Collection[str]) -> bool:
+    """True for a stop word (compared in lower case) or a token without any letter or digit."""
+    return word.lower() in stop_words or not any(character.isalnum() for character in word)
+
+
+def content_word_table(tokenizer: TextTokenizer, stop_words: Collection[str] | None = None) -> torch.Tensor:
+    """``[V]`` bool, True for the token ids a ``--attend content`` classifier may attend to: every token that is
+    not a stop word or punctuation (``[UNK]`` included); False for padding."""
+    stop_words = english_stop_words() if stop_words is None else stop_words
+    table = torch.tensor(
+        [not is_stop_or_punctuation(tokenizer.id_to_token(i), stop_words) for i in range(tokenizer.vocab_size)]
+    )
+    table[tokenizer.pad_id] = False
+    return table
+
+
+def word_weights(prediction: Prediction) -> list[tuple[str, float]]:
+    """Every word of the document with its share of the document's attention, in reading order.
+
+    HAN: word weight x sentence weight; pooled: the token's weight averaged over heads.
+
+    Raises:
+        ValueError: a prediction that carries no attention weights.
+    """
+    if prediction.sentences is not None and prediction.word_weights is not None:
+        sentence_weights = prediction.sentence_weights or [0.0] * len(prediction.sentences)
+        return [
+            (word, weight * sentence_weight)
+            for words, weights, sentence_weight in zip(
+                prediction.sentences, prediction.word_weights, sentence_weights, strict=True
+            )
+            for word, weight in zip(words, weights, strict=True)
+        ]
+    if prediction.tokens is not None and prediction.token_weights:
+        heads = len(prediction.token_weights)
+        averaged = [sum(column) / heads for column in zip(*prediction.token_weights, strict=True)]
+        return list(zip(prediction.tokens, averaged, strict=True))
+    raise ValueError("prediction carries no attention weights (neither HAN sentences nor pooled tokens)")
+
+
+def top_attended_words(prediction: Prediction, k: int = 3) -> list[str]:
+    """The ``k`` words (positions: a repeated word can appear twice) with the most attention, most first; ties keep
+    reading order."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    ranked = sorted(enumerate(word_weights(prediction)), key=lambda item: (-item[1][1], item[0]))
+    return [word for _, (word, _) in ranked[:k]]
+
+
+def stop_word_share(predictions: Sequence[Prediction], k: int = 3, stop_words: Collection[str] | None = None) -> float:
+    """Mean over documents of the share of stop words and punctuation among each one's ``k`` most-attended words
+    (a document with fewer than ``k`` words counts the ones it has; one with none is skipped).
+
+    Raises:
+        ValueError: no document with a word.
+    """
+    stop_words = english_stop_words() if stop_words is None else stop_words
+    shares = []
+    for prediction in predictions:
+        top = top_attended_words(prediction, k)
+        if top:
+            shares.append(sum(is_stop_or_punctuation(word, stop_words) for word in top) / len(top))
+    if not shares:
+        raise ValueError("no document with a word to rank")
+    return sum(shares) / len(shares)
