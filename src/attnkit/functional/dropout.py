@@ -8,13 +8,16 @@ dropout 2.3× faster end to end (see ``tests/functional/test_dropout.py`` for wh
 
 The one difference from ``F.dropout``: the drop probability is rounded to a multiple of 1/65,536 (0.1 becomes
 6,554 / 65,536 = 0.100006), and the survivors are scaled by ``1 / (1 - p)`` of that rounded ``p``, so the expected
-value of every element is still exactly its input. Off the CPU (CUDA, MPS), where ``F.dropout`` is one fused
+value of every element is still its input (exactly in float32 and float64; in float16 and bfloat16 the scale
+is rounded to the input's dtype, as every product in that dtype is). Off the CPU (CUDA, MPS), where ``F.dropout`` is one fused
 kernel, :func:`dropout` calls ``F.dropout``.
 
 Shape glossary: ``x`` any shape ``[...]``; the mask has the same shape.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -36,9 +39,7 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float, *, device: torch.de
     independently. Draws from torch's default generator of ``device`` (``torch.manual_seed`` makes it repeatable).
     """
     drop_levels = round(_check_probability(p) * LEVELS)
-    count = 1
-    for size in shape:
-        count *= size
+    count = math.prod(shape)
     words = -(-count // LANES)  # ceil: four 16-bit lanes per int64
     bits = torch.empty(words, dtype=torch.int64, device=device).random_(-(2**63), 2**63 - 1)
     lanes = bits.view(torch.int16)[:count]  # [count], uniform over -32768 .. 32767
