@@ -98,6 +98,17 @@ def test_run_all_finds_the_core_benchmarks_first() -> None:
     names = [module.NAME for module in run_all.discover()]
     assert names[:3] == ["mha", "sdpa_weights", "additive_memory"]
     assert not {"common", "timing", "run_all"} & set(names)
+    assert "decoding_compiled" not in names  # a probe run on its own, not part of `make bench`
+
+
+def test_every_discovered_benchmark_returns_rows_and_payload() -> None:
+    # run_all unpacks `run(quick, repeats)` into (rows, payload): a module whose `run` says otherwise broke `make
+    # bench` after an hour of timings (decoding_compiled, 2026-11-25)
+    import inspect
+
+    for module in run_all.discover():
+        annotation = inspect.signature(module.run).return_annotation
+        assert "tuple" in str(annotation).lower(), f"{module.__name__}.run returns {annotation}"
 
 
 def test_run_all_writes_every_file(tmp_path: Path, monkeypatch) -> None:
