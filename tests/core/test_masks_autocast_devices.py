@@ -11,6 +11,8 @@
 import pytest
 import torch
 from _factories import DISTRIBUTIONS, SCORES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from attnkit import Attention, AttentionPooling, MultiHeadAttention, masks
@@ -191,3 +193,26 @@ def test_attention_equals_sdpa_on_device(device):
     context, weights = scaled_dot_product_attention(q, k, v, key_mask[:, None, None, :], need_weights=True)
     torch.testing.assert_close(out.context, context, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.weights, weights, atol=1e-6, rtol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 6), min_size=1, max_size=4),
+    queries=st.integers(1, 3),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
+def test_masked_softmax_cpu_shortcut_equals_the_branch_free_formula(lengths, queries, dtype):
+    """Eager on the CPU, a batch without empty rows skips the stand-in and the zeroing pass: the weights and the
+    gradients must be those of the branch-free formula every other device (and torch.compile) runs."""
+    from attnkit.functional.softmax import _masked_softmax_branch_free
+
+    mask = masks.lengths_to_mask(torch.tensor(lengths), 6)[:, None, :].expand(-1, queries, -1)  # [B, Tq, Tk]
+    scores = torch.randn(len(lengths), queries, 6, dtype=dtype, requires_grad=True)
+    upstream = torch.randn(len(lengths), queries, 6, dtype=dtype)
+    ours = masked_softmax(scores, mask)
+    (grad_ours,) = torch.autograd.grad((ours * upstream).sum(), scores)
+    reference = _masked_softmax_branch_free(scores, mask, mask.any(-1, keepdim=True))
+    (grad_reference,) = torch.autograd.grad((reference * upstream).sum(), scores)
+    torch.testing.assert_close(ours, reference, rtol=0, atol=0)
+    torch.testing.assert_close(grad_ours, grad_reference, rtol=0, atol=0)
+    assert (ours[~mask] == 0).all() and (grad_ours[~mask] == 0).all()
