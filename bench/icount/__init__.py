@@ -1,0 +1,1 @@
+"""Instruction counts of attnkit's hot paths under two revisions (see :mod:`bench.instruction_counts`)."""
