@@ -216,3 +216,29 @@ def test_masked_softmax_cpu_shortcut_equals_the_branch_free_formula(lengths, que
     torch.testing.assert_close(ours, reference, rtol=0, atol=0)
     torch.testing.assert_close(grad_ours, grad_reference, rtol=0, atol=0)
     assert (ours[~mask] == 0).all() and (grad_ours[~mask] == 0).all()
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_sdpa_cpu_shortcut_equals_the_branch_free_guard(monkeypatch, need_weights, requires_grad):
+    """Eager on the CPU, a mask without empty rows skips the SDPA guard: context, weights and gradients must be
+    those of the branch-free guard that accelerators and torch.compile run (forced here by monkeypatching)."""
+    import attnkit.functional.sdpa as sdpa_module
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 8, dtype=torch.float64, requires_grad=requires_grad) for _ in range(3))
+    mask = _mask([6, 3], 6)[:, None, None, :5].expand(2, 1, 5, 5)  # [B, 1, Tq, Tk], every row keeps a key
+
+    def run():
+        context, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+        grads = torch.autograd.grad(context.sum(), (q, k, v)) if requires_grad else ()
+        return context, weights, grads
+
+    shortcut = run()
+    monkeypatch.setattr(sdpa_module, "host_reads_are_free", lambda t: False)
+    guarded = run()
+    torch.testing.assert_close(shortcut[0], guarded[0], rtol=0, atol=1e-12)
+    if need_weights:
+        torch.testing.assert_close(shortcut[1], guarded[1], rtol=0, atol=1e-12)
+    for ours, theirs in zip(shortcut[2], guarded[2], strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-12)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import compute_dtype
+from attnkit.functional._common import compute_dtype, host_reads_are_free
 from attnkit.masks import check_mask
 
 
@@ -35,7 +35,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
         return torch.softmax(work, dim=-1).to(scores.dtype)
     check_mask(mask, "mask", scores.shape)
     has_key = mask.any(dim=-1, keepdim=True)  # [..., 1]
-    if _host_reads_are_free(has_key) and bool(has_key.all()):
+    if host_reads_are_free(has_key) and bool(has_key.all()):
         return torch.softmax(work.masked_fill(~mask, float("-inf")), dim=-1).to(scores.dtype)  # [..., Tk]
     return _masked_softmax_branch_free(work, mask, has_key).to(scores.dtype)
 
@@ -44,8 +44,3 @@ def _masked_softmax_branch_free(work: torch.Tensor, mask: torch.Tensor, has_key:
     """The formula for every device: empty rows opened up, normalised, then zeroed (``has_key [..., 1]``)."""
     weights = torch.softmax(work.masked_fill(~(mask | ~has_key), float("-inf")), dim=-1)  # [..., Tk]
     return weights.masked_fill(~has_key, 0.0)
-
-
-def _host_reads_are_free(t: torch.Tensor) -> bool:
-    """True in eager mode on the CPU: ``bool(t)`` then neither synchronises a device nor breaks a compiled graph."""
-    return t.device.type == "cpu" and not torch.compiler.is_compiling()
