@@ -24,10 +24,10 @@ SETTINGS: dict[str, list[str]] = {
         "20ng": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 300 --embeddings word2vec "
         "--dropout 0.5 --max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 3 "
         "--max-minutes 18",
-        "r8": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 50 --embeddings glove "
-        "--dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
-        "r52": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 50 --embeddings glove "
-        "--dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
+        "r8": "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 50 "
+        "--embeddings glove --dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
+        "r52": "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 50 "
+        "--embeddings glove --dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
         "fine-foods": "--model han --embed-dim 50 --embeddings glove --attend content --hidden 50 --dropout 0.5 "
         "--weight-decay 0.01 --lr 1e-3 --lr-decay 0.5 --epochs 10 --patience 3 --max-minutes 8",
     }.items()
