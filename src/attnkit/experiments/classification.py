@@ -21,8 +21,8 @@ __all__ = ["DATASETS", "SETTINGS", "TARGETS", "run_classification", "train_argv"
 SETTINGS: dict[str, list[str]] = {
     name: shlex.split(options)
     for name, options in {
-        "20ng": "--model pooled --encoder none --pooling multihead --heads 4 --embed-dim 300 --embeddings word2vec "
-        "--dropout 0.5 --max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 3 "
+        "20ng": "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 300 "
+        "--embeddings word2vec --dropout 0.5 --max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 3 "
         "--max-minutes 18",
         "r8": "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 50 "
         "--embeddings glove --dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20",
