@@ -102,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
         work = Path(tmp)
         library = build_client_requests(work)
         base_tree = work / "base"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(base_tree), base_commit])
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(base_tree), base_commit], check=True
+        )
         try:
             base = count(base_tree / "src", library, args.workloads, work / "base-counts")
         finally:

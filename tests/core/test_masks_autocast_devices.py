@@ -204,14 +204,21 @@ def test_attention_equals_sdpa_on_device(device):
 def test_masked_softmax_cpu_shortcut_equals_the_branch_free_formula(lengths, queries, dtype):
     """Eager on the CPU, a batch without empty rows skips the stand-in and the zeroing pass: the weights and the
     gradients must be those of the branch-free formula every other device (and torch.compile) runs."""
-    from attnkit.functional.softmax import _masked_softmax_branch_free
+    import attnkit.functional._common as common
+
+    def branch_free(scores, mask):
+        free, common.host_reads_are_free = common.host_reads_are_free, lambda t: False
+        try:
+            return masked_softmax(scores, mask)
+        finally:
+            common.host_reads_are_free = free
 
     mask = masks.lengths_to_mask(torch.tensor(lengths), 6)[:, None, :].expand(-1, queries, -1)  # [B, Tq, Tk]
     scores = torch.randn(len(lengths), queries, 6, dtype=dtype, requires_grad=True)
     upstream = torch.randn(len(lengths), queries, 6, dtype=dtype)
     ours = masked_softmax(scores, mask)
     (grad_ours,) = torch.autograd.grad((ours * upstream).sum(), scores)
-    reference = _masked_softmax_branch_free(scores, mask, mask.any(-1, keepdim=True))
+    reference = branch_free(scores, mask)
     (grad_reference,) = torch.autograd.grad((reference * upstream).sum(), scores)
     torch.testing.assert_close(ours, reference, rtol=0, atol=0)
     torch.testing.assert_close(grad_ours, grad_reference, rtol=0, atol=0)
@@ -223,7 +230,7 @@ def test_masked_softmax_cpu_shortcut_equals_the_branch_free_formula(lengths, que
 def test_sdpa_cpu_shortcut_equals_the_branch_free_guard(monkeypatch, need_weights, requires_grad):
     """Eager on the CPU, a mask without empty rows skips the SDPA guard: context, weights and gradients must be
     those of the branch-free guard that accelerators and torch.compile run (forced here by monkeypatching)."""
-    import attnkit.functional.sdpa as sdpa_module
+    import attnkit.functional._common as common
 
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 2, 5, 8, dtype=torch.float64, requires_grad=requires_grad) for _ in range(3))
@@ -235,7 +242,7 @@ def test_sdpa_cpu_shortcut_equals_the_branch_free_guard(monkeypatch, need_weight
         return context, weights, grads
 
     shortcut = run()
-    monkeypatch.setattr(sdpa_module, "host_reads_are_free", lambda t: False)
+    monkeypatch.setattr(common, "host_reads_are_free", lambda t: False)
     guarded = run()
     torch.testing.assert_close(shortcut[0], guarded[0], rtol=0, atol=1e-12)
     if need_weights:

@@ -22,6 +22,22 @@ def full_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor |
 
 
 def host_reads_are_free(t: torch.Tensor) -> bool:
-    """True in eager mode on the CPU, where ``bool(t)`` neither synchronises a device nor breaks a compiled graph:
-    the masked paths may then skip their empty-row guard when no row is empty (same values and gradients)."""
+    """True in eager mode on the CPU, where ``bool(t)`` neither synchronises a device nor breaks a compiled graph."""
     return t.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
+def guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(mask with its empty rows opened up, has_key [..., 1])`` for a mask ``[..., Tk]``; both None without one.
+
+    A row with no kept key would normalise to NaN; opened up (all kept, finite) it normalises, and the caller zeroes
+    it with ``has_key``. Branch-free on accelerators and under ``torch.compile`` (nothing read back to the host,
+    whether or not a row is empty). Eager on the CPU, where that read is free, a mask without empty rows comes back
+    as it is with ``has_key`` None: no stand-in and no zeroing pass (it had cost ``masked_softmax`` 15% of its time
+    at [8, 8, 256, 256] and a small masked self-attention step 7% of its instructions).
+    """
+    if mask is None:
+        return None, None
+    has_key = mask.any(dim=-1, keepdim=True)  # [..., 1]
+    if host_reads_are_free(has_key) and bool(has_key.all()):
+        return mask, None
+    return mask | ~has_key, has_key

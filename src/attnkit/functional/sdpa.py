@@ -28,26 +28,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnkit.functional._common import LOW_PRECISION, compute_dtype, host_reads_are_free
+from attnkit.functional._common import LOW_PRECISION, compute_dtype, guard_empty_rows
 
 # Heads per block in the inference path: [block, Tq, Tk] float32 scores (2 x 512 x 512 = 2 MiB, in L2 per core).
 HEADS_PER_BLOCK = 2
-
-
-def _guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """``(mask with its empty rows opened up, has_key [..., Tq, 1])``, both None without a mask.
-
-    Branch-free on accelerators and under ``torch.compile``: the opened-up rows are normalised over every key
-    (finite) and then zeroed by ``has_key``, whether or not any row is empty, so nothing is read back to the host.
-    Eager on the CPU, where that read is free, a mask without empty rows comes back as it is with ``has_key``
-    None: no stand-in and no zeroing pass (7% of a small self-attention step's instructions).
-    """
-    if mask is None:
-        return None, None
-    has_key = mask.any(dim=-1, keepdim=True)  # [..., Tq, 1]
-    if host_reads_are_free(has_key) and bool(has_key.all()):
-        return mask, None
-    return mask | ~has_key, has_key
 
 
 def _additive_mask(mask: torch.Tensor | None, bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -131,7 +115,7 @@ def scaled_dot_product_attention(
     Returns:
         ``(context [B, H, Tq, Dh], weights or None)``.
     """
-    safe_mask, has_key = _guard_empty_rows(mask)
+    safe_mask, has_key = guard_empty_rows(mask)
     if not need_weights:
         attn_mask = safe_mask if bias is None else _additive_mask(safe_mask, bias, q.dtype)
         context = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import compute_dtype, host_reads_are_free
+from attnkit.functional._common import compute_dtype, guard_empty_rows
 from attnkit.masks import check_mask
 
 
@@ -34,13 +34,8 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     if mask is None:
         return torch.softmax(work, dim=-1).to(scores.dtype)
     check_mask(mask, "mask", scores.shape)
-    has_key = mask.any(dim=-1, keepdim=True)  # [..., 1]
-    if host_reads_are_free(has_key) and bool(has_key.all()):
-        return torch.softmax(work.masked_fill(~mask, float("-inf")), dim=-1).to(scores.dtype)  # [..., Tk]
-    return _masked_softmax_branch_free(work, mask, has_key).to(scores.dtype)
-
-
-def _masked_softmax_branch_free(work: torch.Tensor, mask: torch.Tensor, has_key: torch.Tensor) -> torch.Tensor:
-    """The formula for every device: empty rows opened up, normalised, then zeroed (``has_key [..., 1]``)."""
-    weights = torch.softmax(work.masked_fill(~(mask | ~has_key), float("-inf")), dim=-1)  # [..., Tk]
-    return weights.masked_fill(~has_key, 0.0)
+    safe_mask, has_key = guard_empty_rows(mask)
+    weights = torch.softmax(work.masked_fill(~safe_mask, float("-inf")), dim=-1)  # [..., Tk]
+    if has_key is not None:
+        weights = weights.masked_fill(~has_key, 0.0)  # empty rows: zero weights and zero gradient
+    return weights.to(scores.dtype)
