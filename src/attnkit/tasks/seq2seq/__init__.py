@@ -10,10 +10,11 @@
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
-| :mod:`~attnkit.tasks.seq2seq.export_command` | ``attnkit export`` (CTranslate2; :mod:`~attnkit.tasks.seq2seq.ctranslate2`) |
+| :mod:`~attnkit.tasks.seq2seq.ctranslate2` | CTranslate2 export and decoding; ``attnkit export`` (``ctranslate2.command``) |
 """
 
-from attnkit.tasks.seq2seq import commands, export_command, translate_command
+from attnkit.tasks.seq2seq import commands, translate_command
+from attnkit.tasks.seq2seq.ctranslate2 import command as export_command
 from attnkit.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(
