@@ -1,6 +1,6 @@
-"""Probe: does ``torch.compile`` lower the decoding floor (``bench/decoding_floor.py``) on this CPU?
+"""Probe: does ``torch.compile`` lower the decoding floor (``bench/_lib/decoding_floor.py``) on this CPU?
 
-Compiles :meth:`bench.decoding_floor.FloorDecoder.step` with inductor (``dynamic=True``: the self-attention cache
+Compiles :meth:`bench._lib.decoding_floor.FloorDecoder.step` with inductor (``dynamic=True``: the self-attention cache
 grows by one position a step, so a static compile would recompile at every step), checks that the compiled
 decoding emits the eager floor's tokens, and times both in alternated rounds on ``bench.decoding``'s model and
 sizes. The compile time is reported apart and kept out of the timings. Not part of ``make bench`` (compiling takes
@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 import torch
 
-from bench import common, decoding, timing
-from bench.decoding_floor import FloorDecoder
+from bench import decoding
+from bench._lib import common, timing
+from bench._lib.decoding_floor import FloorDecoder
 
 NAME = "decoding_compiled"
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from bench import common
+from bench._lib import common
 
 CORE = ("mha", "sdpa_weights", "additive_memory")  # the attention core's benchmarks, in this order
 # helpers, and the probes that are not part of `make bench` (decoding_compiled: a minute of compiling and a C++

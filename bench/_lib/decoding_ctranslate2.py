@@ -19,7 +19,7 @@ import torch
 
 from attnkit.data.seq2seq import Vocab
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from bench import common, timing
+from bench._lib import common, timing
 
 QUANTIZATIONS = {"ct2_float32": None, "ct2_int8": "int8"}  # timing name -> export quantisation
 LABELS = {"ct2_float32": "CTranslate2 float32", "ct2_int8": "CTranslate2 int8"}
