@@ -1,5 +1,5 @@
 """``attnkit evaluate --backend ctranslate2``, ``attnkit translate --n-best`` (both backends) and ``attnkit experiment
-deploy``, on the small dates Transformer of ``tests/cli/conftest.py``: an export is scored exactly as its checkpoint
+deploy``, on the small dates Transformer of ``tests/tasks/seq2seq/conftest.py``: an export is scored exactly as its checkpoint
 is, the float32 export's n-best lists are attnkit's, and every misuse is one ``attnkit: error:`` line."""
 
 from __future__ import annotations
