@@ -21,8 +21,9 @@ from bench._lib.decoding_floor import FloorDecoder
 NAME = "decoding_compiled"
 
 
-def run(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
-    """Compile, check the tokens, time eager and compiled floors; return the JSON payload."""
+def probe(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
+    """Compile, check the tokens, time eager and compiled floors; return the JSON payload (a probe has no ``run``:
+    ``bench.run_all`` does not pick it up)."""
     common.setup()
     config = decoding.QUICK if quick else decoding.FULL
     repeats = repeats or 3
@@ -57,7 +58,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     """Command line: run, print the figures, write ``<out>/decoding_compiled.json``."""
     args = common.parse_args(argv, __doc__.splitlines()[0])
-    payload = run(args.quick, args.repeats)
+    payload = probe(args.quick, args.repeats)
     print(
         f"eager floor {payload['eager_s']:.3f} s, compiled floor {payload['compiled_s']:.3f} s "
         f"({payload['compiled_over_eager']:.2f}x the eager time; compiling took {payload['compile_seconds']:.0f} s)"
