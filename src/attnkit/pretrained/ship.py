@@ -51,6 +51,7 @@ class ShipRequest:
     command: str
     float16: bool = False
     minutes: float | None = None
+    minutes_note: str | None = None
     beam: int = 1
     replace: bool = False
     limits: str = DEFAULT_LIMITS
@@ -75,6 +76,7 @@ def ship(request: ShipRequest) -> dict[str, Any]:
         raise ValueError(f"NAME {name!r}: use letters, digits, '-' and '_', starting with a letter")
     checkpoint = resolve_checkpoint(request.source)
     minutes, minutes_note = _training_minutes(checkpoint, request.minutes)
+    minutes_note = request.minutes_note or minutes_note
     target = shelf / name
     staging = shelf / f".{name}.staging"
     shutil.rmtree(staging, ignore_errors=True)
@@ -251,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", required=True, help="the command that trained it (quoted, one string)")
     parser.add_argument("--float16", action="store_true", help="store the floating-point weights in float16")
     parser.add_argument("--minutes", type=float, default=None, help="total training minutes (default: metrics.json)")
+    parser.add_argument("--minutes-note", default=None, help="where --minutes comes from (the card says it)")
     parser.add_argument("--beam", type=int, default=1, help="seq2seq: measure with beam search of this width")
     parser.add_argument("--replace", action="store_true", help="replace a shipped model even if not better")
     parser.add_argument("--limits", default=DEFAULT_LIMITS, help="the card's known limits")
