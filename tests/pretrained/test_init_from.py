@@ -14,7 +14,7 @@ from torch import nn
 import attnkit.pretrained as pretrained
 from attnkit.pretrained import CARD_FILE
 from attnkit.tasks import run_training
-from attnkit.training.checkpoint import CheckpointError, save_checkpoint
+from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.init_from import earlier_minutes, resolve_init_from
 from attnkit.training.loop import FitConfig, fit
 

@@ -23,7 +23,7 @@ from attnkit.pretrained import (
     shipped_cards,
     shipped_names,
 )
-from attnkit.training.checkpoint import CheckpointError, resolve_checkpoint, save_checkpoint
+from attnkit.training.checkpointing import CheckpointError, resolve_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = shipped_names()

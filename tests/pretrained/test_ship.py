@@ -118,7 +118,7 @@ def test_measure_reads_the_metric_from_evaluate_json_and_quotes_its_errors(tmp_p
 
     def fake_run(command, **kwargs):
         calls.append(command)
-        if "broken" in command[4]:
+        if "broken" in command[5]:
             return subprocess.CompletedProcess(command, 2, "", "attnkit: error: broken: no such checkpoint\n")
         return subprocess.CompletedProcess(command, 0, '{"data": "digits", "accuracy": 97.5, "count": 359}\n', "")
 

@@ -11,10 +11,15 @@ float16) and two cards written by :mod:`attnkit.pretrained.ship`:
     MODEL_CARD.md    the same for people: task, data and split, the command, the figures, known limits
 
 A name is resolved wherever a checkpoint path is (``attnkit.load("NAME")``, ``--checkpoint NAME``) by
-:func:`attnkit.training.checkpoint.resolve_checkpoint`: an existing path always wins, so a name only means a
+:func:`attnkit.training.checkpointing.resolve_checkpoint`: an existing path always wins, so a name only means a
 shipped model when nothing of that name is in the working directory. ``attnkit models`` lists them.
 
 Caps (tested): :data:`MAX_MODEL_BYTES` per model folder, :data:`MAX_TOTAL_BYTES` for all of them together.
+
+| module | holds |
+|---|---|
+| :mod:`~attnkit.pretrained.ship` | ``python -m attnkit.pretrained.ship``: a finished run becomes a shipped model |
+| :mod:`~attnkit.pretrained.cards` | ``MODEL_CARD.md`` from a card; which figures are better |
 """
 
 from __future__ import annotations

@@ -78,13 +78,13 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
 
 def task_for_checkpoint(path: str | Path) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
-    ``best/`` (:func:`~attnkit.training.checkpoint.resolve_checkpoint`).
+    ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`).
 
     Raises:
         CheckpointError: ``path`` is neither, or its ``config.json`` is unreadable.
         ValueError: its kind is not a registered task's.
     """
-    from attnkit.training.checkpoint import read_config, resolve_checkpoint
+    from attnkit.training.checkpointing import read_config, resolve_checkpoint
 
     checkpoint = resolve_checkpoint(path)
     return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint)), checkpoint
@@ -126,7 +126,7 @@ class _RaisingParser(argparse.ArgumentParser):
 
 def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
     """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``; a shipped model's
-    name means that model: :func:`~attnkit.training.checkpoint.resolve_checkpoint`), on ``device``
+    name means that model: :func:`~attnkit.training.checkpointing.resolve_checkpoint`), on ``device``
     (``"auto"``: CUDA when available, else the CPU; ``"cpu"``, ``"cuda:1"``, ``"mps"``, ...) running in
     ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
