@@ -87,7 +87,8 @@ __all__ = [
 
 def load(path: Any, *, device: Any = "auto", precision: str = "fp32") -> Any:
     """A trained model ready to use, for a checkpoint of any kind: a classifier or vision model with
-    ``predict``, a seq2seq model with ``translate`` (a run directory means its ``best/``), on ``device``
+    ``predict``, a seq2seq model with ``translate`` (a run directory means its ``best/``; a shipped model's name,
+    as ``attnkit models`` lists them, means that model, unless a path of that name exists), on ``device``
     (``"auto"``: CUDA when available, else the CPU) running in ``precision`` (``"fp32"``, ``"bf16"``, ``"fp16"``).
     See :func:`attnkit.tasks.load`."""
     from attnkit.tasks import load as load_checkpoint

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli import demo, evaluate, experiment, explain, predict, train
+from attnkit.cli import demo, evaluate, experiment, explain, models, predict, train
 from attnkit.tasks import registered_tasks
 
 REGISTRY = [train.register, evaluate.register, predict.register, explain.register]
-TRAILING = [experiment.register, demo.register]
+TRAILING = [models.register, experiment.register, demo.register]
 
 
 def register_all(sub: argparse._SubParsersAction) -> None:

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--checkpoint",
         required=True,
         nargs="+",
-        help="a run directory (meaning its best/) or a checkpoint directory; seq2seq: several, trained on one task "
+        help="a run directory (meaning its best/), a checkpoint directory or a shipped model's name (attnkit models); seq2seq: several, trained on one task "
         "with one vocabulary, decode as an ensemble (their next-token distributions averaged)",
     )
     parser.add_argument(

@@ -37,7 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a run directory (meaning its best/) or a checkpoint")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to explain (text models; repeatable)")
     source.add_argument("--file", help="text models: one text per line; vision: a .npy array or a picture")

@@ -41,6 +41,9 @@ def render_results(paths: ExperimentPaths) -> Path:
     sections += render_sections(results)
     sections.append(render_deploy(results))
     sections.append(_fragment(results / "vision.md"))
+    from attnkit.experiments.shipped_table import render_shipped
+
+    sections.append(render_shipped(results))
     target = paths.docs / "results.md"
     target.write_text("\n".join(section.rstrip() + "\n" for section in sections if section))
     return target

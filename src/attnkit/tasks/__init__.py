@@ -125,7 +125,8 @@ class _RaisingParser(argparse.ArgumentParser):
 
 
 def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
-    """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``), on ``device``
+    """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``; a shipped model's
+    name means that model: :func:`~attnkit.training.checkpointing.resolve_checkpoint`), on ``device``
     (``"auto"``: CUDA when available, else the CPU; ``"cpu"``, ``"cuda:1"``, ``"mps"``, ...) running in
     ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 

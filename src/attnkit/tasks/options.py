@@ -113,8 +113,8 @@ def add_training_options(
         default="plateau",
         help="learning rate after the warm-up: 'plateau' keeps it, times --lr-decay after each epoch without "
         "improvement (default); 'inverse-sqrt' decays it as lr*sqrt(warmup/step); 'cosine' anneals it to --min-lr "
-        "over the --max-minutes budget (give enough --epochs, and --patience, for the budget to end the run), "
-        "or over --epochs without one",
+        "over --max-steps, else over the --max-minutes budget (give enough --epochs, and --patience, for the "
+        "budget to end the run), else over --epochs",
     )
     fit.add_argument(
         "--lr-decay",
@@ -160,6 +160,21 @@ def add_training_options(
     )
     fit.add_argument(
         "--max-minutes", type=positive_float, default=None, help="time budget: stop cleanly after this long"
+    )
+    fit.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        help="step budget: stop cleanly after this many optimiser steps; unlike --max-minutes the same command "
+        "gives the same model on any machine ('cosine' then anneals over these steps); the run reports its minutes",
+    )
+    fit.add_argument(
+        "--init-from",
+        default=None,
+        metavar="NAME|PATH",
+        help="start from this model's weights (a shipped model's name, a run or a checkpoint directory) with a "
+        "fresh optimiser (give --warmup-steps): its architecture, vocabulary and labels are used, the command's "
+        "model options are not; the card of a model shipped from this run adds its training minutes",
     )
     fit.add_argument("--out", required=True, help="run directory (best/, last/, metrics.json, metrics.csv)")
     fit.add_argument(
@@ -229,6 +244,7 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         seed=args.seed,
         progress=not args.no_progress,
         max_minutes=args.max_minutes,
+        max_steps=getattr(args, "max_steps", None),
         tensorboard_dir=str(Path(args.out) / "tensorboard") if getattr(args, "tensorboard", False) else None,
         precision=getattr(args, "precision", "fp32"),
         **overrides,

@@ -18,6 +18,7 @@
 | :mod:`~attnkit.training.seeding` | seeds for Python, NumPy and torch, per epoch and per rank |
 | :mod:`~attnkit.training.config_io` | ``JsonConfig``: dataclass configs as JSON |
 | :mod:`~attnkit.training.run_report` | ``metrics.json`` and ``metrics.csv`` |
+| :mod:`~attnkit.training.init_from` | ``--init-from``: a run's first weights from a checkpoint or shipped model |
 | :mod:`~attnkit.training.checkpointing` | the checkpoint format, its reader and atomic writer (re-exported here) |
 """
 

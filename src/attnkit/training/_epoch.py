@@ -51,7 +51,8 @@ def train_epoch(
     """One pass over ``batches``, an optimiser step every ``config.accumulate`` batches (and after the last).
 
     ``task.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
-    run's optimiser steps in earlier epochs (for the schedule); the time budget is checked after every step.
+    run's optimiser steps in earlier epochs (for the schedule); the time and step budgets are checked after every
+    step.
     Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
     that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
     Under DDP the gradients are reduced across ranks only on the batch that completes a step.
@@ -111,7 +112,7 @@ def train_epoch(
             steps += 1
             if steps == 1:
                 check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
-            if out_of_time():
+            if out_of_time() or (config.max_steps is not None and steps_before + steps >= config.max_steps):
                 return EpochTotals(loss_sum, count, steps, True)
     return EpochTotals(loss_sum, count, steps, False)
 
@@ -144,9 +145,12 @@ def validate(
 
 
 def stop_reason(run: RunState, config: FitConfig, out_of_time: bool) -> str | None:
-    """Why the run stops before its next epoch (``"epochs"``, ``"early_stopping"``, ``"time_budget"``), or None."""
+    """Why the run stops before its next epoch (``"epochs"``, ``"early_stopping"``, ``"time_budget"``,
+    ``"max_steps"``), or None."""
     if run.epoch >= config.epochs:
         return "epochs"
+    if config.max_steps is not None and sum(record.steps for record in run.history) >= config.max_steps:
+        return "max_steps"
     if config.patience is not None and run.bad_epochs >= config.patience:
         return "early_stopping"
     if out_of_time:

@@ -17,7 +17,12 @@ from tqdm import tqdm
 __all__ = ["STOP_REASONS", "EpochBar", "Reporter", "format_metrics"]
 
 # FitResult.stop_reason -> the words a person reads
-STOP_REASONS = {"epochs": "the last epoch", "early_stopping": "early stopping", "time_budget": "the time budget"}
+STOP_REASONS = {
+    "epochs": "the last epoch",
+    "early_stopping": "early stopping",
+    "time_budget": "the time budget",
+    "max_steps": "the step budget",
+}
 
 
 def format_metrics(metrics: Mapping[str, float]) -> str:

@@ -45,6 +45,7 @@ _SETTING_DEFAULTS = {
     "accumulate": 1,
     "average_last": 1,
     "precision": "fp32",
+    "max_steps": None,
 }
 _STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
@@ -198,6 +199,8 @@ def _result_settings(config: FitConfig) -> tuple[str, ...]:
     """The settings a resumed run must keep: those that change the numbers, and the cosine schedule's horizon."""
     if config.schedule != "cosine":
         return _RESULT_SETTINGS
+    if config.max_steps is not None:
+        return (*_RESULT_SETTINGS, "max_steps")
     return (*_RESULT_SETTINGS, "max_minutes", *(("epochs",) if config.max_minutes is None else ()))
 
 

@@ -23,8 +23,9 @@ class FitConfig:
             ``"plateau"`` (the default) keeps ``lr`` and multiplies it by ``lr_decay`` after every validated epoch
             that does not improve the selection metric; ``"inverse-sqrt"`` decays it as
             ``lr * sqrt(warmup_steps / step)`` (Vaswani et al. 2017); ``"cosine"`` anneals it from ``lr`` to
-            ``min_lr`` along half a cosine, over the time budget when ``max_minutes`` is set (so a time-budgeted run
-            anneals fully whatever its speed), else over ``epochs`` epochs of optimiser steps.
+            ``min_lr`` along half a cosine, over ``max_steps`` optimiser steps when set, else over the time budget when
+            ``max_minutes`` is set (so a time-budgeted run anneals fully whatever its speed), else over ``epochs``
+            epochs of optimiser steps.
         lr_decay: the plateau factor (0 < lr_decay <= 1; 1.0 keeps the rate constant); ``"plateau"`` only. The
             rate lives in the optimiser's state, so a resumed run carries on with the decayed value.
         min_lr: the rate the cosine schedule ends at (``"cosine"`` only; 0 <= min_lr <= lr).
@@ -49,6 +50,9 @@ class FitConfig:
         progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).
         max_minutes: a wall-time budget for the whole run (resumed runs included): training stops after the step
             that exhausts it, validates that partial epoch, checkpoints and returns.
+        max_steps: a budget of optimiser steps for the whole run (resumed runs included): training stops after
+            that step, validates that partial epoch, checkpoints and returns. Unlike ``max_minutes`` it gives the
+            same model on any machine; the cosine schedule then anneals over these steps.
         log_every: refresh the bar's running loss every this many steps.
         tensorboard_dir: also log each epoch's training loss and validation metrics there as TensorBoard scalars
             (rank 0; needs the ``tensorboard`` package); None logs nothing.
@@ -80,6 +84,7 @@ class FitConfig:
     accumulate: int = 1
     average_last: int = 1
     precision: str = "fp32"
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -106,6 +111,8 @@ class FitConfig:
             problems.append(f"seed must be >= 0, got {self.seed}")
         if self.max_minutes is not None and not self.max_minutes > 0:
             problems.append(f"max_minutes must be > 0 or None, got {self.max_minutes}")
+        if self.max_steps is not None and self.max_steps < 1:
+            problems.append(f"max_steps must be >= 1 or None, got {self.max_steps}")
         if self.log_every < 1:
             problems.append(f"log_every must be >= 1, got {self.log_every}")
         if self.precision not in PRECISIONS:

@@ -112,6 +112,7 @@ def fit(
     resume: bool = False,
     model_config: dict | None = None,
     extra_files: dict[str, str | Path] | None = None,
+    init_from: str | Path | None = None,
 ) -> FitResult:
     """Train ``task.model`` with AdamW, validate every epoch, keep the best weights, stop early on a plateau.
 
@@ -128,6 +129,9 @@ def fit(
             the run started with.
         model_config: JSON options that rebuild the model, saved in each checkpoint's config.json.
         extra_files: files copied into each checkpoint, e.g. ``{"tokenizer.json": path}``.
+        init_from: a checkpoint directory whose weights the model starts from (``--init-from``; see
+            :mod:`attnkit.training.init_from`): loaded before the first step of a new run, with a fresh optimiser;
+            a run resumed from ``checkpoint_dir/last`` keeps its own weights instead.
 
     Returns:
         A :class:`FitResult`; ``task.model`` holds the best epoch's weights (averaged when ``average_last > 1``).
@@ -167,6 +171,10 @@ def fit(
         run, resumed_from = start_run(
             checkpoints.directory, resume, model, optimizer, config, model_config, context, reporter
         )
+    if init_from is not None and resumed_from is None:
+        from attnkit.training.checkpointing import load_model_weights
+
+        load_model_weights(model, init_from)
     previous = run.elapsed
     schedule = _schedule(config, run)
     if scaler is not None and run.grad_scaler:
@@ -261,6 +269,7 @@ def _schedule(config: FitConfig, run: RunState) -> LearningRateSchedule:
         epochs=config.epochs,
         accumulate=config.accumulate,
         budget_seconds=None if config.max_minutes is None else 60 * config.max_minutes,
+        max_steps=config.max_steps,
         state=run.schedule,
     )
 

@@ -7,7 +7,9 @@ over the whole run, resumed parts included) runs at ``lr * s / W``. After it:
                    metric (the rate, and the warm-up's target, live in the optimiser's parameter groups).
 ``"inverse-sqrt"`` ``lr * sqrt(W / s)`` (Vaswani et al. 2017, section 5.3; with ``W = 0``, ``lr / sqrt(s)``).
 ``"cosine"``       ``min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2``, where ``p`` in [0, 1] is the part of the
-                   horizon gone since the warm-up ended. With a time budget (``max_minutes``) the horizon is the
+                   horizon gone since the warm-up ended. With a step budget (``max_steps``) the horizon is that
+                   many steps: ``p = (s - W) / (max_steps - W)``, the same on any machine. Else, with a time
+                   budget (``max_minutes``) the horizon is the
                    budget: ``p = (t - t_W) / (T - t_W)`` in seconds of training (``t_W`` when the warm-up ended), so
                    a time-budgeted run anneals fully to ``min_lr`` however fast its steps are. Without one it is
                    ``epochs`` epochs of optimiser steps: ``p = (s - W) / (S - W)`` with
@@ -68,6 +70,7 @@ class LearningRateSchedule:
         warmup_steps: the length of the linear warm-up, in optimiser steps.
         epochs: the run's epochs and accumulate: batches per step (the step-counted cosine horizon).
         budget_seconds: the run's time budget in seconds, or None (the cosine's horizon when given).
+        max_steps: the run's step budget, or None (the cosine's horizon when given, before ``budget_seconds``).
         state: the run's :class:`ScheduleState`, updated in place (it is saved with the trainer state).
     """
 
@@ -82,18 +85,23 @@ class LearningRateSchedule:
         epochs: int = 1,
         accumulate: int = 1,
         budget_seconds: float | None = None,
+        max_steps: int | None = None,
         state: ScheduleState | None = None,
     ):
         if name not in ("plateau", "inverse-sqrt", "cosine"):
             raise ValueError(f"name must be 'plateau', 'inverse-sqrt' or 'cosine', got {name!r}")
         self.name, self.lr, self.min_lr, self.lr_decay = name, lr, min_lr, lr_decay
         self.warmup_steps, self.epochs, self.accumulate = warmup_steps, epochs, accumulate
-        self.budget_seconds = budget_seconds
+        self.budget_seconds = None if max_steps is not None else budget_seconds
+        self.max_steps = max_steps
         self.state = ScheduleState() if state is None else state
 
     def start_epoch(self, batches: int | None) -> None:
         """Fix the step-counted cosine horizon from the first epoch's number of ``batches`` (None: unknown)."""
         if self.name != "cosine" or self.budget_seconds is not None or self.state.horizon_steps is not None:
+            return
+        if self.max_steps is not None:
+            self.state.horizon_steps = self.max_steps
             return
         if batches is None:
             raise ValueError(

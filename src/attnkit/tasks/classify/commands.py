@@ -109,32 +109,38 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.data.embeddings import check_source
     from attnkit.tasks.classify.config import ClassifierConfig
     from attnkit.tasks.classify.embedding_init import default_embed_dim
-    from attnkit.tasks.classify.training import load_data, train_classifier
+    from attnkit.tasks.classify.training import KIND, load_data, train_classifier
+    from attnkit.training.init_from import resolve_init_from
 
     check_run_directory(args)
     check_source(args.embeddings)
-    config = ClassifierConfig(
-        model=args.model,
-        tokenizer=args.tokenizer,
-        vocab_size=args.vocab_size,
-        max_sentences=args.max_sentences,
-        max_words=args.max_words,
-        max_tokens=args.max_tokens,
-        embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
-        hidden=args.hidden,
-        encoder=args.encoder,
-        pooling=args.pooling,
-        attention_padding=args.attention_padding,
-        packed=not args.unpacked_rnn,
-        attend=args.attend,
-        heads=args.heads,
-        dropout=args.dropout,
-        bigram_buckets=args.bigram_buckets,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        embeddings=args.embeddings,
-        freeze_embeddings=args.freeze_embeddings,
-        label_smoothing=args.label_smoothing,
+    init = resolve_init_from(args.init_from, KIND)
+    config = (
+        ClassifierConfig.from_dict(init.config)
+        if init
+        else ClassifierConfig(
+            model=args.model,
+            tokenizer=args.tokenizer,
+            vocab_size=args.vocab_size,
+            max_sentences=args.max_sentences,
+            max_words=args.max_words,
+            max_tokens=args.max_tokens,
+            embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
+            hidden=args.hidden,
+            encoder=args.encoder,
+            pooling=args.pooling,
+            attention_padding=args.attention_padding,
+            packed=not args.unpacked_rnn,
+            attend=args.attend,
+            heads=args.heads,
+            dropout=args.dropout,
+            bigram_buckets=args.bigram_buckets,
+            text_column=args.text_column,
+            label_column=args.label_column,
+            embeddings=args.embeddings,
+            freeze_embeddings=args.freeze_embeddings,
+            label_smoothing=args.label_smoothing,
+        )
     )
     fit_config = fit_config_from_args(args)
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
@@ -149,6 +155,7 @@ def train(args: argparse.Namespace) -> int:
         resume=args.resume,
         bucketed=not args.random_batches,
         device=args.device,
+        init_from=init,
     )
     best = report.fit.best_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")

@@ -27,6 +27,7 @@ from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -107,6 +108,7 @@ def train_classifier(
     resume: bool = False,
     bucketed: bool = True,
     device: str | torch.device = "auto",
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
 
@@ -114,17 +116,27 @@ def train_classifier(
     checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
     available; see :func:`~attnkit.training.precision.resolve_device`) in ``fit_config.precision``. Writes
     ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json``; returns the
-    :class:`~attnkit.training.run_report.TrainReport`.
+    :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and
+    tokeniser (``config`` must be its config; ``data`` must have its labels, in its order).
     """
     out_dir = Path(out_dir)
     rank, world = replica()
+    if init_from is not None and list(config.label_names) != list(data.label_names):
+        raise ValueError(
+            f"--init-from {init_from.given}: its labels {config.label_names} are not {data.name}'s {data.label_names}"
+        )
     config = dataclasses.replace(config, label_names=list(data.label_names), punctuated=data.punctuated)
     train_idx, valid_idx = stratified_split(
         data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=fit_config.seed
     )
     train_texts = [data.train_texts[i] for i in train_idx]
     tokenizer_dir = out_dir / TOKENIZER_DIR
-    tokenizer = _tokenizer(config, train_texts, tokenizer_dir, resume=resume)
+    if init_from is not None and not (resume and (tokenizer_dir / TextTokenizer.FILENAME).exists()):
+        tokenizer = TextTokenizer.load(init_from.checkpoint)  # the vocabulary its weights were trained with
+        if rank == 0:
+            tokenizer.save(tokenizer_dir)
+    else:
+        tokenizer = _tokenizer(config, train_texts, tokenizer_dir, resume=resume)
     encoder = TextEncoder(config, tokenizer)
 
     def dataset(texts: list[str], labels: list[int]) -> EncodedDataset:
@@ -155,7 +167,7 @@ def train_classifier(
         model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and not resuming:
+    if config.embeddings != "random" and not resuming and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
     result = fit(
         classification_task(model, label_smoothing=config.label_smoothing),
@@ -166,6 +178,7 @@ def train_classifier(
         resume=resume,
         model_config={"kind": KIND, **config.to_dict()},
         extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
+        init_from=None if init_from is None else init_from.checkpoint,
     )
     test_metrics = None
     if data.test_texts:  # fit has left the best epoch's weights in the model
@@ -173,6 +186,8 @@ def train_classifier(
             model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size, precision=fit_config.precision
         )
     details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
+    if init_from is not None:
+        details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report

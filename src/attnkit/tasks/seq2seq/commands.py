@@ -171,12 +171,19 @@ def check_model_options(options: dict) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
+    from attnkit.tasks.seq2seq.config import KIND
     from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import train_seq2seq
+    from attnkit.training.init_from import resolve_init_from
 
     check_run_directory(args)
-    options = model_options(args)
-    check_model_options(options)
+    init = resolve_init_from(args.init_from, KIND)
+    if init is None:
+        options = model_options(args)
+        check_model_options(options)
+    else:  # the checkpoint's model, vocabulary sizes aside (its tokenisers bring them)
+        vocabulary = ("source_vocab_size", "target_vocab_size")
+        options = {key: value for key, value in init.config["model"].items() if key not in vocabulary}
     data = load_data(
         args.data,
         valid=args.valid,
@@ -210,6 +217,7 @@ def train(args: argparse.Namespace) -> int:
         max_target_length=args.max_target_length,
         strict=args.strict,
         device=args.device,
+        init_from=init,
     )
     say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
     if report.test_metrics is not None:

@@ -42,6 +42,7 @@ from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -103,6 +104,7 @@ def train_seq2seq(
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     strict: bool = False,
     device: str | torch.device = "auto",
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -123,6 +125,8 @@ def train_seq2seq(
         device: where the model trains (``"auto"``: CUDA when available; see
             :func:`~attnkit.training.precision.resolve_device`); ``fit_config.precision`` says in what precision,
             for training, validation and the test decoding alike.
+        init_from: start from this checkpoint's weights and tokenisers (``model_options`` must be its model's;
+            ``data`` must have its source and target levels), with a fresh optimiser.
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -139,7 +143,17 @@ def train_seq2seq(
     select_metric, select_mode = SELECTION[kind]
     fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
-    source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
+    if init_from is not None and not (resume and (out_dir / "last").exists()):
+        levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
+        if levels != (data.source_level, data.target_level):
+            raise ValueError(
+                f"--init-from {init_from.given}: trained on {levels[0]} -> {levels[1]} pairs, "
+                f"{data.name} has {data.source_level} -> {data.target_level}"
+            )
+        source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
+        built = True
+    else:
+        source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
     limited = limit_pair_lengths(
         data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
         strict=strict,
@@ -185,12 +199,15 @@ def train_seq2seq(
         resume=resume,
         model_config={"kind": KIND, **config.to_dict()},
         extra_files={name: tokenizer_dir / name for name in names},
+        init_from=None if init_from is None else init_from.checkpoint,
     )
     test_metrics = None
     if evaluate_test and data.test and rank == 0:
         loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
         test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
     details = {"sizes": data.sizes}
+    if init_from is not None:
+        details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report

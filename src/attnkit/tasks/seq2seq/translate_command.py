@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--checkpoint",
         required=True,
         nargs="+",
-        help="a run directory or its best/ checkpoint; several (one task, one vocabulary) decode as an ensemble "
+        help="a run directory, its best/ checkpoint or a shipped model's name; several (one task, one vocabulary) decode as an ensemble "
         "that averages their next-token distributions",
     )
     source = parser.add_mutually_exclusive_group()

@@ -70,21 +70,27 @@ def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
     from attnkit.data.images import load_image_dataset
     from attnkit.tasks.vision.config import VisionConfig
-    from attnkit.tasks.vision.training import train_vision
+    from attnkit.tasks.vision.training import KIND, train_vision
+    from attnkit.training.init_from import resolve_init_from
 
     check_run_directory(args)
+    init = resolve_init_from(args.init_from, KIND)
 
     data = load_image_dataset(args.data)
     if args.limit is not None:
         if args.limit < 20:
             raise ValueError(f"--limit must be at least 20 images, got {args.limit}")
         data = data.subset_train(args.limit)
-    config = VisionConfig(
-        channels=args.channels,
-        downsample=args.downsample,
-        heads=args.heads,
-        positions=args.positions,
-        dropout=args.dropout,
+    config = (
+        VisionConfig.from_dict(init.config)
+        if init
+        else VisionConfig(
+            channels=args.channels,
+            downsample=args.downsample,
+            heads=args.heads,
+            positions=args.positions,
+            dropout=args.dropout,
+        )
     )
     fit_config = fit_config_from_args(
         args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
@@ -100,6 +106,7 @@ def train(args: argparse.Namespace) -> int:
         max_shift=args.shift,
         resume=args.resume,
         device=args.device,
+        init_from=init,
     )
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")

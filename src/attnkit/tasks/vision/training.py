@@ -20,6 +20,7 @@ from attnkit.data.images import ImageClassificationData, image_batches, image_ke
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -43,6 +44,7 @@ def train_vision(
     max_shift: int = 1,
     resume: bool = False,
     device: str | torch.device = "auto",
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training images; keep the best epoch by ``fit_config``'s selection
     metric on the validation split (``"accuracy"`` or ``"loss"``).
@@ -52,10 +54,15 @@ def train_vision(
     ``config``'s dataset, labels and image shape are taken from ``data`` (the report carries the stored config). Runs
     under ``torchrun`` too: each rank trains and validates on its own shard (batch-norm statistics are those of
     each rank's batches, and rank 0's running statistics are saved). The model trains on ``device`` (``"auto"``:
-    CUDA when available) in ``fit_config.precision``.
+    CUDA when available) in ``fit_config.precision``. ``init_from`` starts from a checkpoint's weights
+    (``config`` must be its config; ``data`` must have its labels and image shape).
     """
     out_dir = Path(out_dir)
     rank, world = replica()
+    if init_from is not None and (
+        list(config.label_names) != list(data.label_names) or list(config.image_shape) != list(data.image_shape)
+    ):
+        raise ValueError(f"--init-from {init_from.given}: its labels or image shape are not {data.name}'s")
     config = dataclasses.replace(
         config, dataset=data.name, label_names=list(data.label_names), image_shape=list(data.image_shape)
     )
@@ -88,12 +95,15 @@ def train_vision(
         checkpoint_dir=out_dir,
         resume=resume,
         model_config={"kind": KIND, **config.to_dict()},
+        init_from=None if init_from is None else init_from.checkpoint,
     )
     # fit has left the best epoch's weights in the model
     test_metrics = evaluate_vision(
         model, data.test_images, data.test_labels, batch_size=4 * batch_size, precision=fit_config.precision
     )
     details = {"max_shift": max_shift, "train_images": len(train_idx), "valid_images": len(valid_idx)}
+    if init_from is not None:
+        details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report

@@ -22,7 +22,8 @@ half-written checkpoint; a process killed between the two renames leaves the pre
 back. The writing lives in :mod:`attnkit.training.checkpointing._write`; this module reads, and re-exports the writer.
 
 One rule for the paths users give (:func:`resolve_checkpoint`): a checkpoint directory means itself, a run directory
-(holding ``best/``) means its ``best/``, anything else is refused in one line.
+(holding ``best/``) means its ``best/``, a name that is no path here but a shipped model's (:mod:`attnkit.pretrained`)
+means that model's folder, anything else is refused in one line.
 """
 
 from __future__ import annotations
@@ -76,16 +77,21 @@ def resolve_checkpoint(path: str | Path) -> Path:
     """The checkpoint directory that ``path`` names, by the one rule every command follows.
 
     A checkpoint directory (it holds ``config.json``) means itself; a run directory (it holds ``best/``, as
-    :func:`attnkit.training.loop.fit` writes) means its ``best/``. Whether that directory is a valid checkpoint is
-    checked when it is read.
+    :func:`attnkit.training.loop.fit` writes) means its ``best/``; a path that does not exist but is the name of a
+    shipped model (``attnkit models`` lists them) means that model's folder inside the package (an existing path
+    always wins over a name). Whether that directory is a valid checkpoint is checked when it is read.
 
     Raises:
-        CheckpointError: one line naming ``path``: it does not exist, it is a file (pickle formats named as
-            such), or it is a directory that is neither kind.
+        CheckpointError: one line naming ``path``: it does not exist (a bare name that is no shipped model's:
+            the shipped names are listed), it is a file (pickle formats named as such), or it is a directory that
+            is neither kind.
     """
     path = Path(path)
     if not path.exists():
-        raise CheckpointError(f"{path}: does not exist (expected a checkpoint or run directory)")
+        shipped = _shipped(str(path))
+        if shipped is not None:
+            return shipped
+        raise CheckpointError(_missing(path))
     if not path.is_dir():
         raise CheckpointError(_not_a_directory(path))
     if (path / CONFIG_FILE).is_file():
@@ -93,6 +99,22 @@ def resolve_checkpoint(path: str | Path) -> Path:
     if (path / RUN_BEST).is_dir():
         return path / RUN_BEST
     raise CheckpointError(f"{path}: not a checkpoint or run directory (no {CONFIG_FILE}, no {RUN_BEST}/{CONFIG_FILE})")
+
+
+def _shipped(name: str) -> Path | None:
+    """The folder of the shipped model ``name`` (see :mod:`attnkit.pretrained`), or None."""
+    from attnkit.pretrained import shipped_path
+
+    return shipped_path(name)
+
+
+def _missing(path: Path) -> str:
+    """Why a path that does not exist is refused: a bare name is also not a shipped model's (they are listed)."""
+    from attnkit.pretrained import describe_names
+
+    if len(path.parts) == 1 and not str(path).startswith("."):
+        return f"{path}: no such checkpoint or run directory, and not a shipped model's name ({describe_names()})"
+    return f"{path}: does not exist (expected a checkpoint or run directory)"
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:

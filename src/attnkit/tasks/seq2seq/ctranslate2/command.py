@@ -26,7 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a run directory (meaning its best/) or a checkpoint")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
+    )
     parser.add_argument("--format", choices=["ctranslate2"], default="ctranslate2", help="(default ctranslate2)")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default=None, help="weight type (default float32)")
     parser.add_argument(

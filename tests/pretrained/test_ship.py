@@ -1,0 +1,134 @@
+"""``python -m attnkit.pretrained.ship``: a finished run becomes a named model with its cards, its figure measured
+from the shipped files; it replaces a shipped model only when the figure improves, and never goes over the caps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+import attnkit.pretrained as pretrained
+import attnkit.pretrained.ship as ship_module
+from attnkit.pretrained import CARD_FILE, MODEL_CARD_FILE, read_card, shipped_names
+from attnkit.pretrained.cards import improves
+from attnkit.pretrained.ship import main as ship_main
+from attnkit.tasks import load, run_training
+
+COMMAND = "attnkit train vision --data digits --limit 40 --epochs 1"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    """A one-epoch vision run on 40 digits."""
+    out = tmp_path_factory.mktemp("run") / "digits"
+    threads = torch.get_num_threads()
+    try:
+        run_training("vision", [*COMMAND.split()[3:], "--out", str(out), "--no-progress", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+@pytest.fixture
+def shelf(tmp_path, monkeypatch) -> Path:
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    monkeypatch.setattr(pretrained, "SHELF", shelf)
+    return shelf
+
+
+def ship(run: Path, shelf: Path, *options: str) -> int:
+    results = shelf.parent / "shipped.json"
+    return ship_main(
+        [
+            str(run),
+            "tiny",
+            "--data",
+            "digits",
+            "--metric",
+            "accuracy",
+            "--command",
+            COMMAND,
+            "--shelf",
+            str(shelf),
+            "--results",
+            str(results),
+            *options,
+        ]
+    )
+
+
+def test_shipping_a_run_in_float16_measures_the_shipped_files_and_writes_both_cards(tiny_run, shelf, capsys):
+    assert ship(tiny_run, shelf, "--float16") == 0
+    card = read_card("tiny")
+    metrics = json.loads((tiny_run / "metrics.json").read_text())
+    with safe_open(str(shelf / "tiny" / "model.safetensors"), framework="pt") as handle:
+        dtypes = {handle.get_tensor(key).dtype for key in handle.keys()}  # noqa: SIM118
+    assert torch.float16 in dtypes and torch.float32 not in dtypes
+    model = load("tiny", device="cpu")  # by name, from the float16 file
+    figure = 100 * model.evaluate(*_test_split())["accuracy"]
+    assert card["value"] == round(figure, 2)
+    assert card["training_minutes"] == round(metrics["train_seconds"] / 60, 1) and card["float16"] is True
+    assert card["evaluate"] == "attnkit evaluate --checkpoint tiny --data digits --json"
+    assert json.loads((shelf.parent / "shipped.json").read_text())["tiny"]["value"] == card["value"]
+    assert "float16" in (shelf / "tiny" / MODEL_CARD_FILE).read_text()
+    assert capsys.readouterr().out.startswith(f"shipped tiny: accuracy {card['value']} on digits")
+
+
+def _test_split():
+    from attnkit.data.images import load_image_dataset
+
+    data = load_image_dataset("digits")
+    return data.test_images, data.test_labels
+
+
+def test_a_model_is_replaced_only_when_its_figure_improves_or_when_forced(tiny_run, shelf, monkeypatch, capsys):
+    figures = iter([50.0, 50.0, 40.0, 60.0])
+    monkeypatch.setattr(ship_module, "measure", lambda *args, **kwargs: next(figures))
+    assert ship(tiny_run, shelf) == 0
+    assert ship(tiny_run, shelf) == 2  # the same figure is no improvement
+    assert "already shipped with accuracy 50.0; the new accuracy 50.0 does not improve" in capsys.readouterr().err
+    assert ship(tiny_run, shelf, "--replace") == 0 and read_card("tiny")["value"] == 40.0
+    assert ship(tiny_run, shelf) == 0 and read_card("tiny")["value"] == 60.0
+    assert shipped_names() == ["tiny"] and sorted(p.name for p in shelf.iterdir()) == ["tiny"]
+    assert improves("wer", 20.0, 21.0) and not improves("wer", 21.0, 20.0) and improves("accuracy", 2.0, 1.0)
+
+
+def test_the_caps_and_bad_requests_change_nothing(tiny_run, shelf, monkeypatch, capsys):
+    monkeypatch.setattr(ship_module, "measure", lambda *args, **kwargs: 50.0)
+    monkeypatch.setattr(ship_module, "MAX_MODEL_BYTES", 1000)
+    assert ship(tiny_run, shelf) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ship: error: tiny: ") and "over the cap of 1,000 per model (try --float16)" in err
+    monkeypatch.setattr(ship_module, "MAX_MODEL_BYTES", 2**30)
+    monkeypatch.setattr(ship_module, "MAX_TOTAL_BYTES", 1000)
+    assert ship(tiny_run, shelf) == 2 and "over the cap of 1,000 in all" in capsys.readouterr().err
+    assert list(shelf.iterdir()) == []
+    assert ship_main([str(tiny_run), "../x", "--data", "d", "--metric", "m", "--command", "c"]) == 2
+    assert "use letters, digits" in capsys.readouterr().err
+    assert not (shelf / "tiny" / CARD_FILE).exists() and not any(p.name.startswith(".") for p in shelf.iterdir())
+
+
+def test_measure_reads_the_metric_from_evaluate_json_and_quotes_its_errors(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run(command, **kwargs):
+        calls.append(command)
+        if "broken" in command[5]:
+            return subprocess.CompletedProcess(command, 2, "", "attnkit: error: broken: no such checkpoint\n")
+        return subprocess.CompletedProcess(command, 0, '{"data": "digits", "accuracy": 97.5, "count": 359}\n', "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    assert ship_module.measure(tmp_path, data="digits", metric="accuracy") == 97.5
+    expected = ["-m", "attnkit.cli", "evaluate", "--checkpoint", str(tmp_path), "--data", "digits", "--json"]
+    assert calls[0][1:] == [*expected, "--threads", "1", "--device", "cpu", "--no-progress"]
+    ship_module.measure(tmp_path, data="cmudict", metric="accuracy", beam=5)
+    assert calls[1][8:11] == ["--json", "--beam", "5"]
+    with pytest.raises(ValueError, match=r"--metric 'wer': `attnkit evaluate --json` reports accuracy, count$"):
+        ship_module.measure(tmp_path, data="digits", metric="wer")
+    with pytest.raises(ValueError, match=r"failed: attnkit: error: broken: no such checkpoint$"):
+        ship_module.measure(tmp_path / "broken", data="digits", metric="accuracy")
