@@ -25,7 +25,7 @@ The low-level readers (:class:`DataError`, :func:`read_utf8`, :func:`read_lines`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,12 +116,13 @@ def iter_rows(
     label_column: str | None = "label",
     file_format: str | None = None,
     bad_rows: BadRows | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[int, str, str | None]]:
     """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream and checked.
 
     Memory stays bounded by one row whatever the file's size. ``label`` is ``None`` when ``label_column`` is.
     With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file
-    itself, such as a missing column in the header, still raise).
+    itself, such as a missing column in the header, still raise). ``progress`` hears the bytes read now and then.
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -135,7 +136,7 @@ def iter_rows(
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv, jsonl or parquet")
     columns = [text_column] if label_column is None else [text_column, label_column]
     header = None
-    for line, record in iter_records(path, fmt):
+    for line, record in iter_records(path, fmt, progress=progress):
         try:
             if header is None and fmt in ("csv", "tsv", "parquet"):  # the first record names the columns
                 _check_header(path, record, columns)
@@ -143,7 +144,7 @@ def iter_rows(
                 continue
             if isinstance(record, str):  # the reader could not parse the row
                 raise DataError(f"{path}:{line}: {record}")
-            if header is not None:
+            if header is not None and isinstance(record, list):  # CSV/TSV fields; Parquet rows come as dicts
                 record = _table_row(path, line, header, record)
             elif not isinstance(record, dict):
                 raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,8 @@ __all__ = ["Fingerprint", "Record", "fingerprint", "iter_records", "open_binary"
 Record = list[str] | dict | str  # table fields, a JSON value (or Parquet row dict), or a reason the row is bad
 _BOM = b"\xef\xbb\xbf"
 _BLOCK = 1 << 20  # bytes hashed at each end of a file for its fingerprint
+_PROGRESS_LINES = 8192  # a progress callback hears the byte position this often
+_progress: dict[int, Callable[[int], None]] = {}  # open handle -> its reader's progress callback
 
 
 def open_binary(path: Path):
@@ -63,6 +65,8 @@ def open_binary(path: Path):
 def _text_lines(path: Path, handle) -> Iterator[tuple[int, str]]:
     """``(line, text)`` per physical line, decoded; the ``"\\n"`` kept (CSV needs it), the BOM dropped."""
     for number, raw in enumerate(handle, start=1):
+        if number % _PROGRESS_LINES == 0 and _progress.get(id(handle)):
+            _progress[id(handle)](handle.tell())
         skip = len(_BOM) if number == 1 and raw.startswith(_BOM) else 0
         try:
             yield number, raw[skip:].decode("utf-8")
@@ -145,12 +149,16 @@ def _parquet(path: Path, handle) -> Iterator[tuple[int, Record]]:
 _READERS = {"csv": _csv, "tsv": _tsv, "jsonl": _jsonl, "parquet": _parquet}
 
 
-def iter_records(path: str | Path, fmt: str) -> Iterator[tuple[int, Record]]:
+def iter_records(
+    path: str | Path, fmt: str, *, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, Record]]:
     """``(line, record)`` for each non-blank record of ``path`` in format ``fmt``, read as a stream.
 
     Records are lists of fields (CSV, TSV; the header is the first one, unmarked), parsed JSON values (JSONL)
     or row dicts (Parquet, preceded by ``(0, column_names)``). A record that cannot be parsed comes as its
     reason (a ``str``); after a malformed CSV record the file ends.
+
+    ``progress``, if given, is called now and then with the number of bytes read so far (text formats).
 
     Raises:
         DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
@@ -159,7 +167,12 @@ def iter_records(path: str | Path, fmt: str) -> Iterator[tuple[int, Record]]:
     if fmt not in _READERS:
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv, jsonl or parquet")
     with open_binary(path) as handle:
-        yield from _READERS[fmt](path, handle)
+        if progress is not None:
+            _progress[id(handle)] = progress
+        try:
+            yield from _READERS[fmt](path, handle)
+        finally:
+            _progress.pop(id(handle), None)
 
 
 @dataclass(frozen=True)

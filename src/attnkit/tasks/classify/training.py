@@ -107,13 +107,15 @@ def train_classifier(
     resume: bool = False,
     bucketed: bool = True,
     device: str | torch.device = "auto",
+    load_seconds: float | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
 
     ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
     checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
     available; see :func:`~attnkit.training.precision.resolve_device`) in ``fit_config.precision``. Writes
-    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json``; returns the
+    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json`` (its details hold ``load_seconds``, the time the
+    caller spent reading ``data``, when given); returns the
     :class:`~attnkit.training.run_report.TrainReport`.
     """
     out_dir = Path(out_dir)
@@ -173,6 +175,8 @@ def train_classifier(
             model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size, precision=fit_config.precision
         )
     details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
+    if load_seconds is not None:
+        details["load_seconds"] = round(load_seconds, 2)
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
