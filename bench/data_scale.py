@@ -14,7 +14,8 @@ processes, as a user runs it:
   in-memory path's.
 
 Peak RSS is the child's ``ru_maxrss``, read by a small wrapper process that runs the CLI; the same wrapper notes
-the time of the first ``AdamW.step`` (a probe of the benchmark, not of attnkit). Files go under ``--tmp``
+the time of the first ``AdamW.step`` (a probe of the benchmark, not of attnkit), in wall seconds and in the
+process's CPU seconds (the CPU figure is what to compare on a shared, loaded machine). Files go under ``--tmp``
 (default ``/tmp``) and are deleted afterwards. Run: ``nice -n 5 python -m bench.data_scale [--quick]``.
 """
 
@@ -49,7 +50,7 @@ original = torch.optim.AdamW.step
 first = []
 def step(self, *args, **kwargs):
     if not first:
-        first.append(time.time() - started)
+        first.append((time.time() - started, time.process_time()))
     return original(self, *args, **kwargs)
 torch.optim.AdamW.step = step
 from attnkit.cli import main
@@ -57,8 +58,10 @@ try:
     code = main(sys.argv[3:])
 except SystemExit as exit:
     code = exit.code
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-json.dump({"code": code, "first_step_s": first[0] if first else None, "peak_rss_mb": peak}, open(probe, "w"))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+json.dump({"code": code, "first_step_s": first[0][0] if first else None,
+           "first_step_cpu_s": first[0][1] if first else None, "cpu_s": usage.ru_utime + usage.ru_stime,
+           "peak_rss_mb": usage.ru_maxrss / 1024}, open(probe, "w"))
 """
 
 

@@ -14,7 +14,7 @@ Blank lines are skipped and fields are stripped of surrounding whitespace. Every
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from attnkit.data.reading import DataError, shown_json, unicode_problem
@@ -109,9 +109,10 @@ def iter_pairs(
     source_key: str = "source",
     target_key: str = "target",
     file_format: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[int, Pair | str]]:
     """``(line, pair)`` for each row of a pair file, read as a stream (one row in memory at a time); a bad row
-    comes as ``(line, reason)`` for the caller to report or skip.
+    comes as ``(line, reason)`` for the caller to report or skip. ``progress`` hears the bytes read now and then.
 
     Raises:
         DataError: ``file: ...`` when the file cannot be read or its type told; ``file:line: ...`` for bytes
@@ -122,7 +123,7 @@ def iter_pairs(
     if fmt not in ("tsv", "csv", "jsonl", "parquet"):
         known = ", ".join(FORMATS)
         raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
-    records = iter_records(path, fmt)
+    records = iter_records(path, fmt, progress=progress)
     if fmt in ("jsonl", "parquet"):
         yield from _object_rows(path, records, source_key, target_key)
     else:

@@ -46,7 +46,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "train_seq2seq"]
+__all__ = ["TOKENIZER_DIR", "save_run_tokenizers", "train_seq2seq"]
 
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
@@ -80,7 +80,7 @@ def _tokenizers(
     return (*build_tokenizers(data, vocab_size=vocab_size), True)
 
 
-def _save_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -> None:
+def save_run_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -> None:
     """Write the tokenisers, removing files of the other layout (they would shadow the new ones on resume)."""
     for name in TOKENIZER_FILES:
         (directory / name).unlink(missing_ok=True)
@@ -103,6 +103,7 @@ def train_seq2seq(
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     strict: bool = False,
     device: str | torch.device = "auto",
+    load_seconds: float | None = None,
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -123,6 +124,7 @@ def train_seq2seq(
         device: where the model trains (``"auto"``: CUDA when available; see
             :func:`~attnkit.training.precision.resolve_device`); ``fit_config.precision`` says in what precision,
             for training, validation and the test decoding alike.
+        load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -164,7 +166,7 @@ def train_seq2seq(
     model = build_seq2seq(model_config)  # bad options fail here, before anything is written
     place_model(model, device)
     if built and rank == 0:
-        _save_tokenizers(tokenizer_dir, source_tok, target_tok)
+        save_run_tokenizers(tokenizer_dir, source_tok, target_tok)
     names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
 
     train_set = limited.encoded["train"]
@@ -191,6 +193,8 @@ def train_seq2seq(
         loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
         test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
     details = {"sizes": data.sizes}
+    if load_seconds is not None:
+        details["load_seconds"] = round(load_seconds, 2)
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report
