@@ -25,7 +25,7 @@ def write_csv(path: Path, rows: int, *, seed: int = 0) -> Path:
     lines = ["text,label"]
     for _ in range(rows):
         label = generator.choice(["pos", "neg"])
-        words = generator.choices(cues[label].split() + ["the", "film", "was", "a"], k=generator.randint(2, 12))
+        words = generator.choices([*cues[label].split(), "the", "film", "was", "a"], k=generator.randint(2, 12))
         lines.append(f"{' '.join(words)},{label}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
