@@ -191,8 +191,10 @@ def _streams(args: argparse.Namespace) -> bool:
     from attnkit.data.classification import builtin_names
 
     if args.data in builtin_names():
-        if args.streaming == "always":
-            raise ValueError(f"--streaming always is for files; the built-in dataset {args.data!r} is read in memory")
+        if args.streaming == "always" or args.skip_bad_rows:
+            raise ValueError(
+                f"--streaming and --skip-bad-rows are for files; the built-in dataset {args.data!r} is not"
+            )
         return False
     if args.skip_bad_rows and args.streaming == "never":
         raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
