@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import common
+from bench._lib import common
 
 NAME = "data_scale"
 RSS_TARGET_MB = 1200
