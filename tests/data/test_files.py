@@ -300,10 +300,10 @@ def test_path_that_is_a_directory(tmp_path):
 def test_unreadable_file(tmp_path, monkeypatch):
     path = write_table(tmp_path / "train.csv", [("a", "x")])
 
-    def denied(self):
+    def denied(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(self))
 
-    monkeypatch.setattr(type(path), "read_bytes", denied)
+    monkeypatch.setattr(type(path), "open", denied)  # the streaming reader opens the file, never reads it whole
     with pytest.raises(DataError, match=r"train\.csv: permission denied"):
         read_rows(path)
 

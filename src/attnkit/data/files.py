@@ -3,14 +3,17 @@
 Every problem with the input — a missing column, an empty text or label, bytes that are not UTF-8, a
 malformed row, a training file with a single label, a label that appears in the test file but never in the
 training file — raises one :class:`DataError` whose one-line message starts with ``file:line`` (or ``file:``
-when no line applies). Files are read completely and checked before anything is returned, and this module
-writes nothing, so a caller that writes outputs only after loading leaves nothing behind on error.
+when no line applies). Files are read as a stream (:mod:`attnkit.data.records`; :func:`iter_rows` never holds more
+than one row) and checked row by row; :func:`read_rows` and :func:`load_files` check every row before returning
+anything, and this module writes nothing, so a caller that writes outputs only after loading leaves nothing
+behind on error.
 
 Formats:
     - CSV: standard quoting (a quoted field may hold commas, quotes and newlines).
     - TSV: read verbatim, one row per line split at tabs, as the sequence-to-sequence reader does: quotes are
       text (natural text is full of them), so a field cannot hold a tab or a newline; use CSV or JSONL for those.
     - JSONL: one JSON object per line.
+    - Parquet: named columns (read with pyarrow); a row's "line" is its row number plus one.
 Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their line.
 Line numbers are 1-based physical lines: line 1 of a CSV/TSV file is its header, and a quoted CSV field that
 spans several lines is reported at the line where its record starts.
@@ -21,29 +24,22 @@ The low-level readers (:class:`DataError`, :func:`read_utf8`, :func:`read_lines`
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.data.classification import TextClassificationData
-from attnkit.data.reading import (
-    DataError,
-    parse_json_line,
-    read_lines,
-    read_utf8,
-    shown_json,
-    split_lines,
-    unicode_problem,
-)
+from attnkit.data.reading import DataError, read_lines, read_utf8, shown_json, split_lines, unicode_problem
+from attnkit.data.records import iter_records
 
 __all__ = [
     "FORMATS",
+    "BadRows",
     "DataError",
     "FileRows",
     "detect_format",
+    "iter_rows",
     "load_files",
     "read_lines",
     "read_rows",
@@ -52,7 +48,14 @@ __all__ = [
 ]
 
 # file suffix -> format name
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
 
 
 @dataclass
@@ -81,22 +84,45 @@ def detect_format(path: str | Path) -> str:
     return FORMATS[suffix]
 
 
-def read_rows(
+class BadRows:
+    """Counts the rows ``--skip-bad-rows`` skipped, keeping the first few messages to show.
+
+    Attributes:
+        count: rows skipped so far.
+        examples: the first ``keep`` one-line messages (``file:line: reason``).
+    """
+
+    def __init__(self, keep: int = 5) -> None:
+        self.count = 0
+        self.examples: list[str] = []
+        self.keep = keep
+
+    def add(self, message: str) -> None:
+        """Count one skipped row (and keep its message if fewer than ``keep`` are kept)."""
+        self.count += 1
+        if len(self.examples) < self.keep:
+            self.examples.append(message)
+
+    def summary(self) -> str:
+        """One line: how many rows were skipped, and the first one's message."""
+        first = f" (first: {self.examples[0]})" if self.examples else ""
+        return f"skipped {self.count:,} bad row{'s' if self.count != 1 else ''}{first}"
+
+
+def iter_rows(
     path: str | Path,
     *,
     text_column: str = "text",
     label_column: str | None = "label",
     file_format: str | None = None,
-) -> FileRows:
-    """Read and check every row of a CSV, TSV or JSONL file.
+    bad_rows: BadRows | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, str, str | None]]:
+    """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream and checked.
 
-    Args:
-        path: the file; its suffix picks the format unless ``file_format`` is given.
-        text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
-        label_column: column or key holding the label, or ``None`` to read texts only (prediction).
-        file_format: ``"csv"``, ``"tsv"`` or ``"jsonl"`` to override the suffix.
-
-    Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
+    Memory stays bounded by one row whatever the file's size. ``label`` is ``None`` when ``label_column`` is.
+    With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file
+    itself, such as a missing column in the header, still raise). ``progress`` hears the bytes read now and then.
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -106,24 +132,64 @@ def read_rows(
     if text_column == label_column:
         raise ValueError(f"text_column and label_column are both {text_column!r}; they must name different columns")
     fmt = file_format or detect_format(path)
-    if fmt not in ("csv", "tsv", "jsonl"):
-        raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv or jsonl")
-    text = read_utf8(path)
-    records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt)
+    if fmt not in ("csv", "tsv", "jsonl", "parquet"):
+        raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv, jsonl or parquet")
     columns = [text_column] if label_column is None else [text_column, label_column]
-    rows = FileRows(path=path, texts=[], labels=None if label_column is None else [], lines=[])
     header = None
-    for line, record in records:
-        if line == 0:  # header of a CSV/TSV file: check the columns once
-            _check_header(path, record, columns)
-            header = record
+    for line, record in iter_records(path, fmt, progress=progress):
+        try:
+            if header is None and fmt in ("csv", "tsv", "parquet"):  # the first record names the columns
+                _check_header(path, record, columns)
+                header = record
+                continue
+            if isinstance(record, str):  # the reader could not parse the row
+                raise DataError(f"{path}:{line}: {record}")
+            if header is not None and isinstance(record, list):  # CSV/TSV fields; Parquet rows come as dicts
+                record = _table_row(path, line, header, record)
+            elif not isinstance(record, dict):
+                raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
+            text = _text_field(path, line, record, text_column, "text")
+            label = None if label_column is None else _text_field(path, line, record, label_column, "label")
+        except DataError as error:
+            file_level = (header is None and fmt != "jsonl") or "malformed CSV" in str(error)
+            if bad_rows is None or file_level:
+                raise
+            bad_rows.add(str(error))
             continue
-        if header is not None:
-            record = _table_row(path, line, header, record)
-        rows.texts.append(_text_field(path, line, record, text_column, "text"))
+        yield line, text, label
+    if header is None and fmt != "jsonl":
+        raise DataError(f"{path}:1: the file is empty; expected a header line naming the columns")
+
+
+def read_rows(
+    path: str | Path,
+    *,
+    text_column: str = "text",
+    label_column: str | None = "label",
+    file_format: str | None = None,
+) -> FileRows:
+    """Read and check every row of a CSV, TSV, JSONL or Parquet file (in memory; :func:`iter_rows` streams).
+
+    Args:
+        path: the file; its suffix picks the format unless ``file_format`` is given.
+        text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
+        label_column: column or key holding the label, or ``None`` to read texts only (prediction).
+        file_format: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"`` to override the suffix.
+
+    Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
+
+    Raises:
+        DataError: ``file:line: ...`` for the first problem found.
+        ValueError: ``text_column`` and ``label_column`` name the same column.
+    """
+    rows = FileRows(path=Path(path), texts=[], labels=None if label_column is None else [], lines=[])
+    for line, text, label in iter_rows(
+        path, text_column=text_column, label_column=label_column, file_format=file_format
+    ):
+        rows.texts.append(text)
         rows.lines.append(line)
-        if label_column is not None:
-            rows.labels.append(_text_field(path, line, record, label_column, "label"))
+        if rows.labels is not None:
+            rows.labels.append(label)
     if not rows.texts:
         raise DataError(f"{path}:1: no data rows")
     return rows
@@ -180,39 +246,6 @@ def load_files(
     )
 
 
-def _table_records(path: Path, text: str, fmt: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield ``(line, fields)``; the header comes first with line 0. Blank lines are skipped."""
-    records = _tsv_records(text) if fmt == "tsv" else _csv_records(path, text)
-    seen_header = False
-    for line, fields in records:
-        yield (line if seen_header else 0), fields
-        seen_header = True
-    if not seen_header:
-        raise DataError(f"{path}:1: the file is empty; expected a header line naming the columns")
-
-
-def _tsv_records(text: str) -> Iterator[tuple[int, list[str]]]:
-    """TSV verbatim: one record per line, fields split at tabs, quotes kept as text."""
-    for line, content in enumerate(split_lines(text), start=1):
-        if content.strip():
-            yield line, content.split("\t")
-
-
-def _csv_records(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
-    """CSV with standard quoting; a record's line is the line where it starts."""
-    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
-    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel")
-    last_line = 0
-    try:
-        for fields in reader:
-            start, last_line = last_line + 1, reader.line_num
-            if not fields or (len(fields) == 1 and not fields[0].strip()):
-                continue  # blank line
-            yield start, fields
-    except csv.Error as error:
-        raise DataError(f"{path}:{last_line + 1}: malformed CSV ({error})") from None
-
-
 def _check_header(path: Path, header: list[str], columns: list[str]) -> None:
     names = [h.strip() for h in header]
     for column in columns:
@@ -227,19 +260,6 @@ def _table_row(path: Path, line: int, header: list[str], fields: list[str]) -> d
     if len(fields) != len(header):
         raise DataError(f"{path}:{line}: expected {len(header)} fields as in the header, found {len(fields)}")
     return {name.strip(): value for name, value in zip(header, fields, strict=True)}
-
-
-def _jsonl_records(path: Path, text: str) -> Iterator[tuple[int, dict]]:
-    for line, content in enumerate(split_lines(text), start=1):
-        if not content.strip():
-            continue
-        try:
-            record = parse_json_line(content)
-        except ValueError as error:
-            raise DataError(f"{path}:{line}: {error}") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
-        yield line, record
 
 
 def _text_field(path: Path, line: int, record: dict, column: str, what: str) -> str:

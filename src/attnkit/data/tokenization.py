@@ -130,7 +130,7 @@ class TextTokenizer:
             tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex(KEEP_WHOLE_PATTERN), behavior="removed", invert=True)
         else:
             tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-        tokenizer.train_from_iterator(list(texts), trainer=trainer)
+        tokenizer.train_from_iterator(texts, trainer=trainer)  # any iterable: a stream is read once
         return cls(tokenizer)
 
     @classmethod

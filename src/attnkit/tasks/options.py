@@ -159,7 +159,11 @@ def add_training_options(
         help=f"early stopping patience in epochs (default {'off' if patience is None else patience})",
     )
     fit.add_argument(
-        "--max-minutes", type=positive_float, default=None, help="time budget: stop cleanly after this long"
+        "--max-minutes",
+        type=positive_float,
+        default=None,
+        help="time budget of the training itself: stop cleanly after this long (reading the data and building "
+        "the vocabulary before the first step do not count; their time is printed and kept in metrics.json)",
     )
     fit.add_argument(
         "--max-steps",

@@ -14,15 +14,23 @@ Blank lines are skipped and fields are stripped of surrounding whitespace. Every
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from attnkit.data.reading import DataError, parse_json_line, read_utf8, shown_json, split_lines, unicode_problem
+from attnkit.data.reading import DataError, shown_json, unicode_problem
+from attnkit.data.records import Record, iter_records
 from attnkit.data.seq2seq.dataset import Level, Pair, PairFile, Seq2SeqData, hash_order
 
-__all__ = ["FORMATS", "DataError", "PairFileError", "load_pair_files", "pair_line", "read_numbered_pairs", "read_pairs"]
+__all__ = [
+    "FORMATS",
+    "DataError",
+    "PairFileError",
+    "iter_pairs",
+    "load_pair_files",
+    "pair_line",
+    "read_numbered_pairs",
+    "read_pairs",
+]
 
 FORMATS = {
     ".tsv": "tsv",
@@ -31,6 +39,7 @@ FORMATS = {
     ".csv": "csv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
+    ".parquet": "parquet",
 }
 MAX_SHOWN = 20
 
@@ -81,18 +90,8 @@ def read_numbered_pairs(
     file_format: str | None = None,
 ) -> list[tuple[int, Pair]]:
     """As :func:`read_pairs`, each pair with the 1-based line it starts on: ``[(line, (source, target)), ...]``."""
-    path = Path(path)
-    fmt = file_format or FORMATS.get(path.suffix.lower())
-    if fmt not in ("tsv", "csv", "jsonl"):
-        known = ", ".join(FORMATS)
-        raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
-    text = read_utf8(path)
-    if fmt == "jsonl":
-        rows = _jsonl_rows(text, source_key, target_key)
-    else:
-        rows = _table_rows(text, fmt, source_key, target_key)
     pairs, problems = [], []
-    for line, row in rows:
+    for line, row in iter_pairs(path, source_key=source_key, target_key=target_key, file_format=file_format):
         if isinstance(row, str):
             problems.append(f"{path}:{line}: {row}")
         else:
@@ -102,6 +101,33 @@ def read_numbered_pairs(
     if not pairs:
         raise DataError(f"{path}: no pairs found")
     return pairs
+
+
+def iter_pairs(
+    path: str | Path,
+    *,
+    source_key: str = "source",
+    target_key: str = "target",
+    file_format: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, Pair | str]]:
+    """``(line, pair)`` for each row of a pair file, read as a stream (one row in memory at a time); a bad row
+    comes as ``(line, reason)`` for the caller to report or skip. ``progress`` hears the bytes read now and then.
+
+    Raises:
+        DataError: ``file: ...`` when the file cannot be read or its type told; ``file:line: ...`` for bytes
+            that are not UTF-8.
+    """
+    path = Path(path)
+    fmt = file_format or FORMATS.get(path.suffix.lower())
+    if fmt not in ("tsv", "csv", "jsonl", "parquet"):
+        known = ", ".join(FORMATS)
+        raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
+    records = iter_records(path, fmt, progress=progress)
+    if fmt in ("jsonl", "parquet"):
+        yield from _object_rows(path, records, source_key, target_key)
+    else:
+        yield from _table_rows(records, fmt, source_key, target_key)
 
 
 def load_pair_files(
@@ -195,33 +221,15 @@ def _pair(source: object, target: object, source_name: str, target_name: str) ->
     return source.strip(), target.strip()
 
 
-def _records(text: str, fmt: str) -> Iterator[tuple[int, list[str] | str]]:
-    """``(line, fields)`` per non-blank record, or ``(line, reason)`` where the file cannot be parsed further.
-
-    TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules.
-    """
-    if fmt == "tsv":
-        for line, content in enumerate(split_lines(text), start=1):
-            if content.strip():
-                yield line, content.split("\t")
-        return
-    reader = csv.reader(io.StringIO(text, newline=""))
-    last_line = 0
-    try:
-        for fields in reader:
-            line, last_line = last_line + 1, reader.line_num
-            if any(f.strip() for f in fields):
-                yield line, fields
-    except csv.Error as error:
-        yield last_line + 1, f"malformed CSV ({error})"
-
-
-def _table_rows(text: str, fmt: str, source_key: str, target_key: str) -> Iterator[tuple[int, Pair | str]]:
+def _table_rows(
+    records: Iterator[tuple[int, Record]], fmt: str, source_key: str, target_key: str
+) -> Iterator[tuple[int, Pair | str]]:
+    """TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules."""
     columns: tuple[int, int] | None = None  # positions of source and target when the file has a header
     width = 2
     separator = "tab-separated" if fmt == "tsv" else "comma-separated"
-    for number, (line, fields) in enumerate(_records(text, fmt)):
-        if isinstance(fields, str):
+    for number, (line, fields) in enumerate(records):
+        if isinstance(fields, str):  # malformed CSV: the file cannot be read further
             yield line, fields
             return
         names = [f.strip() for f in fields]
@@ -236,14 +244,19 @@ def _table_rows(text: str, fmt: str, source_key: str, target_key: str) -> Iterat
         yield line, _pair(fields[i], fields[j], "source", "target")
 
 
-def _jsonl_rows(text: str, source_key: str, target_key: str) -> Iterator[tuple[int, Pair | str]]:
-    for line, content in enumerate(split_lines(text), start=1):
-        if not content.strip():
+def _object_rows(
+    path: Path, records: Iterator[tuple[int, Record]], source_key: str, target_key: str
+) -> Iterator[tuple[int, Pair | str]]:
+    """JSONL objects, or Parquet rows (after their column names, which must hold both keys)."""
+    for line, record in records:
+        if line == 0:  # Parquet column names
+            missing = [k for k in (source_key, target_key) if k not in record]
+            if missing:
+                names = ", ".join(map(str, record))
+                raise DataError(f"{path}:1: no column {' or '.join(map(repr, missing))} (columns: {names})")
             continue
-        try:
-            record = parse_json_line(content)
-        except ValueError as error:
-            yield line, str(error)
+        if isinstance(record, str):
+            yield line, record
             continue
         if not isinstance(record, dict):
             yield line, f"expected a JSON object with {source_key!r} and {target_key!r}, found {type(record).__name__}"

@@ -57,7 +57,7 @@ class SubwordTokenizer:
             special_tokens=list(SPECIALS),
             show_progress=False,
         )
-        tokenizer.train_from_iterator(list(texts), trainer=trainer)
+        tokenizer.train_from_iterator(texts, trainer=trainer)  # any iterable: a stream is read once
         return cls(tokenizer)
 
     @property

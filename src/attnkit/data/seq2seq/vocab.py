@@ -69,8 +69,20 @@ class Vocab:
         counts: Counter[str] = Counter()
         for text in texts:
             counts.update(_split(text, level))
+        return cls.from_counts(counts, level=level, min_count=min_count, max_size=max_size)
+
+    @classmethod
+    def from_counts(
+        cls, counts: Counter[str], *, level: Level, min_count: int = 1, max_size: int | None = None
+    ) -> Vocab:
+        """The vocabulary :meth:`build` makes from these symbol counts (see :meth:`count_into`)."""
         ranked = sorted((s for s, n in counts.items() if n >= min_count), key=lambda s: (-counts[s], s))
         return cls(ranked[:max_size] if max_size is not None else ranked, level=level)
+
+    @staticmethod
+    def count_into(counts: Counter[str], text: str, level: Level) -> None:
+        """Add ``text``'s symbols at ``level`` to ``counts`` (to build a vocabulary while a file streams by)."""
+        counts.update(_split(text, level))
 
     # ids ---------------------------------------------------------------------------------------------------
     pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID

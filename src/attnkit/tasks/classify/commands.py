@@ -4,7 +4,9 @@ with a ``classifier`` checkpoint (layer 5; torch is imported only when a hook ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from attnkit.tasks.options import (
     check_run_directory,
     clear_previous_run,
     fit_config_from_args,
+    is_main_process,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -27,6 +30,7 @@ EXAMPLES = """examples:
   attnkit train classify --data 20ng --model pooled --encoder none --pooling attention --epochs 20 --out runs/20ng
   attnkit train classify --data my.csv --test my_test.csv --text-column body --label-column topic --out runs/mine
   attnkit train classify --data fine-foods --out runs/ff --resume        continue after an interruption
+  attnkit train classify --data big.jsonl --model pooled --max-minutes 60 --out runs/big   streamed (over 64 MB)
   torchrun --nproc-per-node 2 -m attnkit.cli train classify --data r8 --out runs/r8   two processes (DDP)
 """
 
@@ -40,6 +44,21 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--test", default=None, help="a test file, for --data FILE")
     data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
     data.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+    data.add_argument(
+        "--limit", type=positive_int, default=None, help="read only the first N rows of --data FILE (smoke runs)"
+    )
+    data.add_argument(
+        "--streaming",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="read --data FILE as a stream, with memory bounded whatever its size (one pass for the vocabulary, "
+        "cached; one per epoch), or in memory: auto streams files over 64 MB (default auto)",
+    )
+    data.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
+    )
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
@@ -143,7 +162,18 @@ def train(args: argparse.Namespace) -> int:
         )
     )
     fit_config = fit_config_from_args(args)
+    if _streams(args):
+        if init is not None:
+            raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
+        return _train_streamed(args, config, fit_config)
+    started = time.monotonic()
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    if args.limit is not None:  # the first N training rows
+        data = dataclasses.replace(
+            data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]
+        )
+    load_seconds = time.monotonic() - started
+    say(f"read {args.data} in {load_seconds:.1f} s")
     clear_previous_run(args)
     report = train_classifier(
         data,
@@ -156,14 +186,72 @@ def train(args: argparse.Namespace) -> int:
         bucketed=not args.random_batches,
         device=args.device,
         init_from=init,
+        load_seconds=load_seconds,
     )
+    _summarise(report)
+    return 0
+
+
+STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams files larger than this
+
+
+def _streams(args: argparse.Namespace) -> bool:
+    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` or (auto) larger than 64 MB."""
+    from attnkit.data.classification import builtin_names
+
+    if args.data in builtin_names():
+        if args.streaming == "always" or args.skip_bad_rows:
+            raise ValueError(
+                f"--streaming and --skip-bad-rows are for files; the built-in dataset {args.data!r} is not"
+            )
+        return False
+    if args.skip_bad_rows and args.streaming == "never":
+        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
+    path = Path(args.data)
+    if args.streaming == "always" or args.skip_bad_rows:
+        return True
+    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+
+
+def _train_streamed(args: argparse.Namespace, config, fit_config) -> int:
+    """``attnkit train classify`` on a streamed file."""
+    from attnkit.data.text_stream import TextFileStream
+    from attnkit.tasks.classify.streamed_training import train_classifier_streamed
+
+    if not Path(args.data).exists():
+        raise FileNotFoundError(f"{args.data}: neither a built-in dataset nor a file")
+    stream = TextFileStream(
+        args.data,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        valid_fraction=args.valid_fraction,
+        limit=args.limit,
+        skip_bad_rows=args.skip_bad_rows,
+        progress=not args.no_progress and is_main_process(),
+    )
+    clear_previous_run(args)
+    report = train_classifier_streamed(
+        stream,
+        config,
+        fit_config,
+        out_dir=args.out,
+        batch_size=args.batch_size,
+        resume=args.resume,
+        bucketed=not args.random_batches,
+        device=args.device,
+        test_path=args.test,
+    )
+    _summarise(report)
+    return 0
+
+
+def _summarise(report) -> None:
     best = report.fit.best_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
     if report.test_metrics is not None:
         test = report.test_metrics
         say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} documents")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
-    return 0
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):

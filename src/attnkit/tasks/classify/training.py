@@ -109,13 +109,15 @@ def train_classifier(
     bucketed: bool = True,
     device: str | torch.device = "auto",
     init_from: InitFrom | None = None,
+    load_seconds: float | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
 
     ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
     checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
     available; see :func:`~attnkit.training.precision.resolve_device`) in ``fit_config.precision``. Writes
-    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json``; returns the
+    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json`` (its details hold ``load_seconds``, the time the
+    caller spent reading ``data``, when given); returns the
     :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and
     tokeniser (``config`` must be its config; ``data`` must have its labels, in its order).
     """
@@ -188,6 +190,8 @@ def train_classifier(
     details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
     if init_from is not None:
         details["init_from"] = init_from.record()
+    if load_seconds is not None:
+        details["load_seconds"] = round(load_seconds, 2)
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report

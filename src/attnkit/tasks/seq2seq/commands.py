@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from attnkit.tasks.options import (
     positive_int,
     say,
 )
+from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
 
 ATTENTIONS = ("luong-dot", "luong-general", "luong-concat", "local-m", "local-p", "bahdanau", "none")
@@ -82,6 +84,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--limit", type=positive_int, default=None, help="the first N training pairs, N/4 valid/test (smoke)"
     )
+    add_streaming_arguments(data)
     data.add_argument(
         "--max-source-length",
         type=positive_int,
@@ -184,6 +187,11 @@ def train(args: argparse.Namespace) -> int:
     else:  # the checkpoint's model, vocabulary sizes aside (its tokenisers bring them)
         vocabulary = ("source_vocab_size", "target_vocab_size")
         options = {key: value for key, value in init.config["model"].items() if key not in vocabulary}
+    if streams(args):
+        if init is not None:
+            raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
+        return _report(train_streamed(args, options, fit_config_from_args(args)))
+    started = time.monotonic()
     data = load_data(
         args.data,
         valid=args.valid,
@@ -195,6 +203,7 @@ def train(args: argparse.Namespace) -> int:
     )
     if args.limit is not None:
         data = subset(data, args.limit)
+    load_seconds = time.monotonic() - started
     sizes = data.sizes
     say(
         f"{data.name}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test pairs "
@@ -218,7 +227,13 @@ def train(args: argparse.Namespace) -> int:
         strict=args.strict,
         device=args.device,
         init_from=init,
+        load_seconds=load_seconds,
     )
+    return _report(report)
+
+
+def _report(report) -> int:
+    """Print the run's summary; the hook's exit code."""
     say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
     if report.test_metrics is not None:
         say(f"test {format_metrics(report.test_metrics)}")

@@ -47,7 +47,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "train_seq2seq"]
+__all__ = ["TOKENIZER_DIR", "save_run_tokenizers", "train_seq2seq"]
 
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
@@ -81,7 +81,7 @@ def _tokenizers(
     return (*build_tokenizers(data, vocab_size=vocab_size), True)
 
 
-def _save_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -> None:
+def save_run_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -> None:
     """Write the tokenisers, removing files of the other layout (they would shadow the new ones on resume)."""
     for name in TOKENIZER_FILES:
         (directory / name).unlink(missing_ok=True)
@@ -105,6 +105,7 @@ def train_seq2seq(
     strict: bool = False,
     device: str | torch.device = "auto",
     init_from: InitFrom | None = None,
+    load_seconds: float | None = None,
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -127,6 +128,7 @@ def train_seq2seq(
             for training, validation and the test decoding alike.
         init_from: start from this checkpoint's weights and tokenisers (``model_options`` must be its model's;
             ``data`` must have its source and target levels), with a fresh optimiser.
+        load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -178,7 +180,7 @@ def train_seq2seq(
     model = build_seq2seq(model_config)  # bad options fail here, before anything is written
     place_model(model, device)
     if built and rank == 0:
-        _save_tokenizers(tokenizer_dir, source_tok, target_tok)
+        save_run_tokenizers(tokenizer_dir, source_tok, target_tok)
     names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
 
     train_set = limited.encoded["train"]
@@ -208,6 +210,8 @@ def train_seq2seq(
     details = {"sizes": data.sizes}
     if init_from is not None:
         details["init_from"] = init_from.record()
+    if load_seconds is not None:
+        details["load_seconds"] = round(load_seconds, 2)
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report

@@ -1,0 +1,192 @@
+"""A pair file too large for memory: a streaming pass for its tokenisers and validation pairs, cached; then its
+training pairs as a stream, epoch after epoch (layer 5).
+
+    stream = PairFileStream("pairs.tsv", source_level="subword", target_level="subword")
+    scan, source_tok, target_tok = stream.scan(vocab_size=8000)
+    for source, target in stream.training_pairs(): ...
+
+Validation pairs are chosen by a hash of their *source* (:func:`attnkit.data.streaming.held_out` on the text), so
+every target of a held-out source is held out with it and scored as one of its references, as
+:func:`~attnkit.data.seq2seq.files.load_pair_files` does in memory. The tokenisers learn from the training pairs
+while they stream by: one pass for a shared tokeniser or for character/symbol vocabularies (which count symbols
+as they go); a second pass for a separate subword target tokeniser (``train_from_iterator`` takes one stream).
+The result is cached under ``$ATTNKIT_CACHE/streams/KEY/``, KEY made of the file's fingerprint and the options.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from attnkit.data.files import BadRows
+from attnkit.data.reading import DataError
+from attnkit.data.records import fingerprint
+from attnkit.data.seq2seq.dataset import Pair
+from attnkit.data.seq2seq.files import iter_pairs
+from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
+from attnkit.data.seq2seq.vocab import Vocab
+from attnkit.data.streaming import held_out
+from attnkit.data.text_stream import ReadProgress, stream_cache_dir
+
+__all__ = ["PairFileStream", "PairScan"]
+
+SCAN_FILE = "pairs_scan.json"
+
+
+@dataclass
+class PairScan:
+    """What the first pass learnt: pair counts and the held-out pairs kept for validation (at most
+    ``max_valid_pairs``), the bad rows skipped, and how long it took (0 from the cache)."""
+
+    train_pairs: int
+    valid_pairs: int
+    valid: list[list[str]]
+    bad_rows: int = 0
+    bad_examples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+
+class PairFileStream:
+    """A TSV/CSV/JSONL/Parquet pair file read as a stream (see the module docstring).
+
+    Args:
+        path: the training file.
+        source_key, target_key: the columns (or JSON keys) of the two sides.
+        source_level, target_level: how each side is tokenised (``char``, ``symbol``, ``subword``).
+        valid_fraction: the share of sources held out for validation.
+        limit: read only the first ``limit`` good pairs.
+        skip_bad_rows: count and skip bad rows instead of stopping at the first.
+        max_valid_pairs: the most held-out pairs kept in memory for validation.
+        progress: print a progress line while reading.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        source_key: str = "source",
+        target_key: str = "target",
+        source_level: str = "char",
+        target_level: str = "char",
+        valid_fraction: float = 0.05,
+        limit: int | None = None,
+        skip_bad_rows: bool = False,
+        max_valid_pairs: int = 5_000,
+        progress: bool = True,
+    ) -> None:
+        if not 0 < valid_fraction < 1:
+            raise ValueError(f"valid_fraction must lie in (0, 1) for a streamed file, got {valid_fraction}")
+        self.path = Path(path)
+        self.source_key, self.target_key = source_key, target_key
+        self.source_level, self.target_level = source_level, target_level
+        self.valid_fraction, self.limit, self.skip_bad_rows = valid_fraction, limit, skip_bad_rows
+        self.max_valid_pairs, self.progress = max_valid_pairs, progress
+
+    @property
+    def shared_vocab(self) -> bool:
+        """Both sides share one subword tokeniser (as a pair file read in memory does)."""
+        return self.source_level == self.target_level == "subword"
+
+    def _pairs(self, bad: BadRows | None, reporter: ReadProgress | None = None) -> Iterator[tuple[int, Pair]]:
+        """``(index, pair)`` for every good pair up to ``limit``; a bad row raises ``file:line: reason``."""
+        index = 0
+        progress = reporter.bytes_read if reporter is not None else None
+        for line, row in iter_pairs(
+            self.path, source_key=self.source_key, target_key=self.target_key, progress=progress
+        ):
+            if isinstance(row, str):
+                message = f"{self.path}:{line}: {row}"
+                if bad is None:
+                    raise DataError(message)
+                bad.add(message)
+                continue
+            if self.limit is not None and index >= self.limit:
+                return
+            if reporter is not None:
+                reporter.rows = index + 1
+            yield index, row
+            index += 1
+
+    def is_held_out(self, source: str) -> bool:
+        """Whether pairs with this source belong to the validation split."""
+        return held_out(0, self.valid_fraction, salt=f"attnkit-pairs:{source}")
+
+    def training_pairs(self) -> Iterator[Pair]:
+        """The training pairs in file order (held-out sources left out)."""
+        bad = BadRows() if self.skip_bad_rows else None
+        for _, pair in self._pairs(bad):
+            if not self.is_held_out(pair[0]):
+                yield pair
+
+    def scan(self, *, vocab_size: int = 8000, cache: bool = True) -> tuple[PairScan, Tokenizer, Tokenizer]:
+        """The first pass (or its cached result) and the ``(source, target)`` tokenisers (one object twice when
+        shared).
+
+        Raises:
+            DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
+        """
+        options = (self.source_key, self.target_key, self.source_level, self.target_level, self.valid_fraction)
+        key = fingerprint(self.path).key(*options, self.limit, self.skip_bad_rows, self.max_valid_pairs, vocab_size)
+        directory = stream_cache_dir() / key
+        if cache and (directory / SCAN_FILE).exists():
+            try:
+                result = PairScan(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
+                result.cached, result.seconds = True, 0.0
+                return (result, *load_tokenizers(directory))
+            except (ValueError, TypeError, OSError):  # a damaged entry: scan again
+                pass
+        started = time.monotonic()
+        result, source, target = self._scan(vocab_size)
+        result.seconds = time.monotonic() - started
+        if cache:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                save_tokenizers(directory, source, target)
+                (directory / SCAN_FILE).write_text(json.dumps(asdict(result)), encoding="utf-8")
+            except OSError:
+                pass
+        return result, source, target
+
+    def _scan(self, vocab_size: int) -> tuple[PairScan, Tokenizer, Tokenizer]:
+        bad = BadRows() if self.skip_bad_rows else None
+        reporter = ReadProgress(self.path, enabled=self.progress)
+        valid: list[list[str]] = []
+        counts = {"train": 0, "valid": 0}
+        symbols: Counter[str] = Counter()  # the target side's, when it is characters or symbols
+
+        def texts() -> Iterator[str]:
+            for _, (source, target) in self._pairs(bad, reporter):
+                if self.is_held_out(source):
+                    counts["valid"] += 1
+                    if len(valid) < self.max_valid_pairs:
+                        valid.append([source, target])
+                    continue
+                counts["train"] += 1
+                yield source
+                if self.shared_vocab:
+                    yield target
+                elif self.target_level != "subword":
+                    Vocab.count_into(symbols, target, self.target_level)  # type: ignore[arg-type]
+
+        source_tok = build_tokenizer(texts(), self.source_level, vocab_size=vocab_size)  # type: ignore[arg-type]
+        reporter.done(f"; {bad.summary()}" if bad is not None and bad.count else "")
+        if counts["train"] == 0:
+            raise DataError(f"{self.path}: no training pairs" + (" left after holding out" if counts["valid"] else ""))
+        if not valid:
+            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its sources left no validation "
+                            "pair; give more pairs")  # fmt: skip
+        if self.shared_vocab:
+            target_tok = source_tok
+        elif self.target_level != "subword":
+            target_tok = Vocab.from_counts(symbols, level=self.target_level)  # type: ignore[arg-type]
+        else:  # a separate subword target tokeniser: a second pass over the training targets
+            targets = (t for s, t in self.training_pairs())
+            target_tok = build_tokenizer(targets, "subword", vocab_size=vocab_size)
+        examples = list(bad.examples) if bad is not None else []
+        result = PairScan(counts["train"], counts["valid"], valid, bad.count if bad is not None else 0, examples)
+        return result, source_tok, target_tok

@@ -1,0 +1,226 @@
+"""Batches from a stream of rows: a bounded shuffle pool, length buckets, rank strides, a prefetch thread (layer 5).
+
+For training files larger than memory. Each epoch re-reads the rows (``rows()`` opens the file again) and holds
+at most a fixed number of them: the shuffle pool (``pool_rows``) plus one bucketing window
+(``window_batches × batch_size`` rows, encoded) plus the prefetched batches. The pipeline, for one rank::
+
+    rows() ─ keep every world-th row (rank's stride) ─ shuffle pool ─ windows of W rows ─ encode ─
+        sort by length, cut into batches (bucketed) ─ shuffle the window's batches ─ collate ─ prefetch queue
+
+Every rank reads a disjoint stride of the rows and yields exactly ``ceil(ceil(count / world) / batch_size)``
+batches per epoch, so no rank waits for another at a collective (a rank whose stride is one row short repeats
+its first row). The order depends only on ``(seed, epoch, rank)``: a run resumed at an epoch boundary reads the
+same batches as an uninterrupted one. The shuffle is the bounded one OpenNMT-py and WebDataset use: rows move at
+most about ``pool_rows`` places from their place in the file, so a file sorted by label should be shuffled once
+on disk first.
+
+:func:`held_out` carves validation rows by a hash of the row's index, the same on every run and rank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import random
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+__all__ = ["StreamOptions", "StreamedBatches", "held_out"]
+
+Row = TypeVar("Row")
+_DONE = object()
+
+
+def held_out(index: int, fraction: float, *, salt: str = "attnkit-valid") -> bool:
+    """Whether row ``index`` (0-based, counted over the file's good rows) belongs to the validation split: a salted
+    hash of the index below ``fraction`` of its range. Deterministic; about ``fraction`` of the rows are held."""
+    if fraction <= 0:
+        return False
+    digest = hashlib.blake2b(f"{salt}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") < fraction * 2**64
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How a stream is batched.
+
+    Attributes:
+        batch_size: items per batch on each rank.
+        bucketed: sort each window by length before cutting it into batches (less padding), else keep the
+            shuffled order.
+        pool_rows: rows in the shuffle pool.
+        window_batches: batches per bucketing window.
+        prefetch: collated batches a background thread keeps ready.
+        seed: the shuffle's seed (with the epoch and rank).
+    """
+
+    batch_size: int
+    bucketed: bool = True
+    pool_rows: int = 16_384
+    window_batches: int = 64
+    prefetch: int = 8
+    seed: int = 0
+
+
+class StreamedBatches(Generic[Row]):
+    """``batches(epoch)`` over a stream of ``count`` rows: sized (``len``: batches per epoch on each rank) and
+    iterable, as :func:`attnkit.training.loop.fit` wants ``train_batches(epoch)`` to be.
+
+    Args:
+        rows: opens the stream afresh: an iterator over the ``count`` training rows, in file order.
+        count: how many rows ``rows()`` gives (from a first pass over the file).
+        encode: a window of rows -> their encoded items (one per row, in order), e.g. token ids and label.
+        length: an encoded item's length, for bucketing.
+        collate: a list of items -> one batch.
+        options: see :class:`StreamOptions`.
+        world, rank: the ranks sharing the stream, and this one.
+    """
+
+    def __init__(
+        self,
+        rows: Callable[[], Iterable[Row]],
+        count: int,
+        *,
+        encode: Callable[[list[Row]], Sequence[Any]],
+        length: Callable[[Any], int],
+        collate: Callable[[list[Any]], Any],
+        options: StreamOptions,
+        world: int = 1,
+        rank: int = 0,
+    ) -> None:
+        if count < 1:
+            raise ValueError(f"a stream needs at least one row, got count={count}")
+        if world < 1 or not 0 <= rank < world:
+            raise ValueError(f"need world >= 1 and 0 <= rank < world, got {world}, {rank}")
+        if options.batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {options.batch_size}")
+        self.rows, self.count = rows, count
+        self.encode, self.length, self.collate = encode, length, collate
+        self.options, self.world, self.rank = options, world, rank
+
+    @property
+    def rows_per_rank(self) -> int:
+        """Rows each rank trains on per epoch: ``ceil(count / world)``."""
+        return -(-self.count // self.world)
+
+    def __len__(self) -> int:
+        return -(-self.rows_per_rank // self.options.batch_size)
+
+    def __call__(self, epoch: int = 0) -> _Epoch:
+        """Epoch ``epoch``'s batches (an iterable; each ``iter`` reads the stream again)."""
+        return _Epoch(self, epoch)
+
+    def stride(self) -> Iterator[Row]:
+        """This rank's rows in file order, exactly :attr:`rows_per_rank` of them."""
+        taken, first = 0, None
+        for index, row in enumerate(self.rows()):
+            if index % self.world == self.rank:
+                if first is None:
+                    first = row
+                yield row
+                taken += 1
+                if taken == self.rows_per_rank:
+                    return
+        if first is None:
+            raise ValueError(f"rank {self.rank} got no rows: the stream gave fewer than {self.world} rows")
+        while taken < self.rows_per_rank:  # the short strides of an uneven split repeat their first row
+            yield first
+            taken += 1
+
+    def batches(self, epoch: int) -> Iterator[Any]:
+        """Epoch ``epoch``'s collated batches, computed in the calling thread (the readable reference of the
+        prefetching iterator)."""
+        opts = self.options
+        generator = random.Random(f"{opts.seed}:{epoch}:{self.rank}")
+        window = opts.window_batches * opts.batch_size
+        pending: list[Row] = []
+        for row in _pool_shuffle(self.stride(), opts.pool_rows, generator):
+            pending.append(row)
+            if len(pending) == window:
+                yield from self._window(pending, generator)
+                pending = []
+        if pending:
+            yield from self._window(pending, generator)
+
+    def _window(self, rows: list[Row], generator: random.Random) -> Iterator[Any]:
+        items = list(self.encode(rows))
+        order = list(range(len(items)))
+        if self.options.bucketed:
+            order.sort(key=lambda i: self.length(items[i]))
+        size = self.options.batch_size
+        groups = [order[start : start + size] for start in range(0, len(order), size)]
+        generator.shuffle(groups)
+        for group in groups:
+            yield self.collate([items[i] for i in group])
+
+
+class _Epoch:
+    """One epoch of a :class:`StreamedBatches`: ``len`` known up front, batches made by a background thread."""
+
+    def __init__(self, stream: StreamedBatches, epoch: int) -> None:
+        self.stream, self.epoch = stream, epoch
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.stream.options.prefetch < 1:
+            yield from self.stream.batches(self.epoch)
+            return
+        yield from _prefetched(self.stream.batches(self.epoch), self.stream.options.prefetch)
+
+
+def _pool_shuffle(rows: Iterator[Row], size: int, generator: random.Random) -> Iterator[Row]:
+    """A bounded shuffle: fill a pool of ``size`` rows, then emit a random pool slot for each row that comes in
+    (the newcomer takes its place); the pool is emitted in random order at the end."""
+    pool: list[Row] = []
+    for row in rows:
+        if len(pool) < size:
+            pool.append(row)
+            continue
+        slot = generator.randrange(size)
+        yield pool[slot]
+        pool[slot] = row
+    generator.shuffle(pool)
+    yield from pool
+
+
+def _prefetched(batches: Iterator[Any], depth: int) -> Iterator[Any]:
+    """``batches`` made by a daemon thread, at most ``depth`` ahead; its exceptions re-raised here. Stopping early
+    (the loop's time budget) stops the thread."""
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(_DONE)
+        except BaseException as error:  # handed to the consumer, who re-raises it
+            put(error)
+
+    thread = threading.Thread(target=work, name="attnkit-stream", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)

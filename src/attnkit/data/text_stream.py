@@ -1,0 +1,258 @@
+"""A labelled text file too large for memory: one streaming pass for its counts, validation rows and tokeniser,
+cached; then its training rows as a stream, epoch after epoch (layer 5).
+
+    stream = TextFileStream("big.csv", valid_fraction=0.1)
+    scan, tokenizer = stream.scan({"kind": "word", "vocab_size": 30000, "min_frequency": 2})
+    for text, label in stream.training_rows(): ...
+
+The first pass (:meth:`TextFileStream.scan`) reads every row once: it checks it (the ``file:line`` errors of
+:mod:`attnkit.data.files`, or counts it with ``skip_bad_rows``), puts it in the validation split when a hash of
+its index says so (:func:`attnkit.data.streaming.held_out`), counts the labels, and feeds the training texts to
+the tokeniser's trainer (``tokenizers``' ``train_from_iterator``) as they go by. Its result is cached under
+``$ATTNKIT_CACHE/streams/KEY/`` with KEY made of the file's :class:`~attnkit.data.records.Fingerprint` and every
+option the result depends on, so a second run on the same file starts training at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from attnkit.data.files import BadRows, detect_format, iter_rows
+from attnkit.data.reading import DataError
+from attnkit.data.records import fingerprint
+from attnkit.data.streaming import held_out
+from attnkit.data.tokenization import TextTokenizer
+
+__all__ = ["ReadProgress", "ScanResult", "TextFileStream", "stream_cache_dir"]
+
+SCAN_FILE = "scan.json"
+
+
+def stream_cache_dir() -> Path:
+    """Where scans are cached: ``$ATTNKIT_CACHE/streams`` (attnkit's cache directory, see
+    :func:`attnkit.data.seq2seq.bible.cache_dir`)."""
+    from attnkit.data.seq2seq.bible import cache_dir
+
+    return cache_dir() / "streams"
+
+
+class ReadProgress:
+    """A progress line on stderr while a file is read: ``reading big.csv: 412,000 rows, 120 MB/s, 35%``."""
+
+    def __init__(self, path: Path, *, enabled: bool, every: float = 0.5) -> None:
+        self.path, self.enabled, self.every = path, enabled, every
+        self.size = max(path.stat().st_size, 1) if enabled else 1
+        self.started = self.shown = time.monotonic()
+        self.rows = 0
+        self.position = 0
+
+    def bytes_read(self, position: int) -> None:
+        """The reader's byte position (a :func:`~attnkit.data.records.iter_records` progress callback)."""
+        self.position = position
+        now = time.monotonic()
+        if self.enabled and now - self.shown >= self.every:
+            self.shown = now
+            print("\r" + self.line(now), end="", file=sys.stderr, flush=True)
+
+    def line(self, now: float | None = None) -> str:
+        """The progress line as it stands."""
+        seconds = max((now or time.monotonic()) - self.started, 1e-9)
+        share = min(self.position / self.size, 1.0)
+        return f"reading {self.path.name}: {self.rows:,} rows, {self.position / seconds / 1e6:.0f} MB/s, {share:.0%}"
+
+    def done(self, note: str = "") -> None:
+        """End the line with the totals."""
+        if self.enabled:
+            self.position = self.size
+            seconds = time.monotonic() - self.started
+            print(f"\r{self.line()} in {seconds:.1f} s{note}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class ScanResult:
+    """What the first pass learnt about the file.
+
+    Attributes:
+        label_names: the sorted distinct labels of the training rows.
+        label_counts: training rows per label.
+        train_rows: rows in the training split (after ``limit``, the held-out rows and the bad rows).
+        valid_rows: rows the hash held out for validation (all of them, kept or not).
+        valid_texts, valid_labels: the held-out rows kept for validation (at most ``max_valid_rows``); labels
+            as names.
+        bad_rows: rows skipped as bad (``skip_bad_rows``), and the first few messages.
+        seconds: how long the pass took (0 when the result came from the cache).
+        cached: whether the result came from the cache.
+    """
+
+    label_names: list[str]
+    label_counts: dict[str, int]
+    train_rows: int
+    valid_rows: int
+    valid_texts: list[str]
+    valid_labels: list[str]
+    bad_rows: int = 0
+    bad_examples: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    cached: bool = False
+
+    def counts_line(self, limit: int = 8) -> str:
+        """``labels: pos 512,004 · neg 487,996`` (the most frequent ``limit``)."""
+        shown = sorted(self.label_counts.items(), key=lambda item: -item[1])[:limit]
+        more = len(self.label_counts) - len(shown)
+        text = " · ".join(f"{name} {count:,}" for name, count in shown)
+        return f"labels: {text}" + (f" and {more} more" if more else "")
+
+
+class TextFileStream:
+    """A labelled CSV/TSV/JSONL/Parquet file read as a stream (see the module docstring).
+
+    Args:
+        path: the training file.
+        text_column, label_column: where the text and the label are.
+        valid_fraction: the share of rows held out for validation, by a hash of the row index.
+        limit: read only the first ``limit`` good rows (None: all).
+        skip_bad_rows: count and skip bad rows instead of stopping at the first (one ``file:line`` error).
+        max_valid_rows: the most held-out rows kept in memory for validation.
+        progress: print a progress line while reading.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        text_column: str = "text",
+        label_column: str = "label",
+        valid_fraction: float = 0.1,
+        limit: int | None = None,
+        skip_bad_rows: bool = False,
+        max_valid_rows: int = 20_000,
+        progress: bool = True,
+    ) -> None:
+        if not 0 <= valid_fraction < 1:
+            raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
+        self.path = Path(path)
+        self.format = detect_format(self.path)
+        self.text_column, self.label_column = text_column, label_column
+        self.valid_fraction, self.limit, self.skip_bad_rows = valid_fraction, limit, skip_bad_rows
+        self.max_valid_rows, self.progress = max_valid_rows, progress
+
+    @property
+    def name(self) -> str:
+        """The data set's name: the file's stem."""
+        return self.path.stem
+
+    def _rows(self, bad: BadRows | None, progress: Callable[[int], None] | None) -> Iterator[tuple[int, str, str]]:
+        """``(index, text, label)`` for every good row, up to ``limit``."""
+        rows = iter_rows(
+            self.path,
+            text_column=self.text_column,
+            label_column=self.label_column,
+            file_format=self.format,
+            bad_rows=bad,
+            progress=progress,
+        )
+        for index, (_, text, label) in enumerate(rows):
+            if self.limit is not None and index >= self.limit:
+                return
+            yield index, text, label
+
+    def training_rows(self) -> Iterator[tuple[str, str]]:
+        """``(text, label name)`` for each training row, in file order (the held-out rows left out)."""
+        bad = BadRows() if self.skip_bad_rows else None
+        for index, text, label in self._rows(bad, None):
+            if not held_out(index, self.valid_fraction):
+                yield text, label
+
+    def cache_key(self, tokenizer_options: dict) -> str:
+        """The cache key of a scan with these tokeniser options."""
+        options = (self.text_column, self.label_column, self.valid_fraction, self.limit, self.skip_bad_rows)
+        return fingerprint(self.path).key(*options, self.max_valid_rows, sorted(tokenizer_options.items()))
+
+    def scan(self, tokenizer_options: dict, *, cache: bool = True) -> tuple[ScanResult, TextTokenizer]:
+        """The first pass (or its cached result) and the tokeniser trained on the training texts.
+
+        Args:
+            tokenizer_options: :meth:`TextTokenizer.train`'s keyword arguments (``kind``, ``vocab_size``, ...).
+            cache: read and write the cache.
+
+        Raises:
+            DataError: a bad row (without ``skip_bad_rows``), no training rows, or fewer than two labels.
+        """
+        directory = stream_cache_dir() / self.cache_key(tokenizer_options)
+        if cache and (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists():
+            try:
+                result = ScanResult(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
+                result.cached, result.seconds = True, 0.0
+                return result, TextTokenizer.load(directory)
+            except (ValueError, TypeError, OSError):  # a damaged cache entry: scan again
+                pass
+        started = time.monotonic()
+        result, tokenizer = self._scan(tokenizer_options)
+        result.seconds = time.monotonic() - started
+        if cache:
+            _save(directory, result, tokenizer)
+        return result, tokenizer
+
+    def _scan(self, tokenizer_options: dict) -> tuple[ScanResult, TextTokenizer]:
+        bad = BadRows() if self.skip_bad_rows else None
+        reporter = ReadProgress(self.path, enabled=self.progress)
+        counts: Counter[str] = Counter()
+        valid_texts: list[str] = []
+        valid_labels: list[str] = []
+        held = [0]
+
+        def train_texts() -> Iterator[str]:
+            for index, text, label in self._rows(bad, reporter.bytes_read):
+                reporter.rows = index + 1
+                if held_out(index, self.valid_fraction):
+                    held[0] += 1
+                    if len(valid_texts) < self.max_valid_rows:
+                        valid_texts.append(text)
+                        valid_labels.append(label)
+                    continue
+                counts[label] += 1
+                yield text
+
+        tokenizer = TextTokenizer.train(train_texts(), **tokenizer_options)
+        note = f"; {bad.summary()}" if bad is not None and bad.count else ""
+        reporter.done(note)
+        total = sum(counts.values())
+        if total == 0:
+            raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held[0] else ""))
+        if len(counts) < 2:
+            (label,) = counts
+            raise DataError(
+                f"{self.path}: every row has the label {label!r} in column {self.label_column!r}; "
+                "a classifier needs at least 2 different labels to learn from"
+            )
+        if not valid_texts:
+            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row")
+        result = ScanResult(
+            label_names=sorted(counts),
+            label_counts=dict(counts),
+            train_rows=total,
+            valid_rows=held[0],
+            valid_texts=valid_texts,
+            valid_labels=valid_labels,
+            bad_rows=bad.count if bad is not None else 0,
+            bad_examples=list(bad.examples) if bad is not None else [],
+        )
+        return result, tokenizer
+
+
+def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer) -> None:
+    """Write the cache entry (the scan last, so a half-written entry is never read)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tokenizer.save(directory)
+        temporary = directory / (SCAN_FILE + ".tmp")
+        temporary.write_text(json.dumps(asdict(result)), encoding="utf-8")
+        temporary.replace(directory / SCAN_FILE)
+    except OSError:  # a read-only cache costs the next run a scan, nothing more
+        pass

@@ -1,0 +1,199 @@
+"""Train a classifier on a file read as a stream: what ``attnkit train classify --data big.csv`` runs when the
+file is large (or ``--streaming always``) (layer 5).
+
+The file is read once for its tokeniser, label counts and validation rows
+(:class:`~attnkit.data.text_stream.TextFileStream`, cached), then once per epoch for the training rows, which
+are encoded a window at a time and batched by :class:`~attnkit.data.streaming.StreamedBatches`: memory holds the
+model, a shuffle pool and a window, never the file. Under torchrun each rank trains on its own stride of rows,
+every rank the same number of steps. The model, the loop, the checkpoints and ``metrics.json`` are those of
+:func:`~attnkit.tasks.classify.training.train_classifier`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from attnkit.data.batching import EncodedDataset
+from attnkit.data.streaming import StreamedBatches, StreamOptions
+from attnkit.data.text_stream import TextFileStream
+from attnkit.data.tokenization import TextTokenizer
+from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.encoding import TextEncoder, make_batches
+from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR, classification_task
+from attnkit.training.loop import FitConfig, fit
+from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
+
+__all__ = ["evaluate_file", "train_classifier_streamed"]
+
+SELF_TRAINED = ("word2vec", "fasttext")
+
+
+def _say(message: str) -> None:
+    if replica()[0] == 0:
+        print(message, flush=True)
+
+
+def train_classifier_streamed(
+    stream: TextFileStream,
+    config: ClassifierConfig,
+    fit_config: FitConfig,
+    *,
+    out_dir: str | Path,
+    batch_size: int = 32,
+    resume: bool = False,
+    bucketed: bool = True,
+    device: str | torch.device = "auto",
+    test_path: str | Path | None = None,
+    stream_options: StreamOptions | None = None,
+) -> TrainReport:
+    """Train ``config``'s model on ``stream``'s training rows; keep the best checkpoint by validation accuracy.
+
+    Writes what :func:`~attnkit.tasks.classify.training.train_classifier` writes; ``metrics.json``'s details add
+    ``load_seconds`` (the first pass, 0 from the cache), the row counts and the bad rows skipped. ``test_path``
+    is evaluated a chunk at a time after training.
+
+    Raises:
+        ValueError: self-trained embeddings (word2vec, fasttext need the texts in memory: use
+            ``--streaming never``).
+        DataError: as :meth:`TextFileStream.scan`.
+    """
+    if config.embeddings in SELF_TRAINED:
+        raise ValueError(
+            f"--embeddings {config.embeddings} trains vectors on the texts in memory; with a streamed file use "
+            "glove, a vector file or random, or --streaming never"
+        )
+    started = time.monotonic()
+    out_dir = Path(out_dir)
+    rank, world = replica()
+    tokenizer_dir = out_dir / TOKENIZER_DIR
+    options = {"kind": config.tokenizer, "vocab_size": config.vocab_size, "min_frequency": config.min_frequency}
+    scan, tokenizer = stream.scan(options)
+    if resume and (tokenizer_dir / TextTokenizer.FILENAME).exists():
+        tokenizer = TextTokenizer.load(tokenizer_dir)
+    elif rank == 0:
+        tokenizer.save(tokenizer_dir)
+    load_seconds = time.monotonic() - started
+    source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
+    _say(f"{stream.path}: {scan.train_rows:,} training rows, {scan.valid_rows:,} held out ({source})")
+    _say(scan.counts_line())
+    if scan.bad_rows:
+        _say(f"skipped {scan.bad_rows:,} bad rows (first: {scan.bad_examples[0]})")
+
+    config = dataclasses.replace(config, label_names=list(scan.label_names), punctuated=True)
+    index = {name: i for i, name in enumerate(scan.label_names)}
+    encoder = TextEncoder(config, tokenizer)
+    collate = encoder.collate()
+
+    def encode(rows: list[tuple[str, str]]) -> list:
+        return list(zip(encoder.encode([text for text, _ in rows]), [index[label] for _, label in rows], strict=True))
+
+    options_ = stream_options or StreamOptions(batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
+    train_batches = StreamedBatches(
+        stream.training_rows,
+        scan.train_rows,
+        encode=encode,
+        length=_length,
+        collate=collate,
+        options=options_,
+        world=world,
+        rank=rank,
+    )
+    kept = [(t, index[y]) for t, y in zip(scan.valid_texts, scan.valid_labels, strict=True) if y in index][rank::world]
+    valid_set = EncodedDataset(encoder.encode([t for t, _ in kept]), [y for _, y in kept])
+    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
+
+    torch.manual_seed(fit_config.seed)
+    model = build_classifier(config, tokenizer.vocab_size)
+    if config.attend == "content":
+        from attnkit.tasks.classify.attended_words import content_word_table
+
+        model.attendable.copy_(content_word_table(tokenizer))
+    place_model(model, device)
+    if config.embeddings != "random" and not (resume and (out_dir / "last").exists()):
+        from attnkit.tasks.classify.embedding_init import initialise_embeddings
+
+        config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
+    result = fit(
+        classification_task(model, label_smoothing=config.label_smoothing),
+        train_batches,
+        lambda: valid_batches(0),
+        fit_config,
+        checkpoint_dir=out_dir,
+        resume=resume,
+        model_config={"kind": KIND, **config.to_dict()},
+        extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
+    )
+    test_metrics = None
+    if test_path is not None:
+        test_metrics = evaluate_file(model, encoder, test_path, stream, index, batch_size=2 * batch_size,
+                                     precision=fit_config.precision)  # fmt: skip
+    details = {
+        "streamed": True,
+        "load_seconds": round(load_seconds, 2),
+        "scan_cached": scan.cached,
+        "train_documents": scan.train_rows,
+        "valid_documents": len(scan.valid_texts),
+        "held_out_rows": scan.valid_rows,
+        "bad_rows_skipped": scan.bad_rows,
+        "label_counts": scan.label_counts,
+        "bucketed": bucketed,
+        "steps_per_epoch": len(train_batches),
+    }
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
+    write_metrics(out_dir, report, task=KIND, data=stream.name, fit_config=fit_config, batch_size=batch_size)
+    return report
+
+
+def evaluate_file(
+    model: torch.nn.Module,
+    encoder: TextEncoder,
+    path: str | Path,
+    stream: TextFileStream,
+    index: dict[str, int],
+    *,
+    batch_size: int = 64,
+    precision: str = "fp32",
+    chunk_rows: int = 8192,
+) -> dict[str, float]:
+    """Accuracy, loss and count of ``model`` on every row of the file ``path`` (``stream``'s columns), read and
+    scored ``chunk_rows`` at a time.
+
+    Raises:
+        DataError: a bad row, or a label the training file never had (``file:line: ...``).
+    """
+    from attnkit.data.files import iter_rows
+    from attnkit.data.reading import DataError
+
+    def batches() -> Iterator:
+        chunk: list[tuple[str, int]] = []
+        rows = iter_rows(path, text_column=stream.text_column, label_column=stream.label_column)
+        for line, text, label in rows:
+            if label not in index:
+                raise DataError(f"{path}:{line}: label {label!r} does not occur in the training file {stream.path}")
+            chunk.append((text, index[label]))
+            if len(chunk) == chunk_rows:
+                yield from _chunk_batches(encoder, chunk, batch_size)
+                chunk = []
+        if chunk:
+            yield from _chunk_batches(encoder, chunk, batch_size)
+
+    device = device_of(model)
+    with autocast(device, precision):
+        return classification_task(model).evaluate(on_device(batches(), device))
+
+
+def _length(item: tuple[list, int]) -> int:
+    """Tokens in an encoded item: ``[T]`` ids (pooled) or ``[S][W]`` ids (HAN)."""
+    ids = item[0]
+    return sum(len(sentence) for sentence in ids) if ids and isinstance(ids[0], list) else len(ids)
+
+
+def _chunk_batches(encoder: TextEncoder, chunk: list[tuple[str, int]], batch_size: int) -> Iterator:
+    dataset = EncodedDataset(encoder.encode([t for t, _ in chunk]), [y for _, y in chunk])
+    return iter(make_batches(dataset, encoder.collate(), batch_size, shuffle=False)(0))

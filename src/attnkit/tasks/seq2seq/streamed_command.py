@@ -1,0 +1,92 @@
+"""``attnkit train seq2seq`` on a pair file read as a stream: its options and the branch of the train hook that
+runs it (layer 5; torch is imported only when a run starts)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from attnkit.tasks.options import is_main_process, say
+
+__all__ = ["STREAM_ABOVE_BYTES", "add_streaming_arguments", "streams", "train_streamed"]
+
+STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams pair files larger than this
+
+
+def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--streaming`` and ``--skip-bad-rows``."""
+    group.add_argument(
+        "--streaming",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="read --data FILE as a stream, with memory bounded whatever its size (one pass for the tokenisers, "
+        "cached; one per epoch; pairs over the length limits are cut, not skipped), or in memory: auto streams "
+        "files over 64 MB (default auto)",
+    )
+    group.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
+    )
+
+
+def streams(args: argparse.Namespace) -> bool:
+    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
+    larger than 64 MB."""
+    from attnkit.data.seq2seq import task_names
+
+    if args.data in task_names():
+        if args.streaming == "always" or args.skip_bad_rows:
+            raise ValueError(f"--streaming and --skip-bad-rows are for files; the built-in task {args.data!r} is not")
+        return False
+    if args.skip_bad_rows and args.streaming == "never":
+        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
+    if args.streaming == "always" or args.skip_bad_rows:
+        return True
+    path = Path(args.data)
+    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+
+
+def train_streamed(args: argparse.Namespace, options: dict, fit_config) -> object:
+    """Train on the streamed ``--data`` file; returns the :class:`TrainReport`."""
+    from attnkit.data.seq2seq.pair_stream import PairFileStream
+    from attnkit.tasks.options import clear_previous_run
+    from attnkit.tasks.seq2seq.data import LEVELS
+    from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
+
+    for name, level in (("--source-level", args.source_level), ("--target-level", args.target_level)):
+        if level not in LEVELS:
+            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
+    if not Path(args.data).exists():
+        raise FileNotFoundError(f"{args.data}: neither a built-in task nor a file")
+    stream = PairFileStream(
+        args.data,
+        source_key=args.source_column,
+        target_key=args.target_column,
+        source_level=args.source_level,
+        target_level=args.target_level,
+        limit=args.limit,
+        skip_bad_rows=args.skip_bad_rows,
+        progress=not args.no_progress and is_main_process(),
+    )
+    clear_previous_run(args)
+    report = train_seq2seq_streamed(
+        stream,
+        options,
+        fit_config,
+        out_dir=args.out,
+        batch_size=args.batch_size,
+        vocab_size=args.vocab_size,
+        label_smoothing=args.label_smoothing,
+        resume=args.resume,
+        evaluate_test=not args.no_test,
+        data_name=args.data,
+        valid_path=args.valid,
+        test_path=args.test,
+        max_source_length=args.max_source_length,
+        max_target_length=args.max_target_length,
+        device=args.device,
+    )
+    if report.details.get("bad_rows_skipped"):
+        say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")
+    return report

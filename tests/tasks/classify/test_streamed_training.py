@@ -1,0 +1,113 @@
+"""``attnkit train classify`` on a streamed file: the run it writes, --limit, --skip-bad-rows, one-line errors,
+resume equal to an uninterrupted run, and two gloo ranks on rows that do not divide evenly."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+from safetensors.torch import load_file
+
+from attnkit.cli import main
+
+FAST = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-size", "8", "--threads", "1"]
+
+
+def write_csv(path: Path, rows: int, *, seed: int = 0) -> Path:
+    generator = random.Random(seed)
+    cues = {"pos": "good great fine", "neg": "bad awful poor"}
+    lines = ["text,label"]
+    for _ in range(rows):
+        label = generator.choice(["pos", "neg"])
+        words = generator.choices([*cues[label].split(), "the", "film", "was", "a"], k=generator.randint(2, 12))
+        lines.append(f"{' '.join(words)},{label}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNKIT_CACHE", str(tmp_path / "cache"))
+
+
+def train(data: Path, out: Path, *extra: str) -> dict:
+    assert main(["train", "classify", "--data", str(data), "--out", str(out), *FAST, "--no-progress", *extra]) == 0
+    return json.loads((out / "metrics.json").read_text())
+
+
+def test_a_streamed_run_writes_its_counts_load_time_and_a_usable_checkpoint(tmp_path, capsys):
+    data = write_csv(tmp_path / "train.csv", 301)
+    test = write_csv(tmp_path / "test.csv", 40, seed=1)
+    metrics = train(data, tmp_path / "run", "--streaming", "always", "--epochs", "2", "--test", str(test))
+    details = metrics["details"]
+    assert details["streamed"] and details["train_documents"] + details["held_out_rows"] == 301
+    assert sum(details["label_counts"].values()) == details["train_documents"]
+    assert details["steps_per_epoch"] == -(-details["train_documents"] // 8)
+    assert details["load_seconds"] >= 0 and not details["scan_cached"]
+    assert metrics["test"]["count"] == 40
+    out = capsys.readouterr().out
+    assert "labels: " in out and "training rows" in out
+    assert main(["evaluate", "--checkpoint", str(tmp_path / "run"), "--data", str(test), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["count"] == 40
+    again = train(data, tmp_path / "again", "--streaming", "always", "--epochs", "1")
+    assert again["details"]["scan_cached"]
+
+
+def test_limit_reads_only_the_first_rows_both_ways(tmp_path):
+    data = write_csv(tmp_path / "train.csv", 300)
+    streamed = train(data, tmp_path / "s", "--streaming", "always", "--epochs", "1", "--limit", "100")
+    assert streamed["details"]["train_documents"] + streamed["details"]["held_out_rows"] == 100
+    memory = train(data, tmp_path / "m", "--streaming", "never", "--epochs", "1", "--limit", "100")
+    assert memory["details"]["train_documents"] + memory["details"]["valid_documents"] == 100
+    assert "load_seconds" in memory["details"]
+
+
+def test_a_bad_row_deep_in_the_file_is_one_line_or_skipped_and_counted(tmp_path, capsys):
+    data = write_csv(tmp_path / "train.csv", 300)
+    with data.open("a", encoding="utf-8") as handle:
+        handle.write("no label here\n")
+    code = main(["train", "classify", "--data", str(data), "--out", str(tmp_path / "bad"), *FAST, "--streaming",
+                 "always"])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"attnkit: error: {data}:302: expected 2 fields as in the header, found 1"
+    assert not (tmp_path / "bad").exists()
+    metrics = train(data, tmp_path / "skip", "--skip-bad-rows", "--epochs", "1")
+    assert metrics["details"]["bad_rows_skipped"] == 1
+
+
+def test_resumed_streamed_run_equals_an_uninterrupted_one(tmp_path):
+    data = write_csv(tmp_path / "train.csv", 203)
+    train(data, tmp_path / "whole", "--streaming", "always", "--epochs", "3", "--patience", "9")
+    train(data, tmp_path / "parts", "--streaming", "always", "--epochs", "2", "--patience", "9")
+    resumed = train(data, tmp_path / "parts", "--streaming", "always", "--epochs", "3", "--patience", "9", "--resume")
+    whole = json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    assert resumed["best_valid"] == whole["best_valid"]
+    for name in ("last", "best"):
+        expected = load_file(tmp_path / "whole" / name / "model.safetensors")
+        actual = load_file(tmp_path / "parts" / name / "model.safetensors")
+        assert all((expected[k] == actual[k]).all() for k in expected)
+
+
+@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
+def test_two_gloo_ranks_on_uneven_rows_run_equal_steps_and_finish(tmp_path):
+    data = write_csv(tmp_path / "train.csv", 155)  # 141 training rows: one rank's stride is a row short
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTNKIT_CACHE": str(tmp_path / "cache")}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+               "attnkit.cli", "train", "classify", "--data", str(data), "--out", str(tmp_path / "ddp"), *FAST,
+               "--streaming", "always", "--epochs", "2", "--device", "cpu", "--no-progress"]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    metrics = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
+    train_rows = metrics["details"]["train_documents"]
+    assert train_rows == 141  # odd, so the strides are 71 and 70 rows: the short one repeats its first row
+    assert metrics["details"]["steps_per_epoch"] == 9  # ceil(71 / 8) on both ranks
+    history = (tmp_path / "ddp" / "metrics.csv").read_text().splitlines()
+    assert [int(row.split(",")[3]) for row in history[1:]] == [9, 9]  # the steps column: both epochs complete
