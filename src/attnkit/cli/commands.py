@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli import demo, evaluate, experiment, explain, predict, train
+from attnkit.cli import demo, evaluate, experiment, explain, faithfulness, predict, train
 from attnkit.tasks import registered_tasks
 
-REGISTRY = [train.register, evaluate.register, predict.register, explain.register]
+REGISTRY = [train.register, evaluate.register, predict.register, explain.register, faithfulness.register]
 TRAILING = [experiment.register, demo.register]
 
 

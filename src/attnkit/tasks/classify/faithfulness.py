@@ -1,0 +1,58 @@
+"""Does a classifier's attention explain its predictions? The faithfulness tests on texts (layer 5): what
+``attnkit faithfulness``, ``attnkit explain --faithfulness`` and ``Classifier.faithfulness`` run.
+
+    classifier = attnkit.load("runs/ff")
+    result = classifier.faithfulness(["Stale and overpriced."])[0]
+    result.methods["attention"].comprehensiveness["10"], result.methods["random"].comprehensiveness["10"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attnkit.explain.faithfulness.evaluate import faithfulness_of
+from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
+from attnkit.explain.faithfulness.results import DocumentFaithfulness
+from attnkit.tasks.classify.faithfulness_subjects import HanSubject, PooledSubject
+
+__all__ = ["classifier_faithfulness", "classifier_subjects"]
+
+
+def classifier_subjects(classifier, texts: Sequence[str]) -> list:
+    """Each text as the classifier reads it, ready for the tests (HAN: :class:`HanSubject`; pooled:
+    :class:`PooledSubject`), each with its prediction made."""
+    encoder = classifier.encoder
+    items, views = encoder.family.read(encoder, list(texts))
+    common = {"pad_id": encoder.tokenizer.pad_id, "unk_id": encoder.tokenizer.unk_id}
+    names = classifier.label_names
+    subjects = []
+    for item, view in zip(items, views, strict=True):
+        if classifier.config.model == "han":
+            tokens = [
+                token
+                for sentence, ids in zip(view, item, strict=False)
+                for token in encoder.tokenizer.tokens(sentence)[: len(ids)]
+            ]
+            subjects.append(HanSubject(classifier.model, item, tokens, names, **common))
+        else:
+            tokens = encoder.tokenizer.tokens(view)[: len(item)]
+            subjects.append(PooledSubject(classifier.model, item, tokens, names, **common))
+    return subjects
+
+
+def classifier_faithfulness(
+    classifier,
+    texts: Sequence[str],
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    erase: str = "delete",
+    seed: int = 0,
+    steps: int = 32,
+) -> list[DocumentFaithfulness]:
+    """The faithfulness tests on each text's prediction (see :mod:`attnkit.explain.faithfulness`): every
+    method's scores, comprehensiveness and sufficiency at 1/5/10/20/50 %, AOPC, flip fraction, Kendall τ."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("no texts to test")
+    subjects = classifier_subjects(classifier, texts)
+    return faithfulness_of(subjects, texts=texts, methods=methods, erase=erase, seed=seed, steps=steps)
