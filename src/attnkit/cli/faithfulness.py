@@ -15,6 +15,8 @@ EXAMPLES = """examples:
   attnkit faithfulness --checkpoint runs/ff --text "Stale and overpriced, never again."
   attnkit faithfulness --checkpoint runs/ff --file reviews.txt --json > faithfulness.jsonl
   attnkit faithfulness --checkpoint runs/ff --text "Lovely tea." --erase mask --methods attention,leave_one_out,random
+  attnkit faithfulness --hf-model ./my-bert-sst2 --text "A gripping, funny film." --report report.html
+                            any local AutoModelForSequenceClassification directory (save_pretrained; never downloads)
 
 Read each method against random: an explanation whose top tokens, erased, lower p(label) no more than random
 tokens do (comprehensiveness), is not the reason for the prediction.
@@ -40,7 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--checkpoint", required=True, help="a run directory (meaning its best/) or a checkpoint")
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--checkpoint", help="a run directory (meaning its best/) or a checkpoint")
+    model.add_argument(
+        "--hf-model",
+        metavar="DIR",
+        help="a Hugging Face sequence classifier saved in a local directory (save_pretrained, with its tokenizer); "
+        "needs pip install 'attnkit[hf]'; nothing is downloaded",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to test (repeatable)")
     source.add_argument("--file", help="one text per line")
@@ -61,12 +70,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--steps", type=positive_int, default=32, help="integrated gradients' steps (default 32)")
     parser.add_argument("--json", action="store_true", help="one JSON object per text")
+    parser.add_argument(
+        "--report",
+        metavar="HTML",
+        default=None,
+        help="with --hf-model: also write an offline HTML report (attention per head, rollout, the faithfulness "
+        "panel); for attnkit checkpoints use attnkit explain --faithfulness",
+    )
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``attnkit faithfulness``: the checkpoint's task runs the tests."""
+    """Handler of ``attnkit faithfulness``: the checkpoint's task runs the tests (a Hugging Face model: its own
+    handler)."""
+    if args.hf_model is not None:
+        from attnkit.cli.faithfulness_hf import run_hf
+
+        return run_hf(args)
+    if args.report is not None:
+        raise ValueError("--report is for --hf-model; for a checkpoint use attnkit explain --faithfulness")
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.faithfulness is None:
         raise ValueError(f"{checkpoint}: attnkit faithfulness does not support {task.kind} checkpoints yet")
