@@ -2,8 +2,9 @@
 shuffled among its real positions, padding never weighted) and the uniform-attention switch of Wiegreffe & Pinter
 2019 (equal weight on every real position).
 
-Every ``distribution`` module the model's attentions call (:class:`~attnkit.pooling.AttentionPooling` and its
-kin keep one) is wrapped while a ``with`` block runs, and restored after it.
+The distributions of the model's attention poolings (:class:`~attnkit.pooling.AttentionPooling`: the weights a
+report shows) are wrapped while a ``with`` block runs, and restored after it; pass ``kinds`` to swap those of
+other attention modules.
 
 Shape glossary:
     B  batch   T  positions (keys)   C  classes
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 
 from attnkit.distributions import Distribution, Uniform
+from attnkit.pooling import AttentionPooling
 
 __all__ = ["Permuted", "attention_distributions", "permute_among_kept", "permuted_attention", "uniform_attention"]
 
@@ -47,9 +49,13 @@ class Permuted(Distribution):
         return permute_among_kept(weights, mask, self.generator)
 
 
-def attention_distributions(model: nn.Module) -> list[nn.Module]:
-    """The modules of ``model`` that hold a ``distribution`` (its attention poolings), in module order."""
-    return [module for module in model.modules() if isinstance(getattr(module, "distribution", None), Distribution)]
+def attention_distributions(model: nn.Module, kinds: tuple[type, ...] = (AttentionPooling,)) -> list[nn.Module]:
+    """The modules of ``model`` of ``kinds`` that hold a ``distribution`` (its attention poolings), in order."""
+    return [
+        module
+        for module in model.modules()
+        if isinstance(module, kinds) and isinstance(getattr(module, "distribution", None), Distribution)
+    ]
 
 
 @contextmanager

@@ -69,20 +69,29 @@ class Subject(Protocol):
 
 @dataclass
 class Embedded:
-    """Replace an embedding layer's output with a given tensor while a forward runs (a forward hook)."""
+    """Replace an embedding layer's output with a given tensor while a forward runs (a forward hook).
+
+    Only the layer's first call inside the block is replaced: a source embedding shared with the target (a
+    Transformer with ``share_embeddings``) is called again by the decoder, which must read its own tokens.
+    """
 
     layer: nn.Module
     replacement: torch.Tensor
     _handle: object = field(default=None, repr=False)
+    _calls: int = field(default=0, repr=False)
 
     def __enter__(self) -> Embedded:
-        shape = self.replacement.shape
+        shape = tuple(self.replacement.shape)
 
         def hook(module, inputs, output):
+            self._calls += 1
+            if self._calls > 1:
+                return output
             if output.numel() != self.replacement.numel():
                 raise ValueError(f"embedding output {tuple(output.shape)} does not match the replacement {shape}")
             return self.replacement.reshape(output.shape)
 
+        self._calls = 0
         self._handle = self.layer.register_forward_hook(hook)
         return self
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from attnkit.explain.faithfulness.names import PERCENTS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 
-__all__ = ["erasure_sentence", "format_document", "top_count"]
+__all__ = ["erasure_sentence", "format_document", "mean_drop", "summary_line", "top_count"]
 
 
 def top_count(result: DocumentFaithfulness) -> int:
@@ -34,6 +34,25 @@ def erasure_sentence(result: DocumentFaithfulness, *, method: str = "attention",
     if "random" in result.methods and method != "random":
         sentence += f"; {count} random {words}: {_probability_after(result, 'random', count):.2f}"
     return sentence
+
+
+def mean_drop(results: Sequence[DocumentFaithfulness], method: str, count: int = 3) -> float:
+    """The mean drop in p(predicted class) when each document's top ``count`` units by ``method`` are erased
+    (all of a shorter document): comprehensiveness at top ``count``, averaged over ``results``."""
+    drops = [r.probability - _probability_after(r, method, min(count, len(r.tokens))) for r in results if r.tokens]
+    if not drops:
+        raise ValueError("mean_drop: no document with tokens")
+    return sum(drops) / len(drops)
+
+
+def summary_line(results: Sequence[DocumentFaithfulness], count: int = 3) -> str:
+    """One line over many documents: attention against random comprehensiveness at top ``count`` (what
+    ``attnkit demo`` prints)."""
+    attention, random = mean_drop(results, "attention", count), mean_drop(results, "random", count)
+    return (
+        f"faithfulness over {len(results)} documents: erasing the {count} most-attended words lowers p(label) by "
+        f"{attention:.3f} on average; {count} random words: {random:.3f} (erase={results[0].erase})"
+    )
 
 
 def _superlative(method: str) -> str:

@@ -61,6 +61,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "(scikit-learn's English list) or punctuation; the encoders still read every token",
     )
     model.add_argument(
+        "--uniform-attention",
+        action="store_true",
+        help="every attention pooling weighs the real tokens equally (Wiegreffe & Pinter's baseline: if this "
+        "model is as accurate, the learned attention was not needed; see attnkit.explain.faithfulness.baselines)",
+    )
+    model.add_argument(
         "--unpacked-rnn",
         action="store_true",
         help="run the BiGRUs over the padded batch instead of packed sequences, so padding feeds the recurrence "
@@ -135,6 +141,7 @@ def train(args: argparse.Namespace) -> int:
         embeddings=args.embeddings,
         freeze_embeddings=args.freeze_embeddings,
         label_smoothing=args.label_smoothing,
+        uniform_attention=args.uniform_attention,
     )
     fit_config = fit_config_from_args(args)
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)

@@ -30,6 +30,7 @@ SPEC = TaskSpec(
     predict=commands.predict,
     add_predict_arguments=translate_command.add_decoding_arguments,
     explain=commands.explain,
+    faithfulness=commands.faithfulness,
     commands=(translate_command.register, export_command.register),
     ensembles=True,
 )
