@@ -19,6 +19,7 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`.results` | the results and their JSON |
 | :mod:`.permutation` | swapping attention distributions: permuted, uniform |
 | :mod:`.baselines` | Jain & Wallace's permutation test, Wiegreffe & Pinter's uniform-attention difference |
+| :mod:`.summary` | per-data-set means of the per-prediction results |
 | :mod:`.table`, :mod:`.panel` | the text table and the HTML report's panel |
 
 The classifiers' subjects are :mod:`attnkit.tasks.classify.faithfulness_subjects`; ``attnkit.load(path)
@@ -50,6 +51,8 @@ _EXPORTS = {
     "uniform_attention": "permutation",
     "permutation_test": "baselines",
     "uniform_accuracy_difference": "baselines",
+    "method_means": "summary",
+    "permutation_summary": "summary",
     "faithfulness_panel": "panel",
     "format_document": "table",
 }
