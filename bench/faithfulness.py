@@ -116,6 +116,7 @@ def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tupl
             "explain_faithfulness": tested_samples,
             "integrated_gradients": ig_samples,
         },
+        "cpu_seconds": {"explain": plain_cpu, "explain_faithfulness": tested_cpu, "integrated_gradients": ig_cpu},
         "ig_max_convergence_delta": max(deltas),
         "rows": common.rows_payload(rows),
     }
