@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench import common
+from bench._lib import common
 
 NAME = "faithfulness"
 EXPLAIN_RATIO_TARGET = 3.0
