@@ -180,3 +180,21 @@ def test_uniform_attention_weighs_every_real_token_alike():
     assert count == 1
     torch.testing.assert_close(out.pooling.weights[0, 0], torch.tensor([1 / 3, 1 / 3, 1 / 3, 0.0]))
     assert not isinstance(model.pooling.distribution, Uniform)  # restored
+
+
+def test_data_set_means_average_the_documents():
+    from attnkit.explain.faithfulness.results import PermutationResult
+    from attnkit.explain.faithfulness.summary import method_means, permutation_summary
+
+    subjects = [pooled_subject(one_token_model(), ids) for ids in ([2, GREAT, 3, 4], [GREAT, 6, 7, 8, 9, 2])]
+    results = faithfulness_of(subjects, methods=["attention", "leave_one_out", "random"])
+    means = method_means(results)
+    expected = sum(r.methods["attention"].aopc_comprehensiveness for r in results) / 2
+    assert means["attention"]["aopc_comprehensiveness"] == pytest.approx(expected)
+    assert means["leave_one_out"]["tau_leave_one_out"] == 1.0 and means["random"]["documents"] == 2
+    tests = [PermutationResult(10, 0.2, 0.1), None, PermutationResult(10, 0.4, 0.3)]
+    assert permutation_summary(tests) == {
+        "median_tvd": pytest.approx(0.3),
+        "flipped": pytest.approx(0.2),
+        "documents": 2,
+    }

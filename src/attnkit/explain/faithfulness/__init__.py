@@ -6,20 +6,22 @@ other explanations to compare with (gradient × input and integrated gradients t
 attention rollout and flow, Abnar & Zuidema 2020), a seeded random floor, Kendall τ between methods, Jain &
 Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 
-| module | one job |
+| module | holds |
 |---|---|
-| :mod:`.names` | method, erasure and k names (no torch: the CLI offers them) |
-| :mod:`.subject` | the :class:`Subject` protocol every model family adapts to |
-| :mod:`.erasure` | which units each erasure keeps, at every k |
-| :mod:`.methods` | the attribution methods' scores |
-| :mod:`.gradients` | gradient × input and integrated gradients through Captum |
-| :mod:`.flow` | attention flow (maximum flow through the layers) |
-| :mod:`.metrics` | comprehensiveness, sufficiency, AOPC, flip fraction, Kendall τ, top-k overlap |
-| :mod:`.evaluate` | all of it on a prediction, erasures batched (:func:`faithfulness_of`) |
-| :mod:`.results` | the results and their JSON |
-| :mod:`.permutation` | swapping attention distributions: permuted, uniform |
-| :mod:`.baselines` | Jain & Wallace's permutation test, Wiegreffe & Pinter's uniform-attention difference |
-| :mod:`.table`, :mod:`.panel` | the text table and the HTML report's panel |
+| :mod:`~attnkit.explain.faithfulness.names` | method, erasure and k names (no torch: the CLI offers them) |
+| :mod:`~attnkit.explain.faithfulness.subject` | the :class:`Subject` protocol every model family adapts to |
+| :mod:`~attnkit.explain.faithfulness.erasure` | which units each erasure keeps, at every k |
+| :mod:`~attnkit.explain.faithfulness.methods` | the attribution methods' scores |
+| :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients through Captum |
+| :mod:`~attnkit.explain.faithfulness.flow` | attention flow (maximum flow through the layers) |
+| :mod:`~attnkit.explain.faithfulness.metrics` | comprehensiveness, sufficiency, AOPC, flip fraction, Kendall τ, top-k overlap |
+| :mod:`~attnkit.explain.faithfulness.evaluate` | all of it on a prediction, erasures batched (:func:`faithfulness_of`) |
+| :mod:`~attnkit.explain.faithfulness.results` | the results and their JSON |
+| :mod:`~attnkit.explain.faithfulness.permutation` | swapping attention distributions: permuted, uniform |
+| :mod:`~attnkit.explain.faithfulness.baselines` | Jain & Wallace's permutation test, Wiegreffe & Pinter's uniform-attention difference |
+| :mod:`~attnkit.explain.faithfulness.summary` | per-data-set means of the per-prediction results |
+| :mod:`~attnkit.explain.faithfulness.table` | the text table, the plain sentence, the demo's line |
+| :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel and its curves |
 
 The classifiers' subjects are :mod:`attnkit.tasks.classify.faithfulness_subjects`; ``attnkit.load(path)
 .faithfulness(texts)`` runs the tests. Names below load lazily.
@@ -50,6 +52,8 @@ _EXPORTS = {
     "uniform_attention": "permutation",
     "permutation_test": "baselines",
     "uniform_accuracy_difference": "baselines",
+    "method_means": "summary",
+    "permutation_summary": "summary",
     "faithfulness_panel": "panel",
     "format_document": "table",
 }

@@ -15,7 +15,28 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.tasks.classify.faithfulness_subjects import HanSubject, PooledSubject
 
-__all__ = ["classifier_faithfulness", "classifier_subjects"]
+__all__ = ["SUBJECTS", "classifier_faithfulness", "classifier_subjects"]
+
+
+def _han_subject(classifier, item: list, sentences: list[str], **ids) -> HanSubject:
+    """A HAN document: its units are the words the model read, sentence after sentence."""
+    tokenizer = classifier.encoder.tokenizer
+    tokens = [
+        token
+        for sentence, words in zip(sentences, item, strict=False)
+        for token in tokenizer.tokens(sentence)[: len(words)]
+    ]
+    return HanSubject(classifier.model, item, tokens, classifier.label_names, **ids)
+
+
+def _pooled_subject(classifier, item: list, text: str, **ids) -> PooledSubject:
+    """A pooled classifier's document: its units are its tokens."""
+    tokens = classifier.encoder.tokenizer.tokens(text)[: len(item)]
+    return PooledSubject(classifier.model, item, tokens, classifier.label_names, **ids)
+
+
+# The subject of each model family, by ClassifierConfig.model (as encoding.FAMILIES).
+SUBJECTS = {"han": _han_subject, "pooled": _pooled_subject}
 
 
 def classifier_subjects(classifier, texts: Sequence[str]) -> list:
@@ -23,21 +44,9 @@ def classifier_subjects(classifier, texts: Sequence[str]) -> list:
     :class:`PooledSubject`), each with its prediction made."""
     encoder = classifier.encoder
     items, views = encoder.family.read(encoder, list(texts))
-    common = {"pad_id": encoder.tokenizer.pad_id, "unk_id": encoder.tokenizer.unk_id}
-    names = classifier.label_names
-    subjects = []
-    for item, view in zip(items, views, strict=True):
-        if classifier.config.model == "han":
-            tokens = [
-                token
-                for sentence, ids in zip(view, item, strict=False)
-                for token in encoder.tokenizer.tokens(sentence)[: len(ids)]
-            ]
-            subjects.append(HanSubject(classifier.model, item, tokens, names, **common))
-        else:
-            tokens = encoder.tokenizer.tokens(view)[: len(item)]
-            subjects.append(PooledSubject(classifier.model, item, tokens, names, **common))
-    return subjects
+    ids = {"pad_id": encoder.tokenizer.pad_id, "unk_id": encoder.tokenizer.unk_id}
+    build = SUBJECTS[classifier.config.model]
+    return [build(classifier, item, view, **ids) for item, view in zip(items, views, strict=True)]
 
 
 def classifier_faithfulness(

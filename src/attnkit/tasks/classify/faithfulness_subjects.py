@@ -10,6 +10,8 @@ Shape glossary:
 
 from __future__ import annotations
 
+import abc
+
 import torch
 from torch import nn
 
@@ -23,7 +25,7 @@ __all__ = ["CHUNK", "HanSubject", "PooledSubject"]
 CHUNK = 256  # erased variants per forward
 
 
-class _ClassifierSubject:
+class _ClassifierSubject(abc.ABC):
     """What both families share: the prediction, chunked forwards in eval mode without gradients."""
 
     def __init__(self, model: nn.Module, tokens: list[str], label_names: list[str], *, pad_id: int, unk_id: int):
@@ -46,9 +48,13 @@ class _ClassifierSubject:
             parts.append(torch.softmax(logits.float(), -1).cpu())
         return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
 
+    @abc.abstractmethod
+    def _whole(self) -> tuple[torch.Tensor, ...]:
+        """The model's inputs for the whole document (a batch of one)."""
+
+    @abc.abstractmethod
     def _variants(self, keep: torch.Tensor, erase: str) -> tuple[tuple, torch.Tensor | None]:
         """The model's inputs for the erased variants ``keep [N, T]``, and the attend mask of ``mask`` erasure."""
-        raise NotImplementedError
 
     def _forward(self, *inputs, attend_mask=None):
         self.model.eval()
