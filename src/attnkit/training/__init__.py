@@ -14,25 +14,19 @@
 | :mod:`~attnkit.training.cross_entropy` | the loss and metrics of every single-label classifier |
 | :mod:`~attnkit.training.precision` | devices, autocast, ``place_model``, ``ready_for_inference`` |
 | :mod:`~attnkit.training.distributed` | torchrun: process groups, sharded batches, reductions |
+| :mod:`~attnkit.training.torchrun_env` | torchrun's ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, read in one place |
 | :mod:`~attnkit.training.seeding` | seeds for Python, NumPy and torch, per epoch and per rank |
 | :mod:`~attnkit.training.config_io` | ``JsonConfig``: dataclass configs as JSON |
 | :mod:`~attnkit.training.run_report` | ``metrics.json`` and ``metrics.csv`` |
 | :mod:`~attnkit.training.checkpointing` | the checkpoint format, its reader and atomic writer (re-exported here) |
 """
 
-from attnkit.training.checkpointing import (
-    CONFIG_FILE,
-    CheckpointError,
-    load_model_weights,
-    read_config,
-    read_config_of_kind,
-    read_metadata,
-    read_trainer_state,
-    recover_checkpoint,
-    resolve_checkpoint,
-    save_checkpoint,
-)
+from __future__ import annotations
 
+from typing import Any
+
+# The checkpoint API, re-exported without importing it here: `import attnkit.training.fit_config` (as the
+# command line's parsers do) must not load torch.
 __all__ = [
     "CONFIG_FILE",
     "CheckpointError",
@@ -45,3 +39,12 @@ __all__ = [
     "resolve_checkpoint",
     "save_checkpoint",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``attnkit.training.save_checkpoint`` and the rest of ``__all__``, from :mod:`attnkit.training.checkpointing`."""
+    if name in __all__:
+        from attnkit.training import checkpointing
+
+        return getattr(checkpointing, name)
+    raise AttributeError(f"module 'attnkit.training' has no attribute {name!r}")
