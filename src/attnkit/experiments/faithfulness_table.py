@@ -14,6 +14,7 @@ METHOD_ORDER = (
     "leave_one_out",
     "random",
 )
+MODEL_ORDER = ("han", "pooled", "pooled_bigru", "pooled_transformer")
 INTRO = """Does the attention explain the prediction? Short models (GloVe 50d, one attention pooling, at most 4
 minutes of training each), tested on a seeded sample of {documents} test documents per model with deletion as the
 erasure (a deleted token leaves the sequence). Per method: AOPC comprehensiveness (the mean drop in p(predicted
@@ -46,7 +47,8 @@ def render_faithfulness(table: dict | None) -> str:
     ]
     for data, section in table["data"].items():
         lines += [f"### {data}", "", f"`{section['command']}`", ""]
-        lines += [*_model_table(section["models"]), "", *_method_table(section["models"]), ""]
+        models = dict(sorted(section["models"].items(), key=lambda item: _place(item[0])))
+        lines += [*_model_table(models), "", *_method_table(models), ""]
     return "\n".join(lines)
 
 
@@ -85,6 +87,11 @@ def _method_table(models: dict) -> list[str]:
                 f"| {_interval(found['aopc_sufficiency'])} | {_interval(found['flip_fraction'], digits=2)} | {tau} |"
             )
     return lines
+
+
+def _place(model: str) -> int:
+    """The models in the experiment's order (HAN, pooled, + BiGRU, + Transformer), whatever order they ran in."""
+    return MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER)
 
 
 def _interval(value: dict | None, *, digits: int = 3) -> str:
