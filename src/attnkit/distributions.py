@@ -18,7 +18,7 @@ from attnkit import masks
 from attnkit.functional import entmax15, masked_softmax, sparsemax
 from attnkit.functional._common import compute_dtype
 
-__all__ = ["Distribution", "Entmax15", "LocalM", "LocalP", "Softmax", "Sparsemax"]
+__all__ = ["Distribution", "Entmax15", "LocalM", "LocalP", "Softmax", "Sparsemax", "Uniform"]
 
 
 class Distribution(nn.Module):
@@ -57,6 +57,16 @@ class Entmax15(Distribution):
     def forward(self, scores, mask=None, *, query=None, query_positions=None):
         """scores ``[..., Tk]``, mask broadcastable -> weights ``[..., Tk]``."""
         return entmax15(scores, mask)
+
+
+class Uniform(Distribution):
+    """Equal weight on every kept position, whatever the scores: ``mask / count`` (Wiegreffe & Pinter 2019's
+    uniform-attention baseline). A row with nothing kept is all zeros; the scores get no gradient."""
+
+    def forward(self, scores, mask=None, *, query=None, query_positions=None):
+        """scores ``[..., Tk]``, mask broadcastable -> weights ``[..., Tk]``."""
+        kept = _expand_mask(scores, mask).to(compute_dtype(scores.dtype))  # [..., Tk]
+        return kept / kept.sum(dim=-1, keepdim=True).clamp_min(1.0)
 
 
 def _expand_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

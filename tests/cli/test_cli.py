@@ -124,6 +124,9 @@ def test_demo_smoke_run(tmp_path, capsys):
     assert "most-attended sentence" in printed
     share = float(printed.split("3 most-attended words: ")[1].split("%")[0])
     assert 0 <= share <= 100 and "(mean over 5 documents" in printed
+    line = printed.split("faithfulness over 5 documents: erasing the 3 most-attended words lowers p(label) by ")[1]
+    attention, random = float(line.split(" ")[0]), float(line.split("random words: ")[1].split(" ")[0])
+    assert -1 <= attention <= 1 and -1 <= random <= 1
     config = json.loads((out / "best" / "config.json").read_text())
     assert config["embeddings"] == "glove" and config["attend"] == "content"
     report = (out / "report.html").read_text()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.cli import demo, evaluate, experiment, explain, models, predict, train
+from attnkit.cli import demo, evaluate, experiment, explain, faithfulness, models, predict, train
 from attnkit.tasks import registered_tasks
 
-REGISTRY = [train.register, evaluate.register, predict.register, explain.register]
+REGISTRY = [train.register, evaluate.register, predict.register, explain.register, faithfulness.register]
 TRAILING = [models.register, experiment.register, demo.register]
 
 

@@ -11,6 +11,8 @@ EXAMPLES = """examples:
   attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
   attnkit experiment classification --data r8 --seeds 3
   attnkit experiment masking --data fine-foods --seeds 5
+  attnkit experiment faithfulness --data fine-foods r8 --threads 1
+                                       does the attention explain the predictions? (minutes per data set x model)
   attnkit experiment g2p
   attnkit experiment bible
   attnkit experiment luong
@@ -31,13 +33,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("name", choices=["classification", "masking", "g2p", "bible", "luong", "deploy", "report"])
+    parser.add_argument(
+        "name", choices=["classification", "masking", "faithfulness", "g2p", "bible", "luong", "deploy", "report"]
+    )
     parser.add_argument(
         "--data",
         nargs="+",
         default=None,
-        help="classification: datasets (default: 20ng r8 r52 fine-foods); masking: one dataset (default "
-        "fine-foods); deploy: the task the checkpoint was trained on (its section of the table)",
+        help="classification: datasets (default: 20ng r8 r52 fine-foods); faithfulness: datasets (default: "
+        "fine-foods r8 r52 20ng); masking: one dataset (default fine-foods); deploy: the task the checkpoint was trained on (its section of the table)",
     )
     parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
     parser.add_argument(
@@ -45,7 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         default=None,
         help="g2p/bible/luong: just these runs or ensembles (by name; an ensemble brings its members); masking: just "
-        "these models (han, pooled)",
+        "these models (han, pooled); faithfulness: just these models (han, pooled, pooled_bigru, pooled_transformer)",
+    )
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=None,
+        help="faithfulness: test documents sampled per data set x model (default 200)",
     )
     deploy = parser.add_argument_group("deploy")
     deploy.add_argument("--checkpoint", default=None, help="deploy: a Transformer run directory or checkpoint")
@@ -80,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
     paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))
     if not paths.docs.is_dir():
         raise FileNotFoundError(f"{paths.docs}: no such directory (run from the repository root, or pass --docs)")
-    if args.only and args.name not in ("g2p", "bible", "luong", "masking"):
-        raise ValueError("--only is for the masking, g2p, bible and luong experiments")
+    if args.only and args.name not in ("g2p", "bible", "luong", "masking", "faithfulness"):
+        raise ValueError("--only is for the masking, faithfulness, g2p, bible and luong experiments")
+    if args.documents is not None and args.name != "faithfulness":
+        raise ValueError("--documents is for the faithfulness experiment")
     if (args.checkpoint is not None) != (args.name == "deploy"):
         raise ValueError("deploy needs --checkpoint, and --checkpoint is for deploy only")
     if args.name == "classification":
@@ -98,6 +110,17 @@ def run(args: argparse.Namespace) -> int:
         data = args.data[0] if args.data else "fine-foods"
         models = tuple(args.only) if args.only else tuple(MODELS)
         run_masking(data, args.seeds or 5, paths, models=models, threads=args.threads, device=args.device)
+    elif args.name == "faithfulness":
+        from attnkit.experiments.faithfulness import DATASETS, DOCUMENTS, run_faithfulness
+
+        run_faithfulness(
+            list(args.data or DATASETS),
+            paths,
+            models=tuple(args.only) if args.only else None,
+            documents=DOCUMENTS if args.documents is None else args.documents,
+            threads=args.threads,
+            device=args.device,
+        )
     elif args.name == "deploy":
         from attnkit.experiments.deploy import run_deploy
 

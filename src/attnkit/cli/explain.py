@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from attnkit.explain.faithfulness.names import ERASURES
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options
 
@@ -23,6 +24,7 @@ EXAMPLES = """examples:
   attnkit explain --checkpoint runs/digits --index 0 --index 7 --out digits.html
   attnkit explain --checkpoint runs/digits --file my_digit.png --out mine.html
   attnkit explain --checkpoint runs/g2p --text "attention" --out g2p.html --save-figures figures/
+  attnkit explain --checkpoint runs/ff --file reviews.txt --out report.html --faithfulness
 """
 
 
@@ -53,6 +55,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="also write every figure of the report into DIR as PNG and SVG (NN-name.png/.svg, NN = section)",
     )
+    checks = parser.add_argument_group("faithfulness")
+    checks.add_argument(
+        "--faithfulness",
+        action="store_true",
+        help="add a panel per document: does the attention explain the prediction? (attention, integrated "
+        "gradients and leave-one-out side by side; erasure curves of each method against random)",
+    )
+    checks.add_argument(
+        "--erase",
+        choices=ERASURES,
+        default="delete",
+        help="with --faithfulness: how tokens are erased (default delete; see attnkit faithfulness --help)",
+    )
     for task in registered_tasks():
         task.add_explain_arguments(parser)
     add_runtime_options(parser)
@@ -71,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.explain is None:
         raise ValueError(f"{checkpoint}: attnkit explain does not support {task.kind} checkpoints yet")
+    if args.faithfulness and task.faithfulness is None:
+        raise ValueError(f"--faithfulness: not available for {task.kind} checkpoints yet ({checkpoint})")
     if args.save_figures is None:
         print(f"report written to {task.explain(args, checkpoint)}")
         return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, read_json
+from attnkit.experiments.faithfulness_table import render_faithfulness
 from attnkit.experiments.masking_table import render_masking
 
 __all__ = ["render_results"]
@@ -34,6 +35,8 @@ def render_results(paths: ExperimentPaths) -> Path:
         _fragment(results / "classification_notes.md"),
         render_masking(read_json(results / "masking.json")),
         _fragment(results / "masking_notes.md"),
+        render_faithfulness(read_json(results / "faithfulness.json")),
+        _fragment(results / "faithfulness_notes.md"),
     ]
     from attnkit.experiments.deploy_table import render_deploy
     from attnkit.experiments.seq2seq_tables import render_sections

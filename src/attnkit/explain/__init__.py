@@ -9,6 +9,8 @@
 - :mod:`attnkit.explain.captions`: what each kind of section shows, in words.
 - :mod:`attnkit.explain.figures`: ``save_figures(DIR)``, keeping every figure drawn as PNG + SVG files.
 - :mod:`attnkit.explain.rollout`: attention rollout.
+- :mod:`attnkit.explain.faithfulness`: does the attention explain the prediction? Erasure metrics, gradient and
+  leave-one-out attributions, attention flow, the permutation and uniform-attention baselines.
 
 The names below are re-exported lazily: ``import attnkit.explain`` loads nothing until one is used.
 """
@@ -35,6 +37,11 @@ _EXPORTS = {
     "overlay_attention": "heatmaps",
     "upsample_attention": "heatmaps",
     "attention_rollout": "rollout",
+    "attention_flow": "faithfulness.flow",
+    "faithfulness_of": "faithfulness.evaluate",
+    "faithfulness_panel": "faithfulness.panel",
+    "permutation_test": "faithfulness.baselines",
+    "uniform_accuracy_difference": "faithfulness.baselines",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -18,12 +18,17 @@ def classifier_report(
     *,
     title: str = "What the classifier attended to",
     true_labels: Sequence[str | None] | None = None,
+    faithfulness: Sequence | None = None,
 ) -> Path:
     """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
 
     HAN predictions become document sections (sentence and word shading); pooled-classifier predictions
-    token rows, one per pooling head. Returns the path written.
+    token rows, one per pooling head. ``faithfulness`` (optional): one
+    :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per prediction, each shown as a panel under
+    its document. Returns the path written.
     """
+    if faithfulness is not None and len(faithfulness) != len(predictions):
+        raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
     sections: list[Section] = []
     for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
@@ -52,4 +57,9 @@ def classifier_report(
                     title=heading,
                 )
             )
+        if faithfulness is not None:
+            from attnkit.explain.faithfulness.panel import faithfulness_panel
+
+            section = sections[-1]
+            sections[-1] = Section(section.title, section.body + "\n" + faithfulness_panel(faithfulness[number - 1]))
     return write_report(path, sections, title=title)

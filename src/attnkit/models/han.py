@@ -87,17 +87,32 @@ class HierarchicalAttentionClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
 
-    def forward(self, token_ids: torch.Tensor, word_mask: torch.Tensor, sentence_mask: torch.Tensor) -> HANOutput:
-        """token_ids ``[B, S, W]``, word_mask ``[B, S, W]``, sentence_mask ``[B, S]`` -> :class:`HANOutput`."""
+    def forward(
+        self,
+        token_ids: torch.Tensor,
+        word_mask: torch.Tensor,
+        sentence_mask: torch.Tensor,
+        *,
+        attend_mask: torch.Tensor | None = None,
+    ) -> HANOutput:
+        """token_ids ``[B, S, W]``, word_mask ``[B, S, W]``, sentence_mask ``[B, S]`` -> :class:`HANOutput`.
+
+        ``attend_mask [B, S, W]`` (optional, within ``word_mask``): the words the word attention may attend to;
+        the word GRU still reads all of ``word_mask``, and a sentence with no attendable word is left out of the
+        sentence attention (faithfulness's ``mask`` erasure: words kept in the text, masked out of every attention).
+        """
         batch, sentences, words = token_ids.shape
         sentence_mask = sentence_mask & word_mask.any(dim=2)  # a sentence with no word is not a sentence
+        attend = word_mask if attend_mask is None else attend_mask & word_mask  # [B, S, W]
         flat_mask = word_mask.reshape(batch * sentences, words)
         real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
 
         real_ids = token_ids.reshape(batch * sentences, words)[real]  # [N, W]
         embedded = self.dropout(self.embedding(real_ids))  # [N, W, E]
         encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
-        attend_mask = flat_mask[real] if self.attendable is None else flat_mask[real] & self.attendable[real_ids]
+        attend_mask = attend.reshape(batch * sentences, words)[real]  # [N, W]
+        if self.attendable is not None:
+            attend_mask = attend_mask & self.attendable[real_ids]
         pooled_words = self.word_pooling(encoded, attend_mask)  # context [N, Dw], weights [N, 1, W]
 
         # in the pooled vectors' dtype: under autocast it is not the encoder's
@@ -112,7 +127,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         vectors = sentence_vectors.view(batch, sentences, -1)
         vectors = torch.gather(vectors, 1, order[..., None].expand_as(vectors))  # [B, S, Dw]
         encoded_sentences = self.sentence_encoder(vectors, packed_mask)  # [B, S, Ds]
-        document = self.sentence_pooling(encoded_sentences, packed_mask)  # [B, Ds], weights [B, 1, S]
+        attend_sentences = torch.gather(sentence_mask & attend.any(dim=2), 1, order)  # [B, S]
+        document = self.sentence_pooling(encoded_sentences, attend_sentences)  # [B, Ds], weights [B, 1, S]
         sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
 
         logits = self.classifier(self.dropout(document.context))

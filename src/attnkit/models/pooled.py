@@ -116,16 +116,24 @@ class PooledClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(feature_dim * heads, num_classes)
 
-    def forward(self, token_ids: torch.Tensor, mask: torch.Tensor) -> PooledClassifierOutput:
-        """token_ids ``[B, T]`` (long), mask ``[B, T]`` (True = real) -> logits ``[B, C]`` and pooling weights."""
+    def forward(
+        self, token_ids: torch.Tensor, mask: torch.Tensor, *, attend_mask: torch.Tensor | None = None
+    ) -> PooledClassifierOutput:
+        """token_ids ``[B, T]`` (long), mask ``[B, T]`` (True = real) -> logits ``[B, C]`` and pooling weights.
+
+        ``attend_mask [B, T]`` (optional, within ``mask``): the positions every attention may attend to — the
+        pooling's and a Transformer encoder's self-attention — while a BiGRU still reads all of ``mask``
+        (faithfulness's ``mask`` erasure: a token kept in the sequence but masked out of every attention).
+        """
+        attend = mask if attend_mask is None else attend_mask & mask  # [B, T]
         x = self.embedding(token_ids)  # [B, T, E]
         if self.bigram_embedding is not None:
             x = x + self.bigram_embedding(bigram_ids(token_ids, mask, self.bigram_buckets))  # [B, T, E]
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]
         elif isinstance(self.encoder, TransformerEncoder):
-            x = encode_packed(self.encoder, x, mask)  # [B, T, D]
+            x = encode_packed(self.encoder, x, attend)  # [B, T, D]
         elif self.encoder is not None:
             x = self.encoder(x, mask)
-        pooled = self.pooling(x, mask if self.attendable is None else mask & self.attendable[token_ids])
+        pooled = self.pooling(x, attend if self.attendable is None else attend & self.attendable[token_ids])
         return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled)

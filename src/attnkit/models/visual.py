@@ -144,15 +144,19 @@ class VisualAttentionClassifier(nn.Module):
         """images ``[B, C, H, W]`` -> logits ``[B, K]`` and attention weights ``[B, heads, Hg·Wg]``."""
         return self.attend(self.backbone(images))
 
-    def attend(self, grid: torch.Tensor) -> VisualAttentionOutput:
-        """Pool and classify a feature grid ``[B, Hg, Wg, D]`` (the part of :meth:`forward` after the backbone)."""
+    def attend(self, grid: torch.Tensor, *, attend_mask: torch.Tensor | None = None) -> VisualAttentionOutput:
+        """Pool and classify a feature grid ``[B, Hg, Wg, D]`` (the part of :meth:`forward` after the backbone).
+
+        ``attend_mask [B, Hg·Wg]`` (optional; True = the pooling may attend to the cell): faithfulness's erasure
+        of grid cells.
+        """
         if grid.dim() != 4:
             raise ValueError(f"attend expects a grid of shape [B, Hg, Wg, D], got {tuple(grid.shape)}")
         grid_size = (grid.shape[1], grid.shape[2])
         if self.positions is not None:
             grid = self.positions(grid)  # [B, Hg, Wg, D]
         cells = grid.flatten(1, 2)  # [B, Hg·Wg, D]
-        pooled = self.pooling(cells)  # pooled [B, D or heads·D], weights [B, heads, Hg·Wg]
+        pooled = self.pooling(cells, attend_mask)  # pooled [B, D or heads·D], weights [B, heads, Hg·Wg]
         logits = self.classifier(self.dropout(pooled.context))  # [B, K]
         return VisualAttentionOutput(logits, pooled, grid_size)
 

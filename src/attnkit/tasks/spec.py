@@ -45,6 +45,7 @@ class TaskSpec:
         evaluate: runs ``attnkit evaluate`` for checkpoints of this kind (several only if ``ensembles``).
         predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
         explain: writes ``attnkit explain``'s report for one checkpoint; returns the path, or None if unsupported.
+        faithfulness: runs ``attnkit faithfulness`` for one checkpoint (returns the exit status), or None.
         add_evaluate_arguments, add_predict_arguments, add_explain_arguments: the task's own options of those
             commands (each in its own argument group; the commands' shared options are theirs).
         commands: extra top-level commands the task brings (``translate``, ``export``): ``register(subparsers)``.
@@ -60,6 +61,7 @@ class TaskSpec:
     evaluate: Callable[[argparse.Namespace, Sequence[Path]], int]
     predict: Callable[[argparse.Namespace, Path], int] | None = None
     explain: Callable[[argparse.Namespace, Path], Path] | None = None
+    faithfulness: Callable[[argparse.Namespace, Path], int] | None = None
     description: str = ""
     epilog: str = ""
     add_evaluate_arguments: AddArguments = _no_arguments

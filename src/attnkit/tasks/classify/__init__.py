@@ -6,6 +6,8 @@
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
 | :mod:`~attnkit.tasks.classify.training` | data loading, the loss and accuracy, ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
+| :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |
 | :mod:`~attnkit.tasks.classify.embedding_init` | the embedding table started from word vectors (``--embeddings``) |
 | :mod:`~attnkit.tasks.classify.report` | per-class precision, recall, F1 and the confusion matrix |
 | :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
@@ -29,4 +31,5 @@ SPEC = TaskSpec(
     add_evaluate_arguments=commands.add_evaluate_arguments,
     predict=commands.predict,
     explain=commands.explain,
+    faithfulness=commands.faithfulness,
 )

@@ -80,6 +80,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "(scikit-learn's English list) or punctuation; the encoders still read every token",
     )
     model.add_argument(
+        "--uniform-attention",
+        action="store_true",
+        help="every attention pooling weighs the real tokens equally (Wiegreffe & Pinter's baseline: if this "
+        "model is as accurate, the learned attention was not needed; see attnkit.explain.faithfulness.baselines)",
+    )
+    model.add_argument(
         "--unpacked-rnn",
         action="store_true",
         help="run the BiGRUs over the padded batch instead of packed sequences, so padding feeds the recurrence "
@@ -159,6 +165,7 @@ def train(args: argparse.Namespace) -> int:
             embeddings=args.embeddings,
             freeze_embeddings=args.freeze_embeddings,
             label_smoothing=args.label_smoothing,
+            uniform_attention=args.uniform_attention,
         )
     )
     fit_config = fit_config_from_args(args)
@@ -325,6 +332,25 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     if getattr(args, "index", None):
         raise ValueError("--index picks test images of a vision checkpoint; explain a classifier with --text or --file")
     classifier = load(checkpoint, device=args.device, precision=args.precision)
-    predictions = classifier.predict(read_texts(args))
+    texts = read_texts(args)
+    predictions = classifier.predict(texts)
     title = args.title or "What the classifier attended to"
-    return classifier_report(predictions, classifier.label_names, args.out, title=title)
+    tests = None
+    if getattr(args, "faithfulness", False):
+        tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed)
+    return classifier_report(predictions, classifier.label_names, args.out, title=title, faithfulness=tests)
+
+
+def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit faithfulness``: a table per text, or one JSON object per text."""
+    from attnkit.explain.faithfulness.table import format_document
+
+    texts = read_texts(args)  # before the model loads: a missing file is one line, nothing run
+    classifier = load(checkpoint, device=args.device, precision=args.precision)
+    results = classifier.faithfulness(texts, methods=args.methods, erase=args.erase, seed=args.seed, steps=args.steps)
+    for number, result in enumerate(results, start=1):
+        if args.json:
+            print(json.dumps(result.to_json(), ensure_ascii=False))
+        else:
+            print(format_document(result, number) + ("\n" if number < len(results) else ""))
+    return 0

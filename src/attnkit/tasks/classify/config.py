@@ -13,9 +13,11 @@ from typing import ClassVar
 
 from torch import nn
 
+from attnkit.distributions import Uniform
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
 from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import build_pooling
+from attnkit.pooling import AttentionPooling
 from attnkit.training.config_io import JsonConfig
 
 __all__ = ["ATTEND", "ENCODERS", "MODELS", "ClassifierConfig", "build_classifier"]
@@ -60,6 +62,8 @@ class ClassifierConfig(JsonConfig):
     embeddings_settings: dict | None = None
     freeze_embeddings: bool = False
     label_smoothing: float = 0.0
+    # Wiegreffe & Pinter's baseline: every attention pooling weighs the real tokens equally (nothing learned)
+    uniform_attention: bool = False
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
     text_column: str = "text"
     label_column: str = "label"
@@ -129,5 +133,11 @@ _BUILDERS: dict[str, Callable[[ClassifierConfig, int], nn.Module]] = {"han": _ha
 
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
-    """The model ``config`` describes, freshly initialised."""
-    return _BUILDERS[config.model](config, vocab_size)
+    """The model ``config`` describes, freshly initialised (with ``uniform_attention``, every attention pooling
+    weighs the real tokens equally: :class:`~attnkit.distributions.Uniform`)."""
+    model = _BUILDERS[config.model](config, vocab_size)
+    if config.uniform_attention:
+        for module in model.modules():
+            if isinstance(module, AttentionPooling):
+                module.distribution = Uniform()
+    return model

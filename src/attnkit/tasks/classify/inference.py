@@ -56,6 +56,27 @@ class Classifier:
         """Each text's label, class probabilities and attention weights (see :func:`predict_texts`)."""
         return predict_texts(self.model, self.encoder, texts, batch_size=batch_size, precision=self.precision)
 
+    def faithfulness(
+        self,
+        texts: Sequence[str],
+        *,
+        methods: Sequence[str] | None = None,
+        erase: str = "delete",
+        seed: int = 0,
+        steps: int = 32,
+    ) -> list:
+        """Does the attention explain each prediction? One
+        :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text: every method's scores
+        (attention, rollout/flow, gradient × input, integrated gradients in ``steps``, leave-one-out, random drawn
+        with ``seed``), comprehensiveness/sufficiency with the top k % erased the ``erase`` way (``delete``,
+        ``mask``, ``unk``), AOPC, flip fraction and Kendall τ (:mod:`attnkit.tasks.classify.faithfulness`)."""
+        from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
+        from attnkit.tasks.classify.faithfulness import classifier_faithfulness
+
+        return classifier_faithfulness(
+            self, texts, methods=methods or DEFAULT_METHODS, erase=erase, seed=seed, steps=steps
+        )
+
     def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, float]:
         """``accuracy``, mean ``loss`` and ``count`` on ``texts`` with their gold label names.
 

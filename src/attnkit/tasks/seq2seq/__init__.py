@@ -9,6 +9,8 @@
 | :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
+| :mod:`~attnkit.tasks.seq2seq.faithfulness` | the faithfulness tests per emitted token (``LoadedSeq2Seq.faithfulness``) |
+| :mod:`~attnkit.tasks.seq2seq.faithfulness_subjects` | one emitted token over its source tokens, as a subject |
 | :mod:`~attnkit.tasks.seq2seq.phonetisaurus` | Phonetisaurus, the WFST G2P peer baseline |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
@@ -33,6 +35,7 @@ SPEC = TaskSpec(
     predict=commands.predict,
     add_predict_arguments=translate_command.add_decoding_arguments,
     explain=commands.explain,
+    faithfulness=commands.faithfulness,
     commands=(translate_command.register, export_command.register),
     ensembles=True,
 )

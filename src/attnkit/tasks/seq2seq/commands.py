@@ -361,5 +361,14 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
         raise ValueError(
             "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
         )
+    if getattr(args, "faithfulness", False):
+        raise ValueError("--faithfulness: the seq2seq report has no faithfulness panel yet; run attnkit faithfulness")
     loaded = load(checkpoint, device=args.device, precision=args.precision)
     return seq2seq_report(loaded, read_texts(args), args.out, title=args.title)
+
+
+def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit faithfulness``: the tests over the source tokens for each emitted token."""
+    from attnkit.tasks.seq2seq.faithfulness import checkpoint_faithfulness
+
+    return checkpoint_faithfulness(args, checkpoint, load)

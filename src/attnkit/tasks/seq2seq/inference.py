@@ -113,6 +113,15 @@ class LoadedSeq2Seq:
             num_hypotheses=num_hypotheses,
         )
 
+    def faithfulness(self, texts: Sequence[str], **options: Any) -> list:
+        """Does the attention explain each emitted token? Per text, one
+        :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per greedily decoded token, over the
+        source tokens (options: ``methods``, ``erase``, ``seed``, ``steps``; see
+        :mod:`attnkit.tasks.seq2seq.faithfulness`)."""
+        from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
+
+        return seq2seq_faithfulness(self, texts, **options)
+
     def evaluate(
         self, pairs: Sequence[Pair], references: Sequence[Sequence[str]] | None = None, **options: Any
     ) -> dict[str, float]:

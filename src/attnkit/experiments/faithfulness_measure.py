@@ -1,0 +1,125 @@
+"""The faithfulness experiment's measurements of one trained classifier (layer 6): the tests of
+:mod:`attnkit.explain.faithfulness` on a seeded sample of test documents, one record per document, and the
+summary of those records with bootstrap intervals over the documents.
+
+A document's record: its number in the test split, whether the prediction is right, each method's AOPC
+comprehensiveness and sufficiency, flip fraction and Kendall τ with leave-one-out, and Jain & Wallace's
+permutation test (median total-variation distance of the output over the shuffles, share of flipped decisions).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+
+__all__ = ["PERMUTATIONS", "measure_documents", "sample_documents", "summarise_documents", "uniform_difference"]
+
+PERMUTATIONS = 50  # shuffles of the attention per document (Jain & Wallace used 100)
+FIGURES = ("aopc_comprehensiveness", "aopc_sufficiency", "flip_fraction", "tau_leave_one_out")
+
+
+def sample_documents(count: int, documents: int, *, seed: int = 0) -> list[int]:
+    """``documents`` test-document numbers out of ``count``, drawn without replacement with ``seed`` and sorted
+    (all of them when ``documents >= count``)."""
+    if documents < 1:
+        raise ValueError(f"documents must be >= 1, got {documents}")
+    if documents >= count:
+        return list(range(count))
+    return sorted(random.Random(seed).sample(range(count), documents))
+
+
+def measure_documents(
+    classifier,
+    texts: Sequence[str],
+    labels: Sequence[int],
+    numbers: Sequence[int],
+    *,
+    methods: Sequence[str],
+    steps: int = 32,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+) -> list[dict]:
+    """One record per test document ``numbers`` (indices into ``texts``/``labels``), erasing by deletion."""
+    import torch
+
+    from attnkit.explain.faithfulness.baselines import permutation_test
+    from attnkit.explain.faithfulness.evaluate import evaluate_subject
+    from attnkit.tasks.classify.faithfulness import classifier_subjects
+
+    generator = torch.Generator().manual_seed(seed)
+    records = []
+    for number in numbers:
+        subject = classifier_subjects(classifier, [texts[number]])[0]
+        if not subject.tokens:
+            continue  # nothing the model read: no erasure to make
+        result = evaluate_subject(
+            subject, text=texts[number], methods=methods, erase="delete", generator=generator, steps=steps
+        )
+        permutation = permutation_test(subject, n=permutations, seed=seed + number)
+        record: dict = {
+            "document": number,
+            "tokens": len(subject.tokens),
+            "correct": classifier.label_names[labels[number]] == result.label,
+            "methods": {},
+        }
+        for name, found in result.methods.items():
+            tau = result.kendall_tau.get(f"{name}|leave_one_out", result.kendall_tau.get(f"leave_one_out|{name}"))
+            record["methods"][name] = {
+                "aopc_comprehensiveness": found.aopc_comprehensiveness,
+                "aopc_sufficiency": found.aopc_sufficiency,
+                "flip_fraction": found.flip_fraction,
+                "tau_leave_one_out": tau,
+            }
+        if permutation is not None:
+            record["permutation"] = {"median_tvd": permutation.median_tvd, "flipped": permutation.flipped}
+        records.append(record)
+    return records
+
+
+def uniform_difference(classifier, uniform, texts: Sequence[str], labels: Sequence[int]) -> dict:
+    """Wiegreffe & Pinter's baseline on every test document: accuracy (%) of the learned-attention model, of the
+    uniform-attention one, and their paired difference with a bootstrap interval over the documents."""
+    from attnkit.experiments.bootstrap import bootstrap_interval
+
+    gold = [classifier.label_names[label] for label in labels]
+    learned = [p.label == g for p, g in zip(classifier.predict(texts), gold, strict=True)]
+    flat = [p.label == g for p, g in zip(uniform.predict(texts), gold, strict=True)]
+    difference = bootstrap_interval([100.0 * (a - b) for a, b in zip(learned, flat, strict=True)])
+    return {
+        "accuracy": round(100 * sum(learned) / len(learned), 2),
+        "uniform_accuracy": round(100 * sum(flat) / len(flat), 2),
+        "difference": difference,
+    }
+
+
+def summarise_documents(records: Sequence[dict], *, seed: int = 0) -> dict:
+    """Each method's figures and the permutation test's, as bootstrap intervals over the documents."""
+    from attnkit.experiments.bootstrap import bootstrap_interval
+
+    methods: dict[str, dict] = {}
+    names = [name for record in records for name in record["methods"]]
+    for name in dict.fromkeys(names):
+        rows = [record["methods"][name] for record in records if name in record["methods"]]
+        methods[name] = {figure: bootstrap_interval([row[figure] for row in rows], seed=seed) for figure in FIGURES}
+    shuffled = [record["permutation"] for record in records if "permutation" in record]
+    permutation = {
+        figure: bootstrap_interval([row[figure] for row in shuffled], seed=seed) for figure in ("median_tvd", "flipped")
+    }
+    return {
+        "documents": len(records),
+        "mean_tokens": round(sum(r["tokens"] for r in records) / max(len(records), 1), 1),
+        "methods": methods,
+        "permutation": permutation if shuffled else None,
+    }
+
+
+class Stopwatch:
+    """Minutes since it was made."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+
+    def minutes(self) -> float:
+        """Elapsed minutes, to a tenth."""
+        return round((time.perf_counter() - self.started) / 60, 1)

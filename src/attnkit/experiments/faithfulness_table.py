@@ -1,0 +1,101 @@
+"""The faithfulness section of ``docs/results.md``, rendered from ``docs/results/faithfulness.json`` (layer 6)."""
+
+from __future__ import annotations
+
+__all__ = ["render_faithfulness"]
+
+COMMAND = "attnkit experiment faithfulness --data fine-foods r8 r52 20ng"
+METHOD_ORDER = (
+    "attention",
+    "rollout",
+    "flow",
+    "gradient_x_input",
+    "integrated_gradients",
+    "leave_one_out",
+    "random",
+)
+MODEL_ORDER = ("han", "pooled", "pooled_bigru", "pooled_transformer")
+INTRO = """Does the attention explain the prediction? Short models (GloVe 50d, one attention pooling, at most 4
+minutes of training each), tested on a seeded sample of {documents} test documents per model with deletion as the
+erasure (a deleted token leaves the sequence). Per method: AOPC comprehensiveness (the mean drop in p(predicted
+class) when its top 1/5/10/20/50 % tokens are deleted; higher = more faithful), AOPC sufficiency (the drop when only
+they are kept; lower = more faithful), the fraction of tokens deleted, most important first, before the decision
+flips (lower = more faithful; 1.00 = never) and Kendall τ with leave-one-out. Every method must be read against
+`random`. Per model: Jain & Wallace's permutation test (attention shuffled {permutations} times among the real
+tokens: median total-variation distance of the output, share of flipped decisions) and Wiegreffe & Pinter's
+uniform baseline (test accuracy with learned attention minus the same model trained with uniform attention, on the
+whole test split). Brackets: 95 % bootstrap intervals over the documents ({resamples} resamples). Integrated
+gradients: {steps} steps."""
+
+
+def render_faithfulness(table: dict | None) -> str:
+    """The section's Markdown (a "not run yet" line when there is no JSON)."""
+    from attnkit.experiments.bootstrap import RESAMPLES
+    from attnkit.experiments.faithfulness_measure import PERMUTATIONS
+
+    lines = ["## Faithfulness of attention: erasure, permutation and uniform-attention tests", ""]
+    if not table or not table.get("data"):
+        return "\n".join(lines) + f"\n_Not run yet: `{COMMAND}`._\n"
+    lines += [
+        INTRO.format(
+            documents=table["documents"],
+            permutations=PERMUTATIONS,
+            resamples=RESAMPLES,
+            steps=table["integrated_gradients_steps"],
+        ),
+        "",
+    ]
+    for data, section in table["data"].items():
+        lines += [f"### {data}", "", f"`{section['command']}`", ""]
+        models = dict(sorted(section["models"].items(), key=lambda item: _place(item[0])))
+        lines += [*_model_table(models), "", *_method_table(models), ""]
+    return "\n".join(lines)
+
+
+def _model_table(models: dict) -> list[str]:
+    lines = [
+        "| model | test acc. | uniform attention acc. | learned − uniform (points) | permutation: median TVD "
+        "| permutation: flipped | documents (mean tokens) | minutes: train / measure |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in models.values():
+        permutation = row.get("permutation") or {}
+        tvd = _interval(permutation.get("median_tvd"), digits=3)
+        flipped = _interval(permutation.get("flipped"), digits=3)
+        minutes = row["minutes"]
+        lines.append(
+            f"| {row['label']} | {row['uniform']['accuracy']:.2f} | {row['uniform']['uniform_accuracy']:.2f} "
+            f"| {_interval(row['uniform']['difference'], digits=2)} | {tvd} | {flipped} "
+            f"| {row['documents']} ({row['mean_tokens']:.0f}) | {minutes['train']:.1f} / {minutes['measure']:.1f} |"
+        )
+    return lines
+
+
+def _method_table(models: dict) -> list[str]:
+    lines = [
+        "| model | method | AOPC comprehensiveness ↑ | AOPC sufficiency ↓ | flip fraction ↓ | τ with leave-one-out |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in models.values():
+        for method in METHOD_ORDER:
+            found = row["methods"].get(method)
+            if found is None:
+                continue
+            tau = "–" if method == "leave_one_out" else _interval(found["tau_leave_one_out"])
+            lines.append(
+                f"| {row['label']} | {method.replace('_', ' ')} | {_interval(found['aopc_comprehensiveness'])} "
+                f"| {_interval(found['aopc_sufficiency'])} | {_interval(found['flip_fraction'], digits=2)} | {tau} |"
+            )
+    return lines
+
+
+def _place(model: str) -> int:
+    """The models in the experiment's order (HAN, pooled, + BiGRU, + Transformer), whatever order they ran in."""
+    return MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER)
+
+
+def _interval(value: dict | None, *, digits: int = 3) -> str:
+    """``0.123 [0.101, 0.145]``; ``–`` when there is nothing to show."""
+    if not value or value.get("mean") is None:
+        return "–"
+    return f"{value['mean']:.{digits}f} [{value['low']:.{digits}f}, {value['high']:.{digits}f}]"

@@ -1,0 +1,131 @@
+"""Run the faithfulness tests on predictions (layer 5): every method's scores, then all its erasures at every k
+(and the flip search) in batched forwards, then the metrics.
+
+    results = faithfulness_of(subjects, methods=METHODS, erase="delete", seed=0)
+    results[0].methods["attention"].aopc_comprehensiveness
+
+Shape glossary:
+    T  units   K  erasure sizes   N  erased variants of one prediction   C  classes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import combinations
+
+import torch
+
+from attnkit.explain.faithfulness import metrics
+from attnkit.explain.faithfulness.erasure import PERCENTS, check_erasure, flip_counts, keep_top, top_counts
+from attnkit.explain.faithfulness.methods import DEFAULT_METHODS, MethodScores, check_methods, method_scores
+from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult
+from attnkit.explain.faithfulness.subject import Subject
+
+__all__ = ["NAMED_COUNTS", "OVERLAP_PERCENT", "evaluate_subject", "faithfulness_of"]
+
+OVERLAP_PERCENT = 10  # top-k overlap between methods at the top 10 % (at least one unit)
+NAMED_COUNTS = (1, 2, 3)  # "erasing the 3 most-attended words ...": p(pred) after erasing the top 1, 2, 3 units
+
+
+def faithfulness_of(
+    subjects: Iterable[Subject],
+    *,
+    texts: Sequence[str] | None = None,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    erase: str = "delete",
+    seed: int = 0,
+    steps: int = 32,
+) -> list[DocumentFaithfulness]:
+    """The tests on each subject, in order; ``random`` draws from one generator seeded with ``seed``, so the
+    results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'."""
+    methods = check_methods(methods)
+    check_erasure(erase)
+    generator = torch.Generator().manual_seed(seed)
+    results = []
+    for index, subject in enumerate(subjects):
+        text = texts[index] if texts is not None else " ".join(subject.tokens)
+        results.append(
+            evaluate_subject(subject, text=text, methods=methods, erase=erase, generator=generator, steps=steps)
+        )
+    return results
+
+
+def evaluate_subject(
+    subject: Subject,
+    *,
+    text: str,
+    methods: Sequence[str],
+    erase: str,
+    generator: torch.Generator,
+    steps: int = 32,
+) -> DocumentFaithfulness:
+    """The tests on one subject (see :func:`faithfulness_of`)."""
+    units = len(subject.tokens)
+    label = subject.label
+    full = float(subject.probabilities[label])
+    found = method_scores(subject, methods, erase=erase, generator=generator, steps=steps)
+    results: dict[str, MethodResult] = {}
+    if units:
+        results = _erasure_results(subject, found, erase=erase, full=full)
+    names = list(results)
+    tau = {f"{a}|{b}": metrics.kendall_tau(found[a].scores, found[b].scores) for a, b in combinations(names, 2)}
+    overlap_k = top_counts(units, (OVERLAP_PERCENT,))[0] if units else 0
+    overlap = {
+        f"{a}|{b}": metrics.top_k_overlap(found[a].scores, found[b].scores, overlap_k)
+        for a, b in combinations(names, 2)
+        if overlap_k
+    }
+    return DocumentFaithfulness(
+        text=text,
+        label=subject.label_names[label],
+        probability=full,
+        tokens=list(subject.tokens),
+        erase=erase,
+        methods=results,
+        kendall_tau=tau,
+        top_k_overlap=overlap,
+        details=subject.attention_details(),
+    )
+
+
+def _erasure_results(
+    subject: Subject, found: dict[str, MethodScores], *, erase: str, full: float
+) -> dict[str, MethodResult]:
+    """Every method's erasures in one batched pass: comprehensiveness and sufficiency masks at each k, and the
+    flip search's cumulative erasures; identical masks are run once."""
+    units = len(subject.tokens)
+    counts = top_counts(units)
+    steps = flip_counts(units)
+    named = [n for n in NAMED_COUNTS if n <= units]
+    blocks = []
+    for scores in found.values():
+        order = metrics.ranking(scores.scores)  # [T]
+        blocks += [keep_top(order, counts, keep=False), keep_top(order, counts, keep=True)]
+        blocks += [keep_top(order, steps, keep=False), keep_top(order, named, keep=False)]
+    keep = torch.cat(blocks)  # [N, T]
+    unique, inverse = torch.unique(keep, dim=0, return_inverse=True)
+    probabilities = subject.probabilities_when(unique, erase)[inverse]  # [N, C]
+    results = {}
+    per_method = 2 * len(counts) + len(steps) + len(named)
+    for index, (name, scores) in enumerate(found.items()):
+        block = probabilities[index * per_method : (index + 1) * per_method]
+        erased = block[: len(counts), subject.label]  # [K]
+        kept = block[len(counts) : 2 * len(counts), subject.label]  # [K]
+        flips = block[2 * len(counts) : 2 * len(counts) + len(steps)].argmax(-1).tolist()
+        top = block[2 * len(counts) + len(steps) :, subject.label].tolist()  # [len(named)]
+        comprehensiveness = metrics.comprehensiveness(full, erased)
+        sufficiency = metrics.sufficiency(full, kept)
+        results[name] = MethodResult(
+            scores=scores.scores.tolist(),
+            comprehensiveness={str(p): v for p, v in zip(PERCENTS, comprehensiveness, strict=True)},
+            sufficiency={str(p): v for p, v in zip(PERCENTS, sufficiency, strict=True)},
+            aopc_comprehensiveness=metrics.aopc(comprehensiveness),
+            aopc_sufficiency=metrics.aopc(sufficiency),
+            flip_fraction=metrics.flip_fraction(steps, flips, subject.label, units),
+            erased_probability=erased.tolist(),
+            kept_probability=kept.tolist(),
+            counts=counts,
+            top_probability=dict(zip(named, top, strict=True)),
+            convergence_delta=scores.convergence_delta,
+        )
+    return results

@@ -1,0 +1,99 @@
+"""What the faithfulness tests need from a model family: one prediction as a :class:`Subject` (layer 5).
+
+A subject is one input (a document, a source sentence for one target token, an image) as the model read it: ``T``
+units (tokens, grid cells) in order, the prediction, and three ways in — a batched forward of erased variants,
+the model's own attention over the units, and the embeddings that gradient methods attribute to. The methods, the
+erasure metrics and the tests in this package are written once against this protocol; each task adapts its
+models to it (:mod:`attnkit.tasks.classify.faithfulness` for the classifiers).
+
+Shape glossary:
+    T  units of the input (tokens the model read)   N  erased variants   C  classes   E  embedding features
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+from torch import nn
+
+__all__ = ["GradientInputs", "Subject"]
+
+
+@dataclass
+class GradientInputs:
+    """What Captum needs to attribute one prediction to its input embeddings.
+
+    Attributes:
+        embeddings: ``[1, ..., E]``, the embedding layer's output for this input (the path's end point).
+        forward: ``embeddings [n, ..., E] -> probabilities [n, C]``: the model run on ``n`` embedded copies
+            (the embedding layer's output replaced by the given tensor; everything else as in the prediction).
+        to_units: layer attributions ``[1, ..., E]`` -> one score per unit ``[T]`` (summed over ``E``).
+    """
+
+    embeddings: torch.Tensor
+    forward: Callable[[torch.Tensor], torch.Tensor]
+    to_units: Callable[[torch.Tensor], torch.Tensor]
+
+
+class Subject(Protocol):
+    """One prediction, ready for the faithfulness tests."""
+
+    tokens: list[str]  # [T] what the model read, in order
+    label: int  # the predicted class
+    label_names: list[str]  # [C]
+    probabilities: torch.Tensor  # [C] float32, the prediction on the whole input
+    model: nn.Module  # (its attention distributions are what the permutation test swaps)
+
+    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+        """keep ``[N, T]`` bool (False = erase that unit, the ``erase`` way) -> probabilities ``[N, C]`` float32,
+        all variants in batched forwards."""
+        ...
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``{"attention": [T], ...}``: the model's own weights per unit (heads averaged), and ``rollout`` /
+        ``flow`` ``[T]`` where an encoder mixes the units."""
+        ...
+
+    def attention_details(self) -> dict[str, list]:
+        """Per-head and per-level weights (``attention_heads [heads][T]``; HAN ``attention_words [T]`` and
+        ``attention_sentences [S]``), for readers who want more than the averaged ``attention``."""
+        ...
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The embeddings and forward that :mod:`~attnkit.explain.faithfulness.gradients` attributes through."""
+        ...
+
+
+@dataclass
+class Embedded:
+    """Replace an embedding layer's output with a given tensor while a forward runs (a forward hook).
+
+    Only the layer's first call inside the block is replaced: a source embedding shared with the target (a
+    Transformer with ``share_embeddings``) is called again by the decoder, which must read its own tokens.
+    """
+
+    layer: nn.Module
+    replacement: torch.Tensor
+    _handle: object = field(default=None, repr=False)
+    _calls: int = field(default=0, repr=False)
+
+    def __enter__(self) -> Embedded:
+        shape = tuple(self.replacement.shape)
+
+        def hook(module, inputs, output):
+            self._calls += 1
+            if self._calls > 1:
+                return output
+            if output.numel() != self.replacement.numel():
+                raise ValueError(f"embedding output {tuple(output.shape)} does not match the replacement {shape}")
+            return self.replacement.reshape(output.shape)
+
+        self._calls = 0
+        self._handle = self.layer.register_forward_hook(hook)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handle.remove()

@@ -1,0 +1,212 @@
+"""The classifiers as faithfulness subjects (layer 5): one document of a HAN or a pooled classifier (with or
+without an encoder) as :class:`~attnkit.explain.faithfulness.subject.Subject` — the tokens it read, batched
+forwards of its erased variants, its attention (HAN: word × sentence weight; pooled: the pooling's weights, and
+rollout / flow through a Transformer encoder) and its embeddings for Captum.
+
+Shape glossary:
+    T  tokens the model read (HAN: all sentences' words, in order)   N  erased variants   C  classes
+    S  sentences   W  words per sentence   E  embedding features   H  heads   L  encoder layers
+"""
+
+from __future__ import annotations
+
+import abc
+
+import torch
+from torch import nn
+
+from attnkit.data.batching import collate_documents, collate_tokens
+from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
+from attnkit.models.encoders import TransformerEncoder
+from attnkit.models.pooled import bigram_ids
+
+__all__ = ["CHUNK", "HanSubject", "PooledSubject"]
+
+CHUNK = 256  # erased variants per forward
+
+
+class _ClassifierSubject(abc.ABC):
+    """What both families share: the prediction, chunked forwards in eval mode without gradients."""
+
+    def __init__(self, model: nn.Module, tokens: list[str], label_names: list[str], *, pad_id: int, unk_id: int):
+        self.model, self.tokens, self.label_names = model, tokens, label_names
+        self.pad_id, self.unk_id = pad_id, unk_id
+        self.device = next(model.parameters()).device
+        out = self._forward(*self._whole())
+        self.probabilities = torch.softmax(out.logits.float(), -1)[0].cpu()  # [C]
+        self.label = int(self.probabilities.argmax())
+        self._output = out
+
+    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+        """keep ``[N, T]`` -> probabilities ``[N, C]``, in forwards of at most :data:`CHUNK` variants."""
+        if keep.shape[-1] != len(self.tokens):
+            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+        parts = []
+        for start in range(0, keep.shape[0], CHUNK):
+            inputs, attend_mask = self._variants(keep[start : start + CHUNK].cpu(), erase)
+            logits = self._forward(*inputs, attend_mask=attend_mask).logits  # [n, C]
+            parts.append(torch.softmax(logits.float(), -1).cpu())
+        return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+
+    @abc.abstractmethod
+    def _whole(self) -> tuple[torch.Tensor, ...]:
+        """The model's inputs for the whole document (a batch of one)."""
+
+    @abc.abstractmethod
+    def _variants(self, keep: torch.Tensor, erase: str) -> tuple[tuple, torch.Tensor | None]:
+        """The model's inputs for the erased variants ``keep [N, T]``, and the attend mask of ``mask`` erasure."""
+
+    def _forward(self, *inputs, attend_mask=None):
+        self.model.eval()
+        moved = [t.to(self.device) for t in inputs]
+        with torch.no_grad():
+            if attend_mask is None:
+                return self.model(*moved)
+            return self.model(*moved, attend_mask=attend_mask.to(self.device))
+
+
+class PooledSubject(_ClassifierSubject):
+    """One document of a :class:`~attnkit.models.pooled.PooledClassifier`: ``ids [T]``."""
+
+    def __init__(self, model: nn.Module, ids: list[int], tokens: list[str], label_names: list[str], **ids_of):
+        self.ids = torch.tensor(ids, dtype=torch.long)  # [T]
+        super().__init__(model, tokens, label_names, **ids_of)
+
+    def _whole(self) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = collate_tokens([(self.ids.tolist(), None)], pad_id=self.pad_id)
+        return batch.token_ids, batch.mask  # [1, T] each
+
+    def _variants(self, keep: torch.Tensor, erase: str) -> tuple:
+        n, units = keep.shape
+        ids = self.ids.expand(n, units)  # [N, T]
+        if erase == "delete":
+            lengths = keep.sum(1)  # [N]
+            mask = torch.arange(max(int(lengths.max()), 1)) < lengths[:, None]  # [N, T']
+            token_ids = torch.full(mask.shape, self.pad_id, dtype=torch.long)
+            token_ids[mask] = ids[keep]  # row-major: each row's kept tokens in order
+            return (token_ids, mask), None
+        mask = torch.ones(n, units, dtype=torch.bool)
+        if erase == "unk":
+            return (torch.where(keep, ids, torch.full_like(ids, self.unk_id)), mask), None
+        return (ids, mask), keep  # mask: read, but out of every attention
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention`` = the pooling's weights averaged over heads; ``rollout``/``flow`` through a Transformer."""
+        from attnkit.explain.faithfulness.flow import attention_flow
+        from attnkit.explain.rollout import attention_rollout
+
+        pooling = self._output.pooling.weights[0].float().mean(0).cpu()  # [T]
+        scores = {"attention": pooling}
+        if isinstance(self.model.encoder, TransformerEncoder):
+            layers = self.encoder_attention()  # L × [H, T, T]
+            rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
+            scores["rollout"] = pooling @ rollout  # [T]: the pooling reads the rolled-out mixing
+            scores["flow"] = attention_flow(layers, pooling).to(torch.float32)
+        return scores
+
+    def encoder_attention(self) -> list[torch.Tensor]:
+        """The Transformer encoder's self-attention, one ``[H, T, T]`` per layer (first first)."""
+        ids, mask = (t.to(self.device) for t in self._whole())
+        with torch.no_grad():
+            _, layers = self.model.encoder(self._embed(ids, mask), mask, need_weights=True)
+        return [w[0].float().cpu() for w in layers]
+
+    def attention_details(self) -> dict[str, list]:
+        """``attention_heads [H][T]``."""
+        return {"attention_heads": self._output.pooling.weights[0].float().cpu().tolist()}
+
+    def _embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.model.embedding(ids)  # [1, T, E]
+        if self.model.bigram_embedding is not None:
+            x = x + self.model.bigram_embedding(bigram_ids(ids, mask, self.model.bigram_buckets))
+        return x
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The word embeddings ``[1, T, E]``; the forward replaces them and reads p(class)."""
+        ids, mask = (t.to(self.device) for t in self._whole())
+        self.model.eval()
+
+        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, T, E] -> [n, C]
+            n = embedded.shape[0]
+            with Embedded(self.model.embedding, embedded):
+                return torch.softmax(self.model(ids.expand(n, -1), mask.expand(n, -1)).logits.float(), -1)
+
+        with torch.no_grad():
+            embeddings = self.model.embedding(ids)  # [1, T, E]
+        return GradientInputs(embeddings, forward, lambda attributions: attributions[0].sum(-1).cpu())
+
+
+class HanSubject(_ClassifierSubject):
+    """One document of a :class:`~attnkit.models.han.HierarchicalAttentionClassifier`: ``ids [S][W]``; its units
+    are the words of every sentence in order."""
+
+    def __init__(self, model: nn.Module, ids: list[list[int]], tokens: list[str], label_names: list[str], **ids_of):
+        self.sentence_ids = [list(sentence) for sentence in ids]
+        where = [(s, w) for s, sentence in enumerate(ids) for w in range(len(sentence))]
+        self.sentence_of = torch.tensor([s for s, _ in where], dtype=torch.long)  # [T]
+        self.word_of = torch.tensor([w for _, w in where], dtype=torch.long)  # [T]
+        self.flat_ids = torch.tensor([t for sentence in ids for t in sentence], dtype=torch.long)  # [T]
+        super().__init__(model, tokens, label_names, **ids_of)
+
+    def _whole(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        batch = collate_documents([(self.sentence_ids, None)], pad_id=self.pad_id)
+        return batch.token_ids, batch.word_mask, batch.sentence_mask  # [1, S, W], [1, S, W], [1, S]
+
+    def _variants(self, keep: torch.Tensor, erase: str) -> tuple:
+        n, units = keep.shape
+        if erase == "delete":  # words leave their sentences; a sentence left empty leaves the document
+            sentences = max(len(self.sentence_ids), 1)
+            per_sentence = torch.zeros(n, sentences, dtype=torch.long).index_add_(1, self.sentence_of, keep.long())
+            order = torch.sort((per_sentence == 0).to(torch.int8), dim=1, stable=True).indices
+            lengths = torch.gather(per_sentence, 1, order)  # [N, S] non-empty sentences first
+            kept_sentences = max(int((lengths > 0).sum(1).max()), 1)
+            lengths = lengths[:, :kept_sentences]
+            word_mask = torch.arange(max(int(lengths.max()), 1)) < lengths[..., None]  # [N, S', W']
+            token_ids = torch.full(word_mask.shape, self.pad_id, dtype=torch.long)
+            token_ids[word_mask] = self.flat_ids.expand(n, units)[keep]
+            return (token_ids, word_mask, lengths > 0), None
+        token_ids, word_mask, sentence_mask = (t.expand(n, *t.shape[1:]).clone() for t in self._whole())
+        if erase == "unk":
+            erased = torch.where(keep, self.flat_ids, torch.full_like(self.flat_ids, self.unk_id))
+            token_ids[:, self.sentence_of, self.word_of] = erased
+            return (token_ids, word_mask, sentence_mask), None
+        attend = torch.zeros_like(word_mask)
+        attend[:, self.sentence_of, self.word_of] = keep
+        return (token_ids, word_mask, sentence_mask), attend  # mask: read, but out of every attention
+
+    def _levels(self) -> tuple[torch.Tensor, torch.Tensor]:
+        words = self._output.words.weights[0].float().cpu()  # [S, W]
+        sentences = self._output.sentences.weights[0].float().cpu()  # [S]
+        return words[self.sentence_of, self.word_of], sentences  # [T], [S]
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
+        words, sentences = self._levels()
+        return {"attention": words * sentences[self.sentence_of]}
+
+    def attention_details(self) -> dict[str, list]:
+        """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
+        words, sentences = self._levels()
+        return {"attention_words": words.tolist(), "attention_sentences": sentences.tolist()}
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The embeddings of the real sentences ``[1, S_real, W, E]``; the forward replaces them."""
+        ids, word_mask, sentence_mask = (t.to(self.device) for t in self._whole())
+        real = (sentence_mask & word_mask.any(2))[0]  # [S]
+        self.model.eval()
+
+        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, S_real, W, E] -> [n, C]
+            n = embedded.shape[0]
+            with Embedded(self.model.embedding, embedded.reshape(-1, *embedded.shape[2:])):
+                out = self.model(ids.expand(n, -1, -1), word_mask.expand(n, -1, -1), sentence_mask.expand(n, -1))
+            return torch.softmax(out.logits.float(), -1)
+
+        real_index = (real.long().cumsum(0) - 1).cpu()  # [S] row of each real sentence
+
+        def to_units(attributions: torch.Tensor) -> torch.Tensor:  # [1, S_real, W, E] -> [T]
+            summed = attributions[0].sum(-1).cpu()  # [S_real, W]
+            return summed[real_index[self.sentence_of], self.word_of]
+
+        with torch.no_grad():
+            embeddings = self.model.embedding(ids[0][real])[None]  # [1, S_real, W, E]
+        return GradientInputs(embeddings, forward, to_units)

@@ -1,0 +1,90 @@
+"""Visual attention as a faithfulness subject (layer 5): one image of a
+:class:`~attnkit.models.visual.VisualAttentionClassifier`, its units the cells of the feature grid (row-major).
+
+A grid cell is erased after the backbone: ``delete`` and ``mask`` leave it out of the attention pooling (a set
+pooling: a cell that leaves the set and a cell masked out of it are the same thing; the other cells keep their
+positions), ``unk`` sets its features to zero. Gradient methods attribute to the grid's features (the cells'
+"embeddings"); ``attention`` is the pooling's weights, heads averaged. Erasing the top cells is the deletion
+curve of the saliency literature, over grid cells.
+
+    model = attnkit.load("runs/digits")
+    results = vision_faithfulness(model, images)          # images [N, C, H, W]
+
+Shape glossary:
+    N  images or erased variants   C, H, W  image   Hg, Wg  grid   D  grid features   K  classes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from attnkit.explain.faithfulness.evaluate import faithfulness_of
+from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
+from attnkit.explain.faithfulness.results import DocumentFaithfulness
+from attnkit.explain.faithfulness.subject import GradientInputs
+
+__all__ = ["GridSubject", "vision_faithfulness"]
+
+
+class GridSubject:
+    """One image ``[C, H, W]`` of a visual attention classifier; units: its ``Hg·Wg`` grid cells."""
+
+    def __init__(self, model: nn.Module, image: torch.Tensor, label_names: Sequence[str]) -> None:
+        self.model, self.label_names = model.eval(), list(label_names)
+        device = next(model.parameters()).device
+        with torch.no_grad():
+            self.grid = model.backbone(image[None].to(device))  # [1, Hg, Wg, D]
+            out = model.attend(self.grid)
+        rows, columns = self.grid.shape[1:3]
+        self.tokens = [f"r{r}c{c}" for r in range(rows) for c in range(columns)]
+        self.probabilities = torch.softmax(out.logits[0].float(), -1).cpu()  # [K]
+        self.label = int(self.probabilities.argmax())
+        self._weights = out.pooling.weights[0].float().cpu()  # [heads, Hg·Wg]
+
+    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+        """keep ``[N, Hg·Wg]`` -> probabilities ``[N, K]``."""
+        if keep.shape[-1] != len(self.tokens):
+            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+        keep = keep.to(self.grid.device)
+        grid = self.grid.expand(keep.shape[0], -1, -1, -1)  # [N, Hg, Wg, D]
+        with torch.no_grad():
+            if erase == "unk":
+                out = self.model.attend(grid * keep.reshape(grid.shape[:3])[..., None].to(grid.dtype))
+            else:
+                out = self.model.attend(grid, attend_mask=keep)
+        return torch.softmax(out.logits.float(), -1).cpu()
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention [Hg·Wg]``: the pooling's weights, heads averaged."""
+        return {"attention": self._weights.mean(0)}
+
+    def attention_details(self) -> dict[str, list]:
+        """``attention_heads [heads][Hg·Wg]`` and ``grid [Hg, Wg]``."""
+        return {"attention_heads": self._weights.tolist(), "grid": list(self.grid.shape[1:3])}
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The grid features ``[1, Hg, Wg, D]``; the forward pools and classifies a given grid."""
+
+        def forward(grid: torch.Tensor) -> torch.Tensor:  # [n, Hg, Wg, D] -> [n, K]
+            return torch.softmax(self.model.attend(grid).logits.float(), -1)
+
+        return GradientInputs(self.grid.detach(), forward, lambda a: a[0].sum(-1).flatten().cpu())
+
+
+def vision_faithfulness(
+    loaded,
+    images: torch.Tensor,
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    erase: str = "delete",
+    seed: int = 0,
+    steps: int = 32,
+) -> list[DocumentFaithfulness]:
+    """The faithfulness tests on each image ``[N, C, H, W]`` over its grid cells (``loaded``: what
+    ``attnkit.load`` returns for a vision checkpoint, or anything with ``model`` and ``label_names``)."""
+    subjects = [GridSubject(loaded.model, image, loaded.label_names) for image in images]
+    names = [f"image {i + 1}" for i in range(len(subjects))]
+    return faithfulness_of(subjects, texts=names, methods=methods, erase=erase, seed=seed, steps=steps)
