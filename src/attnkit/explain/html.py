@@ -36,6 +36,7 @@ from attnkit.explain._ticks import visible
 from attnkit.explain._weights import WeightsLike, as_weights
 
 __all__ = [
+    "ReportPath",
     "Section",
     "caption_html",
     "colour_scale_html",
@@ -184,9 +185,22 @@ def render_report(sections: Sequence[Section], *, title: str) -> str:
     return _PAGE.format(title=escape(title), css=_CSS, body=body)
 
 
-def write_report(path: str | os.PathLike[str], sections: Sequence[Section], *, title: str) -> Path:
-    """Render the page and write it to ``path`` atomically (UTF-8). Returns the absolute path written."""
-    return write_atomic(path, render_report(sections, title=title).encode("utf-8"))
+class ReportPath(type(Path())):  # type: ignore[misc]  # the concrete Path class (PosixPath / WindowsPath)
+    """The path of a written report, which a notebook (Jupyter, VS Code) shows inline: ``_repr_html_`` embeds the
+    page in a sandboxed ``<iframe srcdoc>`` (its styles and content-security policy stay its own)."""
+
+    def _repr_html_(self) -> str:
+        page = self.read_text(encoding="utf-8")
+        return (
+            f'<iframe title="{html.escape(self.name)}" sandbox srcdoc="{html.escape(page, quote=True)}" '
+            'style="width: 100%; height: 40rem; border: 1px solid #ddd"></iframe>'
+        )
+
+
+def write_report(path: str | os.PathLike[str], sections: Sequence[Section], *, title: str) -> ReportPath:
+    """Render the page and write it to ``path`` atomically (UTF-8). Returns the absolute path written, as a
+    :class:`ReportPath` (a ``Path`` that a notebook shows as the page itself)."""
+    return ReportPath(write_atomic(path, render_report(sections, title=title).encode("utf-8")))
 
 
 _PAGE = """<!DOCTYPE html>

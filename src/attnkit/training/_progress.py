@@ -21,13 +21,14 @@ STOP_REASONS = {"epochs": "the last epoch", "early_stopping": "early stopping", 
 
 
 def format_metrics(metrics: Mapping[str, float]) -> str:
-    """``{"accuracy": 0.8125, "loss": 0.41, "count": 400}`` -> ``"accuracy 81.25%  loss 0.4100"``."""
+    """``{"accuracy": 81.25, "loss": 0.41, "count": 400}`` -> ``"accuracy 81.25%  loss 0.4100"`` (accuracy is in
+    percent, as every attnkit rate)."""
     shown = []
     for name, value in metrics.items():
         if name == "count":
             continue
         if name == "accuracy":
-            shown.append(f"accuracy {100 * value:.2f}%")
+            shown.append(f"accuracy {value:.2f}%")
         elif name.endswith("loss"):
             shown.append(f"{name} {value:.4f}")
         else:

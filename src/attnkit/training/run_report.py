@@ -17,6 +17,9 @@ this process is, the report a run returns, and the ``metrics.json`` it writes â€
 | ``train_seconds`` | training time of the whole run, resumed parts included |
 | ``num_parameters`` | trainable and frozen parameters of the model |
 | ``details`` | task-specific facts (split sizes, augmentation, ...) |
+| ``units`` | ``"percent"``: every rate (``accuracy``, ``token_accuracy``, ``bleu``, ``wer``, ...) is in percent, as the
+  command line prints it and Python's ``evaluate`` returns it; only ``loss`` and ``count`` are not rates. A file
+  without it (written before attnkit 0.x's one-unit rule) holds ``accuracy`` as a fraction: :func:`in_percent` |
 
 ``metrics.csv`` beside it has one row per epoch (resumed epochs included): ``epoch``, ``train_loss``, ``seconds``,
 ``steps``, ``partial`` (an epoch cut short by the time budget) and every validation metric as ``valid_NAME``.
@@ -36,7 +39,15 @@ from torch import nn
 
 from attnkit.training.loop import FitConfig, FitResult
 
-__all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "replica", "write_metrics"]
+__all__ = [
+    "HISTORY_FILE",
+    "METRICS_FILE",
+    "TrainReport",
+    "count_parameters",
+    "in_percent",
+    "replica",
+    "write_metrics",
+]
 
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "metrics.csv"
@@ -103,10 +114,25 @@ def write_metrics(
         "train_seconds": round(report.train_seconds, 1),
         "num_parameters": report.num_parameters,
         "details": report.details,
+        "units": "percent",
     }
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_history(Path(out_dir) / HISTORY_FILE, report.fit)
     return path
+
+
+def in_percent(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A ``metrics.json`` as read, with ``accuracy`` in percent: files without ``"units": "percent"`` (written
+    before every rate was a percentage) hold it as a fraction, and are converted; other files come back as they are.
+    """
+    if metrics is None or metrics.get("units") == "percent":
+        return None if metrics is None else dict(metrics)
+    converted = dict(metrics)
+    for split in ("best_valid", "test"):
+        if isinstance(converted.get(split), dict) and "accuracy" in converted[split]:
+            converted[split] = {**converted[split], "accuracy": 100.0 * converted[split]["accuracy"]}
+    converted["units"] = "percent"
+    return converted
 
 
 def write_history(path: Path, result: FitResult) -> None:

@@ -138,6 +138,9 @@ def train(args: argparse.Namespace) -> int:
     )
     fit_config = fit_config_from_args(args)
     data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    say(data_summary(args.data, data, args.valid_fraction))
+    if args.label_smoothing:
+        say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
     clear_previous_run(args)
     report = train_classifier(
         data,
@@ -151,10 +154,10 @@ def train(args: argparse.Namespace) -> int:
         device=args.device,
     )
     best = report.fit.best_metrics
-    say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
+    say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     if report.test_metrics is not None:
         test = report.test_metrics
-        say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} documents")
+        say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} documents")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
     return 0
 
@@ -174,12 +177,28 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
 
 
+def data_summary(name: str, data, valid_fraction: float) -> str:
+    """What training will read, as seq2seq prints it: documents per split and per class, e.g.
+    ``fine-foods: 9000 training (10% carved for validation), 1000 test documents; classes: neg 4500/500, ...``."""
+    from collections import Counter
+
+    train, test = Counter(data.train_labels), Counter(data.test_labels)
+    classes = ", ".join(
+        f"{label} {train[i]}" + (f"/{test[i]}" if data.test_labels else "") for i, label in enumerate(data.label_names)
+    )
+    per_class = "training/test" if data.test_labels else "training"
+    return (
+        f"{name}: {len(data.train_labels)} training ({valid_fraction:.0%} carved for validation), "
+        f"{len(data.test_labels)} test documents; {len(data.label_names)} classes ({per_class}): {classes}"
+    )
+
+
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
     a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
     from attnkit.data.classification import builtin_names
-    from attnkit.tasks.classify.report import classification_report, format_report
-    from attnkit.tasks.classify.training import evaluate_encoded, load_data
+    from attnkit.tasks.classify.report import format_report
+    from attnkit.tasks.classify.training import load_data
 
     (checkpoint,) = checkpoints
     if args.data is None:
@@ -192,29 +211,33 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
         texts, labels = data.train_texts, data.train_labels
+    names = [data.label_names[label] for label in labels]
     try:
-        gold = classifier.label_ids([data.label_names[label] for label in labels])
+        classifier.label_ids(names)
     except ValueError as error:
         raise ValueError(f"{args.data}: {error}") from None
-    metrics = evaluate_encoded(
-        classifier.model, classifier.encoder, texts, gold, batch_size=args.batch_size, precision=classifier.precision
-    )
-    report = classification_report(
-        gold, classifier.predict_ids(texts, batch_size=args.batch_size), classifier.label_names
-    )
-    report["loss"] = round(metrics["loss"], 4)
+    report = classifier.evaluate(texts, names, batch_size=args.batch_size)  # what Python's evaluate returns
     if args.json:
-        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report}))
+        rounded = {"accuracy": round(report["accuracy"], 2), "loss": round(report["loss"], 4)}
+        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report, **rounded}))
         return 0
-    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {metrics['loss']:.4f})\n")
+    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {report['loss']:.4f})\n")
     print(format_report(report))
     return 0
 
 
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
-    """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON."""
+    """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON; a blank
+    input line gives a blank output line (``--json``: no object), so the output lines up with the input."""
+    lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
     classifier = load(checkpoint, device=args.device, precision=args.precision)
-    for prediction in classifier.predict(read_texts(args)):
+    predictions = iter(classifier.predict([line for line in lines if line.strip()]))
+    for line in lines:
+        if not line.strip():  # a blank input line: a blank output line (--json: none), as translate does
+            if not args.json:
+                print()
+            continue
+        prediction = next(predictions)
         if args.json:
             print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
         else:
