@@ -158,6 +158,28 @@ def test_classify_training_prints_a_data_summary(tmp_path):
     assert "label smoothing 0.1: the training loss reads higher than the validation loss" in result.stdout
 
 
+# --------------------------------------------------------------------------------------------- 6. tensorboard
+def test_tensorboard_logs_learning_rate_step_loss_test_metrics_and_hparams(tmp_path):
+    pytest.importorskip("tensorboard", reason="tensorboard (the tensorboard extra) is not installed")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    rows = [(t, "pos") for t in POSITIVE] * 4 + [(t, "neg") for t in NEGATIVE] * 4
+    for name in ("train.csv", "test.csv"):
+        (tmp_path / name).write_text("text,label\n" + "".join(f'"{text}",{label}\n' for text, label in rows))
+    argv = ["train", "classify", "--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv")]
+    assert main([*argv, *SMALL, "--epochs", "2", "--tensorboard", "--out", str(tmp_path / "run")]) == 0
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train/lr", "train/step_loss", "test/accuracy", "test/loss", "valid/accuracy"} <= tags
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert events.Scalars("test/accuracy")[-1].value == pytest.approx(metrics["test"]["accuracy"])
+    hparams = EventAccumulator(str(tmp_path / "run" / "tensorboard" / "hparams"))
+    hparams.Reload()
+    assert "hparam/test_accuracy" in hparams.Tags()["scalars"]
+    assert (tmp_path / "run" / "tensorboard" / "hparams").is_dir()
+
+
 # ------------------------------------------------------------------------------------------------ 7. exports
 @pytest.fixture(scope="module")
 def export(dates_transformer, tmp_path_factory):

@@ -141,7 +141,9 @@ def test_a_task_added_through_the_registry_alone_trains_evaluates_and_predicts(t
     assert main(["train", "toy", "--threshold", "4", "--out", str(run), "--no-progress", "--patience", "30"]) == 0
     assert "toy accuracy 100.00%" in capsys.readouterr().out
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["task"] == "toy" and metrics["config"] == {"threshold": 4} and metrics["best_valid"]["accuracy"] == 100
+    assert (
+        metrics["task"] == "toy" and metrics["config"] == {"threshold": 4} and metrics["best_valid"]["accuracy"] == 100
+    )
     assert main(["evaluate", "--checkpoint", str(run)]) == 0  # a run directory means its best/
     assert capsys.readouterr().out.strip() == "toy accuracy 100.00%"
     assert main(["predict", "--checkpoint", str(run), "--text", "abc", "--text", "abcdefgh"]) == 0

@@ -261,6 +261,11 @@ def test_tensorboard_gets_the_epoch_scalars(tmp_path):
     history = [(record.epoch, record.metrics["accuracy"]) for record in result.history]
     assert [step for step, _ in accuracy] == [1, 2]
     assert [value for _, value in accuracy] == pytest.approx([value for _, value in history])
+    # per optimiser step: the loss and the learning rate, steps counted over the run
+    steps = sum(record.steps for record in result.history)
+    assert [event.step for event in events.Scalars("train/step_loss")] == list(range(1, steps + 1))
+    assert [event.step for event in events.Scalars("train/lr")] == list(range(1, steps + 1))
+    assert all(event.value > 0 for event in events.Scalars("train/lr"))
 
 
 def test_weight_decay_spares_biases():

@@ -107,7 +107,9 @@ def save_figures(directory: str | os.PathLike[str], *, dpi: int = SAVED_DPI) -> 
             if unsaved
             else ""
         )
-        warnings.warn(f"save_figures({str(sink.directory)!r}): no figure was drawn inside the block{before}", stacklevel=3)
+        warnings.warn(
+            f"save_figures({str(sink.directory)!r}): no figure was drawn inside the block{before}", stacklevel=3
+        )
     sink.write()
 
 
@@ -130,10 +132,13 @@ def add_figure(name: str, figure) -> None:
         _UNSAVED.append(name)
         del _UNSAVED[:-100]  # a bounded record
         return
+    from attnkit.explain.fonts import drawing_fonts
+
     stem = sink.stem(name)
     for extension, options in (("png", {"dpi": sink.dpi}), ("svg", {"metadata": {"Date": None}})):
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=extension, **options)
+        with drawing_fonts():
+            figure.savefig(buffer, format=extension, **options)
         sink.files[f"{stem}.{extension}"] = buffer.getvalue()
 
 

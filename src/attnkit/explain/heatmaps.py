@@ -31,6 +31,7 @@ from attnkit.explain import colours, figures
 from attnkit.explain._files import write_atomic
 from attnkit.explain._ticks import cut, plain, set_token_ticks, visible
 from attnkit.explain._weights import WeightsLike, as_weights
+from attnkit.explain.fonts import drawing_fonts, with_fallback_fonts
 
 __all__ = [
     "alignment_figure",
@@ -52,6 +53,7 @@ GRID_LABEL_CHARS = 10
 """The same for the small cells of a layer × head grid."""
 
 
+@with_fallback_fonts
 def alignment_figure(
     weights: WeightsLike,
     source_tokens: Sequence[str],
@@ -143,6 +145,7 @@ def alignment_heatmap(
     return _save(figure, path, dpi, name)
 
 
+@with_fallback_fonts
 def layer_head_figure(
     layers: Sequence[WeightsLike] | torch.Tensor,
     query_tokens: Sequence[str],
@@ -362,7 +365,8 @@ def _figure(figsize: tuple[float, float], dpi: int):
 
 def _save(figure, path: PathLike | None, dpi: int, name: str) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    with drawing_fonts():
+        figure.savefig(buffer, format="png", dpi=dpi)
     figures.add_figure(name, figure)  # after: drawing at the sink's dpi must not move what the page shows
     return _finish(buffer.getvalue(), path)
 

@@ -14,6 +14,7 @@ import torch
 
 from attnkit.explain import colours
 from attnkit.explain._ticks import plain, visible
+from attnkit.explain.fonts import with_fallback_fonts
 from attnkit.explain.html import row_intensities
 
 __all__ = ["shaded_text_figure"]
@@ -24,6 +25,7 @@ LINE = 1.9  # line height, in font sizes
 LABEL_WIDTH = 44.0  # points reserved for a row's label ("head 2", or a sentence weight)
 
 
+@with_fallback_fonts
 def shaded_text_figure(
     rows: Sequence[Sequence[str]],
     weights: Sequence[torch.Tensor],

@@ -109,6 +109,7 @@ def train_epoch(
                 scaler.step(optimizer)
                 scaler.update()
             steps += 1
+            reporter.step(steps_before + steps, value, optimizer.param_groups[0]["lr"])
             if steps == 1:
                 check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
             if out_of_time():

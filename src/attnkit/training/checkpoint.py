@@ -73,7 +73,9 @@ __all__ = [
 ]
 
 RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
-EXPORT_MANIFEST = "attnkit_export.json"  # what `attnkit export` writes beside CTranslate2's files (ctranslate2_manifest)
+EXPORT_MANIFEST = (
+    "attnkit_export.json"  # what `attnkit export` writes beside CTranslate2's files (ctranslate2_manifest)
+)
 
 
 def is_export(path: str | Path) -> bool:

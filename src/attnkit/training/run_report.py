@@ -118,7 +118,32 @@ def write_metrics(
     }
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_history(Path(out_dir) / HISTORY_FILE, report.fit)
+    if fit_config.tensorboard_dir is not None:
+        log_run_to_tensorboard(fit_config.tensorboard_dir, summary)
     return path
+
+
+def log_run_to_tensorboard(directory: str | Path, summary: Mapping[str, Any]) -> None:
+    """Add the run's end to its TensorBoard log: the test metrics (``test/NAME``, at the best epoch) and the
+    hyperparameters with the best validation and test metrics (TensorBoard's HParams tab)."""
+    from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (extra: tensorboard)
+
+    step = summary["best_epoch"] or 0
+    test = {name: value for name, value in (summary["test"] or {}).items() if name != "count"}
+    valid = {name: value for name, value in (summary["best_valid"] or {}).items() if name != "count"}
+    settings = {"seed": summary["seed"], "batch_size": summary["batch_size"], "lr": summary["lr"]}
+    settings["precision"] = summary["precision"]
+    for name, value in (summary["config"] or {}).items():
+        if isinstance(value, (bool, int, float, str)):
+            settings[name] = value
+    writer = SummaryWriter(log_dir=str(directory))
+    try:
+        for name, value in test.items():
+            writer.add_scalar(f"test/{name}", value, global_step=step)
+        metrics = {f"hparam/valid_{k}": v for k, v in valid.items()} | {f"hparam/test_{k}": v for k, v in test.items()}
+        writer.add_hparams(settings, metrics, run_name="hparams")
+    finally:
+        writer.close()
 
 
 def in_percent(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
