@@ -100,9 +100,10 @@ def shaded_span(
     return f"<span {attributes}>{escape(shown)}</span>"
 
 
-def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor) -> str:
-    """Space-separated ``attn-token`` spans for one row: ``tokens`` ``[T]`` and their weights ``[T]``."""
-    intensities = row_intensities(weights)
+def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor, intensities: torch.Tensor | None = None) -> str:
+    """Space-separated ``attn-token`` spans for one row: ``tokens`` ``[T]`` and their weights ``[T]``, shaded by
+    ``intensities [T]`` in [0, 1] (default: each weight against the row's largest)."""
+    intensities = row_intensities(weights) if intensities is None else intensities
     return " ".join(
         shaded_span(token, weight, intensity)
         for token, weight, intensity in zip(tokens, weights.tolist(), intensities.tolist(), strict=True)

@@ -18,11 +18,14 @@ def classifier_report(
     *,
     title: str = "What the classifier attended to",
     true_labels: Sequence[str | None] | None = None,
+    word_shading: str = "document",
 ) -> Path:
     """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
 
-    HAN predictions become document sections (sentence and word shading); pooled-classifier predictions
-    token rows, one per pooling head. Returns the path written.
+    HAN predictions become document sections (sentence and word shading: ``word_shading`` ``"document"``, word ×
+    sentence weight, or ``"sentence"``, see :func:`~attnkit.explain.sections.han_section`); pooled-classifier
+    predictions token rows, one per pooling head. The caption and colour scale are shown once, above the first
+    document. Returns the path written (a :class:`~attnkit.explain.html.ReportPath`).
     """
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
     sections: list[Section] = []
@@ -39,6 +42,8 @@ def classifier_report(
                     probabilities=probabilities,
                     true_label=gold,
                     title=heading,
+                    word_shading=word_shading,
+                    caption=number == 1,
                 )
             )
         else:
@@ -50,6 +55,7 @@ def classifier_report(
                     probabilities=probabilities,
                     true_label=gold,
                     title=heading,
+                    caption=number == 1,
                 )
             )
     return write_report(path, sections, title=title)

@@ -26,4 +26,5 @@ SPEC = TaskSpec(
     add_evaluate_arguments=commands.add_evaluate_arguments,
     predict=commands.predict,
     explain=commands.explain,
+    add_explain_arguments=commands.add_explain_arguments,
 )

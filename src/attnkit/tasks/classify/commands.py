@@ -255,4 +255,16 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     predictions = classifier.predict(read_texts(args))
     title = args.title or "What the classifier attended to"
-    return classifier_report(predictions, classifier.label_names, args.out, title=title)
+    shading = getattr(args, "word_shading", "document")
+    return classifier_report(predictions, classifier.label_names, args.out, title=title, word_shading=shading)
+
+
+def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
+    """Classifier options of ``attnkit explain``."""
+    parser.add_argument(
+        "--word-shading",
+        choices=["document", "sentence"],
+        default="document",
+        help="HAN reports: shade each word by word x sentence weight across the document (default), or by its "
+        "weight within its own sentence",
+    )
