@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +268,19 @@ def test_a_written_report_shows_itself_in_a_notebook(classifier_run, tmp_path):
     assert shown.startswith("<iframe") and "sandbox" in shown
     assert html.unescape(shown.split('srcdoc="')[1].split('"')[0]) == path.read_text(encoding="utf-8")
     assert path.exists() and str(path) == str(tmp_path / "r.html")
+
+
+# ------------------------------------------------------------------------------------ 4. words the model lacks
+def test_reports_mark_words_unknown_to_the_model(classifier_run, tmp_path):
+    from attnkit.explain.html import UNKNOWN_NOTE
+    from attnkit.explain.reports import classifier_report
+
+    _, out = classifier_run
+    classifier = attnkit.load(out, device="cpu")
+    (prediction,) = classifier.predict("great zyzzyva tea")
+    assert prediction.tokens == ["great", "zyzzyva", "tea"] and prediction.unknown_tokens == [False, True, False]
+    page = classifier_report([prediction], classifier.label_names, tmp_path / "r.html").read_text(encoding="utf-8")
+    marked = re.findall(r'<span class="attn-token attn-unk"[^>]*>([^<]*)</span>', page)
+    assert set(marked) == {"zyzzyva"} and UNKNOWN_NOTE in page
+    known = classifier_report(classifier.predict("great tea"), classifier.label_names, tmp_path / "k.html")
+    assert 'attn-unk"' not in known.read_text(encoding="utf-8") and UNKNOWN_NOTE not in known.read_text()

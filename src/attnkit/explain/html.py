@@ -36,6 +36,7 @@ from attnkit.explain._ticks import visible
 from attnkit.explain._weights import WeightsLike, as_weights
 
 __all__ = [
+    "UNKNOWN_NOTE",
     "ReportPath",
     "Section",
     "caption_html",
@@ -100,14 +101,30 @@ def shaded_span(
     return f"<span {attributes}>{escape(shown)}</span>"
 
 
-def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor, intensities: torch.Tensor | None = None) -> str:
+def shaded_tokens(
+    tokens: Sequence[str],
+    weights: torch.Tensor,
+    intensities: torch.Tensor | None = None,
+    unknown: Sequence[bool] | None = None,
+) -> str:
     """Space-separated ``attn-token`` spans for one row: ``tokens`` ``[T]`` and their weights ``[T]``, shaded by
-    ``intensities [T]`` in [0, 1] (default: each weight against the row's largest)."""
+    ``intensities [T]`` in [0, 1] (default: each weight against the row's largest). A token flagged in
+    ``unknown [T]`` (read by the model as ``[UNK]``) also gets class ``attn-unk`` (a dotted underline) and says so
+    in its tooltip."""
     intensities = row_intensities(weights) if intensities is None else intensities
+    unknown = [False] * len(tokens) if unknown is None else list(unknown)
     return " ".join(
-        shaded_span(token, weight, intensity)
-        for token, weight, intensity in zip(tokens, weights.tolist(), intensities.tolist(), strict=True)
+        shaded_span(token, weight, intensity, css_class="attn-token attn-unk", extra_attributes=_UNK_ATTRIBUTES)
+        if is_unknown
+        else shaded_span(token, weight, intensity)
+        for token, weight, intensity, is_unknown in zip(
+            tokens, weights.tolist(), intensities.tolist(), unknown, strict=True
+        )
     )
+
+
+UNKNOWN_NOTE = "A dotted underline marks a word the model does not know: it read it as [UNK]."
+_UNK_ATTRIBUTES = 'data-unknown="true" aria-description="unknown to the model ([UNK])"'
 
 
 def colour_scale_html(low: str, high: str) -> str:
@@ -257,4 +274,5 @@ h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
 .attn-figure img { max-width: 100%; height: auto; }
 .attn-figure figcaption { font-size: .8rem; color: #555; text-align: center; }
 .attn-empty { color: #777; font-style: italic; }
+.attn-unk { text-decoration: underline dotted; text-underline-offset: .2em; }
 """

@@ -44,6 +44,7 @@ def classifier_report(
                     title=heading,
                     word_shading=word_shading,
                     caption=number == 1,
+                    unknown=getattr(prediction, "unknown_words", None),
                 )
             )
         else:
@@ -56,6 +57,7 @@ def classifier_report(
                     true_label=gold,
                     title=heading,
                     caption=number == 1,
+                    unknown=getattr(prediction, "unknown_tokens", None),
                 )
             )
     return write_report(path, sections, title=title)

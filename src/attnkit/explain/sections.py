@@ -20,6 +20,7 @@ import torch
 from attnkit.explain import captions, figures, heatmaps
 from attnkit.explain._weights import WeightsLike, as_weights, check_length
 from attnkit.explain.html import (
+    UNKNOWN_NOTE,
     Section,
     caption_html,
     colour_scale_html,
@@ -53,6 +54,7 @@ def han_section(
     title: str = "Hierarchical attention",
     word_shading: str = "document",
     caption: bool = True,
+    unknown: Sequence[Sequence[bool]] | None = None,
 ) -> Section:
     """A document as a hierarchical attention network saw it (Yang et al. 2016, Fig. 5).
 
@@ -73,6 +75,7 @@ def han_section(
         title: the section heading.
         word_shading: ``"document"`` or ``"sentence"`` (above).
         caption: show the caption and colour scale (the first document of a page).
+        unknown: optional, per sentence, which words the model read as ``[UNK]`` (marked ``attn-unk``).
     """
     if word_shading not in ("document", "sentence"):
         raise ValueError(f"word_shading: expected 'document' or 'sentence', got {word_shading!r}")
@@ -99,7 +102,8 @@ def han_section(
         )
         lines.append(
             f'<div class="attn-sentence-row">{marker}'
-            f'<span class="attn-words">{shaded_tokens(words, word_w, shades[index])}</span></div>'
+            f'<span class="attn-words">{shaded_tokens(words, word_w, shades[index], _flags(unknown, index))}</span>'
+            "</div>"
         )
     scale = captions.HAN_SCALE if word_shading == "document" else captions.HAN_SENTENCE_SCALE
     if figures.active() and sentences:
@@ -114,6 +118,8 @@ def han_section(
     header = prediction_html(label_names, probabilities, true_label=true_label)
     text = captions.HAN if word_shading == "document" else captions.HAN_SENTENCE
     legend = caption_html(text) + colour_scale_html("0", scale) if caption else ""
+    if unknown is not None and any(any(row) for row in unknown):
+        legend += caption_html(UNKNOWN_NOTE)
     return Section(title, f'{header}\n{legend}\n<div class="attn-document">\n{document}\n</div>')
 
 
@@ -126,6 +132,7 @@ def pooling_section(
     true_label: str | None = None,
     title: str = "Attention pooling",
     caption: bool = True,
+    unknown: Sequence[bool] | None = None,
 ) -> Section:
     """Tokens shaded by a pooling layer's weights, one row (class ``attn-row``, ``data-head``) per head.
 
@@ -137,13 +144,14 @@ def pooling_section(
         true_label: optional gold label.
         title: the section heading.
         caption: show the caption and colour scale (the first document of a page).
+        unknown: optional ``[T]`` flags of the tokens the model read as ``[UNK]`` (marked ``attn-unk``).
     """
     figures.begin_section()
     matrix = _as_heads(weights, name="weights")  # [H, T']
     matrix = check_length(tokens, matrix, name="weights")  # [H, T]
     rows = "\n".join(
         f'<div class="attn-row" data-head="{head + 1}"><span class="attn-head">head {head + 1}</span>'
-        f"{shaded_tokens(tokens, matrix[head])}</div>"
+        f"{shaded_tokens(tokens, matrix[head], None, None if unknown is None else list(unknown)[: len(tokens)])}</div>"
         for head in range(matrix.shape[0])
     )
     if figures.active() and tokens:
@@ -154,6 +162,8 @@ def pooling_section(
         figures.add_figure("tokens", figure)
     header = _optional_prediction(label_names, probabilities, true_label)
     legend = caption_html(captions.POOLING) + colour_scale_html("0", captions.POOLING_SCALE) if caption else ""
+    if unknown is not None and any(unknown):
+        legend += caption_html(UNKNOWN_NOTE)
     return Section(title, f'{header}{legend}\n<div class="attn-rows">\n{rows}\n</div>')
 
 
@@ -333,3 +343,8 @@ def _predicted(label_names: Sequence[str], probabilities: WeightsLike) -> str:
     probs = as_weights(probabilities, name="probabilities", ndim=1)
     best = int(probs.argmax())
     return f"predicted {label_names[best]} ({probs[best].item():.2f})"
+
+
+def _flags(unknown: Sequence[Sequence[bool]] | None, index: int) -> list[bool] | None:
+    """Sentence ``index``'s ``[UNK]`` flags, or None."""
+    return None if unknown is None or index >= len(unknown) else list(unknown[index])
