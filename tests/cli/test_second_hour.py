@@ -284,3 +284,24 @@ def test_reports_mark_words_unknown_to_the_model(classifier_run, tmp_path):
     assert set(marked) == {"zyzzyva"} and UNKNOWN_NOTE in page
     known = classifier_report(classifier.predict("great tea"), classifier.label_names, tmp_path / "k.html")
     assert 'attn-unk"' not in known.read_text(encoding="utf-8") and UNKNOWN_NOTE not in known.read_text()
+
+
+def test_delimiter_reads_csv_like_files_and_is_checked_first(tmp_path):
+    rows = [(t, "pos") for t in POSITIVE] * 3 + [(t, "neg") for t in NEGATIVE] * 3
+    (tmp_path / "reviews.txt").write_text("text;label\n" + "".join(f'"{text}";{label}\n' for text, label in rows))
+    argv = ["train", "classify", "--data", str(tmp_path / "reviews.txt"), *SMALL, "--epochs", "1"]
+    result = run_cli(*argv, "--delimiter", ";", "--out", str(tmp_path / "run"))
+    assert result.returncode == 0, result.stderr
+    assert "reviews.txt: 18 training" in result.stdout and "2 classes" in result.stdout
+    bad = run_cli(*argv, "--delimiter", ";;", "--out", str(tmp_path / "bad"))
+    assert_user_error(bad, "--delimiter", "one character")
+    assert not (tmp_path / "bad").exists()
+    (tmp_path / "rows.jsonl").write_text('{"text": "a", "label": "x"}\n')
+    jsonl = run_cli("train", "classify", "--data", str(tmp_path / "rows.jsonl"), *SMALL, "--delimiter", ";",
+                    "--out", str(tmp_path / "jsonl"))  # fmt: skip
+    assert_user_error(jsonl, "rows.jsonl", "--delimiter is for CSV-like files")
+    assert not (tmp_path / "jsonl").exists()
+    evaluated = run_cli("evaluate", "--checkpoint", str(tmp_path / "run"), "--data", str(tmp_path / "reviews.txt"),
+                        "--delimiter", ";", "--json")  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["count"] == 18

@@ -87,6 +87,7 @@ def read_rows(
     text_column: str = "text",
     label_column: str | None = "label",
     file_format: str | None = None,
+    delimiter: str | None = None,
 ) -> FileRows:
     """Read and check every row of a CSV, TSV or JSONL file.
 
@@ -95,6 +96,8 @@ def read_rows(
         text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
         label_column: column or key holding the label, or ``None`` to read texts only (prediction).
         file_format: ``"csv"``, ``"tsv"`` or ``"jsonl"`` to override the suffix.
+        delimiter: one character separating the columns: the file is read as CSV (standard quoting) with it,
+            whatever its suffix (``;`` for European spreadsheets, ``|``, a tab). Not for JSONL.
 
     Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
 
@@ -105,11 +108,16 @@ def read_rows(
     path = Path(path)
     if text_column == label_column:
         raise ValueError(f"text_column and label_column are both {text_column!r}; they must name different columns")
-    fmt = file_format or detect_format(path)
+    if delimiter is not None:
+        if len(delimiter) != 1 or delimiter in '\r\n"':
+            raise ValueError(f"--delimiter must be one character (not a quote or line break), got {delimiter!r}")
+        if (file_format or FORMATS.get(path.suffix.lower())) == "jsonl":
+            raise DataError(f"{path}: --delimiter is for CSV-like files; a JSONL file has no columns to separate")
+    fmt = "csv" if delimiter is not None else file_format or detect_format(path)
     if fmt not in ("csv", "tsv", "jsonl"):
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv or jsonl")
     text = read_utf8(path)
-    records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt)
+    records = _jsonl_records(path, text) if fmt == "jsonl" else _table_records(path, text, fmt, delimiter or ",")
     columns = [text_column] if label_column is None else [text_column, label_column]
     rows = FileRows(path=path, texts=[], labels=None if label_column is None else [], lines=[])
     header = None
@@ -137,6 +145,7 @@ def load_files(
     label_column: str = "label",
     file_format: str | None = None,
     min_labels: int = 2,
+    delimiter: str | None = None,
 ) -> TextClassificationData:
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
@@ -152,6 +161,7 @@ def load_files(
             ``min_labels`` labels, or at the first test row whose label never occurs in the training file.
     """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
+    kwargs["delimiter"] = delimiter  # CSV-like files with another separator (read_rows)
     train = read_rows(train_path, **kwargs)
     label_names = sorted(set(train.labels))
     if len(label_names) < min_labels:
@@ -180,9 +190,9 @@ def load_files(
     )
 
 
-def _table_records(path: Path, text: str, fmt: str) -> Iterator[tuple[int, list[str]]]:
+def _table_records(path: Path, text: str, fmt: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
     """Yield ``(line, fields)``; the header comes first with line 0. Blank lines are skipped."""
-    records = _tsv_records(text) if fmt == "tsv" else _csv_records(path, text)
+    records = _tsv_records(text) if fmt == "tsv" else _csv_records(path, text, delimiter)
     seen_header = False
     for line, fields in records:
         yield (line if seen_header else 0), fields
@@ -198,10 +208,10 @@ def _tsv_records(text: str) -> Iterator[tuple[int, list[str]]]:
             yield line, content.split("\t")
 
 
-def _csv_records(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
-    """CSV with standard quoting; a record's line is the line where it starts."""
+def _csv_records(path: Path, text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """CSV with standard quoting (columns split at ``delimiter``); a record's line is the line where it starts."""
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
-    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel")
+    reader = csv.reader(io.StringIO(text, newline=""), dialect="excel", delimiter=delimiter)
     last_line = 0
     try:
         for fields in reader:

@@ -40,6 +40,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--test", default=None, help="a test file, for --data FILE")
     data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
     data.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+    data.add_argument(
+        "--delimiter",
+        type=delimiter_option,
+        default=None,
+        help="column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab); default: from the "
+        "suffix (.csv comma, .tsv tab)",
+    )
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
@@ -137,7 +144,13 @@ def train(args: argparse.Namespace) -> int:
         label_smoothing=args.label_smoothing,
     )
     fit_config = fit_config_from_args(args)
-    data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    data = load_data(
+        args.data,
+        test_path=args.test,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        delimiter=args.delimiter,
+    )
     say(data_summary(args.data, data, args.valid_fraction))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
@@ -175,6 +188,17 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("classifiers")
     group.add_argument("--text-column", default=None, help="column/key of the text (default: the training file's)")
     group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
+    group.add_argument(
+        "--delimiter", type=delimiter_option, default=None, help="column separator of a CSV-like file (e.g. ';')"
+    )
+
+
+def delimiter_option(value: str) -> str:
+    """``--delimiter``: one character; ``\\t`` and ``tab`` mean a tab."""
+    value = "\t" if value in ("\\t", "tab") else value
+    if len(value) != 1 or value in '\r\n"':
+        raise argparse.ArgumentTypeError(f"must be one character (not a quote or line break), got {value!r}")
+    return value
 
 
 def data_summary(name: str, data, valid_fraction: float) -> str:
@@ -206,7 +230,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
-    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1)
+    delimiter = getattr(args, "delimiter", None)
+    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1, delimiter=delimiter)
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
