@@ -138,6 +138,7 @@ def test_han_accepts_padded_tensors_and_rejects_weighted_padding():
         torch.tensor([0.75, 0.25, 0.0]),
         label_names=["a", "b"],
         probabilities=[0.5, 0.5],
+        word_shading="sentence",
     )
     tokens = Elements(section.body).of_class("attn-token")
     assert_row(tokens[4:], WORD_WEIGHTS[1])
