@@ -106,10 +106,10 @@ def test_han_words_are_shaded_by_word_times_sentence_weight_across_the_document_
     top = max(products)  # 0.6 * 0.75: "coffee"
     for element, weight, product in zip(tokens, [w for row in WORD_WEIGHTS for w in row], products, strict=True):
         assert float(element["data-weight"]) == pytest.approx(weight)
-        assert float(element["data-intensity"]) == pytest.approx(product / top)
+        assert float(element["data-intensity"]) == pytest.approx(product / top, rel=1e-5)
         assert background(element)[0] == colour_of(product / top)
     # "buy", the top word of the 0.25-weight sentence, is no longer as dark as "coffee"
-    assert float(tokens[5]["data-intensity"]) == pytest.approx(0.5 * 0.25 / (0.6 * 0.75))
+    assert float(tokens[5]["data-intensity"]) == pytest.approx(0.5 * 0.25 / (0.6 * 0.75), rel=1e-5)
     assert "attn-caption" in han("document").body and "times its sentence" in han("document").body
     no_caption = han_section(SENTENCES, [torch.tensor(r) for r in WORD_WEIGHTS], torch.tensor(SENTENCE_WEIGHTS),
                              label_names=["a", "b"], probabilities=[0.5, 0.5], caption=False)  # fmt: skip
