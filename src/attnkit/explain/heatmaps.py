@@ -172,7 +172,7 @@ def layer_head_figure(
     _check_labels(weights.shape[-2:], query_tokens, key_tokens)
     if cell_inches is None:  # big enough to label every token at 7 points, between 1.7 and 4 inches a cell
         needed = max(len(query_tokens), len(key_tokens)) * LINE_HEIGHT * 7 * 1.02 / (72 * 0.75)
-        cell_inches = min(max(1.7, needed), 4.0)
+        cell_inches = min(max(1.7, math.ceil(needed * 10) / 10), 4.0)  # tenths: a whole pixel count at any dpi
     figsize = (num_heads * cell_inches + 1.2, num_layers * cell_inches + 0.8)  # labels are small: no extra room
     figure = _figure(figsize, dpi)
     grid = figure.subplots(num_layers, num_heads, squeeze=False)
