@@ -73,16 +73,6 @@ def test_predict_reads_a_str_as_one_text_and_refuses_what_the_cli_refuses(classi
         classifier.evaluate([3], ["pos"])
 
 
-def test_translate_reads_a_str_as_one_text(dates_transformer):
-    loaded = attnkit.load(dates_transformer / "run", device="cpu")
-    one = loaded.translate("4 March 1997")
-    assert len(one) == 1 and one[0].source == "4 March 1997"
-    with pytest.raises(ValueError, match="text at index 0 is empty"):
-        loaded.translate([""])
-    with pytest.raises(TypeError, match="text at index 0 is NoneType, not str"):
-        loaded.translate([None])
-
-
 # -------------------------------------------------------------------------- 3. predict --file keeps blanks
 def test_predict_file_keeps_blank_lines_aligned(classifier_run, tmp_path):
     _, out = classifier_run
@@ -179,45 +169,6 @@ def test_tensorboard_logs_learning_rate_step_loss_test_metrics_and_hparams(tmp_p
     hparams.Reload()
     assert "hparam/test_accuracy" in hparams.Tags()["scalars"]
     assert (tmp_path / "run" / "tensorboard" / "hparams").is_dir()
-
-
-# ------------------------------------------------------------------------------------------------ 7. exports
-@pytest.fixture(scope="module")
-def export(dates_transformer, tmp_path_factory):
-    out = tmp_path_factory.mktemp("export") / "ct2"
-    result = run_cli(
-        "export", "--checkpoint", str(dates_transformer / "run"), "--quantize", "float32", "--out", str(out)
-    )
-    assert result.returncode == 0, result.stderr
-    assert "(float32 weights)" in result.stdout
-    return out
-
-
-def test_attnkit_load_reads_an_export_for_translate_and_evaluate(dates_transformer, export):
-    from attnkit.tasks.seq2seq.ctranslate2_manifest import MANIFEST_FILE
-    from attnkit.training.checkpoint import EXPORT_MANIFEST
-
-    assert EXPORT_MANIFEST == MANIFEST_FILE  # the checkpoint reader recognises what export writes
-    native, exported = attnkit.load(dates_transformer / "run", device="cpu"), attnkit.load(export, device="cpu")
-    sources = ["4 March 1997", "12/25/2001"]
-    assert [t.text for t in exported.translate(sources)] == [t.text for t in native.translate(sources)]
-    assert len(exported.translate("4 March 1997")) == 1
-    pairs = [(source, t.text) for source, t in zip(sources, native.translate(sources), strict=True)]
-    scores = exported.evaluate(pairs)
-    assert scores["exact_match"] == 100.0 and scores["count"] == 2
-    with pytest.raises(ValueError, match="gives no attention weights"):
-        exported.translate(sources, need_weights=True)
-
-
-@pytest.mark.parametrize("command", ["translate", "explain"])
-def test_the_cli_points_an_export_to_the_ctranslate2_backend(export, dates_transformer, command, tmp_path):
-    argv = [command, "--checkpoint", str(export), "--text", "4 March 1997"]
-    if command == "explain":
-        argv += ["--out", str(tmp_path / "report.html")]
-    result = run_cli(*argv)
-    assert_user_error(result, str(export), "a CTranslate2 export", "--backend ctranslate2", "no attention weights",
-                      str(dates_transformer / "run" / "best"))  # fmt: skip
-    assert not (tmp_path / "report.html").exists()
 
 
 # ------------------------------------------------------------------------------------- 9. small conveniences

@@ -242,11 +242,11 @@ def format_metrics(metrics: dict[str, float]) -> str:
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
     """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
     ``device``, decoding in ``precision``; of a CTranslate2 export, a
-    :class:`~attnkit.tasks.seq2seq.export_loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
-    from attnkit.training.checkpoint import is_export
+    :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
+    from attnkit.training.checkpointing import is_export
 
     if is_export(checkpoint):
-        from attnkit.tasks.seq2seq.export_loaded import load_export
+        from attnkit.tasks.seq2seq.ctranslate2.loaded import load_export
 
         if precision != "fp32":
             raise ValueError(f"{checkpoint}: an export runs in the weight type it was exported with; no --precision")

@@ -73,9 +73,8 @@ __all__ = [
 ]
 
 RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
-EXPORT_MANIFEST = (
-    "attnkit_export.json"  # what `attnkit export` writes beside CTranslate2's files (ctranslate2_manifest)
-)
+# what `attnkit export` writes beside CTranslate2's files (tasks.seq2seq.ctranslate2.manifest.MANIFEST_FILE)
+EXPORT_MANIFEST = "attnkit_export.json"
 
 
 def is_export(path: str | Path) -> bool:

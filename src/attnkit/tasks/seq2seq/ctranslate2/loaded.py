@@ -16,9 +16,9 @@ from typing import Any
 from attnkit.data.inputs import as_texts
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
-from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
-from attnkit.tasks.seq2seq.ctranslate2_evaluate import ctranslate2_device, evaluate_ctranslate2, export_config
-from attnkit.tasks.seq2seq.ctranslate2_translator import CTranslate2Translator
+from attnkit.tasks.seq2seq.ctranslate2.evaluate import ctranslate2_device, evaluate_ctranslate2, export_config
+from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
+from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
 from attnkit.tasks.seq2seq.inference import Translation
 
 __all__ = ["LoadedExport", "load_export"]
