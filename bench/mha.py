@@ -1,6 +1,7 @@
 """Benchmark 1: multi-head self-attention, forward + backward, with key padding, against ``nn.MultiheadAttention``.
 
-``attnkit.MultiHeadAttention.from_torch(torch_mha)`` (identical weights) against the same ``nn.MultiheadAttention``
+``attnkit.MultiHeadAttention`` loaded from ``torch_mha.state_dict()`` (identical weights; attnkit's own call, not
+the torch-signature drop-in that ``from_torch`` returns) against the same ``nn.MultiheadAttention``
 (``batch_first=True``) called two ways:
 
 * the default way — ``need_weights`` defaults to True in torch, so it also averages and returns the weights
@@ -124,7 +125,8 @@ def bench_length(
     """Build both modules at one sequence length, check parity, time them; return table rows and raw samples."""
     generator = torch.Generator().manual_seed(length)
     torch_mha = nn.MultiheadAttention(config.embed_dim, config.num_heads, batch_first=True)
-    ours = attnkit.MultiHeadAttention.from_torch(torch_mha)
+    ours = attnkit.MultiHeadAttention(config.embed_dim, config.num_heads)  # attnkit's own call (not the drop-in)
+    ours.load_state_dict(torch_mha.state_dict())
     x = torch.randn(config.batch, length, config.embed_dim, generator=generator).requires_grad_(True)
     padding = key_padding(config.batch, length, generator)
     steps = make_steps(torch_mha, ours, x, padding)

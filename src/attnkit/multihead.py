@@ -8,9 +8,11 @@ see :mod:`attnkit.multihead_fast` (in short: the fast twins run for the scaled-d
 ``module.fast_path = False`` or torch.compile is tracing).
 
 Masks follow attnkit's polarity, True = attend (``key_mask``, ``query_mask``, ``attn_mask``). For code written
-against ``nn.MultiheadAttention``: ``key_padding_mask=`` takes torch's polarity (True = padding),
-:meth:`MultiHeadAttention.forward_torch` takes torch's whole call, and ``load_state_dict`` reads torch's state
-dicts (:mod:`attnkit.multihead_torch`).
+against ``nn.MultiheadAttention``: :meth:`MultiHeadAttention.from_torch` returns a drop-in
+(:class:`TorchMultiheadAttention`) whose ``forward`` is torch's, torch's polarity included;
+:meth:`MultiHeadAttention.forward_torch` takes torch's whole call on a plain module; ``key_padding_mask=`` takes
+torch's polarity (True = padding) and may not be mixed with attnkit's masks in one call; ``load_state_dict`` reads
+torch's state dicts (:mod:`attnkit.multihead_torch`).
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)
@@ -27,13 +29,19 @@ from torch import nn
 from attnkit import masks, multihead_fast
 from attnkit.distributions import Distribution, Softmax
 from attnkit.kv_cache import KVCache
+from attnkit.multihead_dropin import TorchSignature
 from attnkit.multihead_fast import merge_heads, split_heads
-from attnkit.multihead_torch import combine_bias, from_torch_mask, key_mask_from_padding, rename_torch_state_dict
+from attnkit.multihead_torch import (
+    from_torch_masks,
+    key_mask_from_padding,
+    refuse_mixed_conventions,
+    rename_torch_state_dict,
+)
 from attnkit.outputs import AttentionOutput
 from attnkit.positions import RotaryPositions
 from attnkit.scores import ScaledDotScore, Score
 
-__all__ = ["MultiHeadAttention"]
+__all__ = ["MultiHeadAttention", "TorchMultiheadAttention"]
 
 
 class MultiHeadAttention(nn.Module):
@@ -112,7 +120,8 @@ class MultiHeadAttention(nn.Module):
             attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, **True = attend** (attnkit's polarity).
             attn_bias: finite float broadcastable to ``[B, H, Tq, Tk]``, added to the scores.
             key_padding_mask: ``[B, Tk]`` bool in **torch's polarity, True = padding**: ``key_mask=~it``.
-                Pass ``key_mask`` or this, not both. (Torch's ``attn_mask`` polarity: :meth:`forward_torch`.)
+                A call passing it with ``key_mask``, ``query_mask`` or ``attn_mask`` (attnkit's polarity) is
+                refused. (Torch's whole call, ``attn_mask`` polarity included: :meth:`from_torch`'s drop-in.)
             causal: add :func:`attnkit.masks.causal` (bottom-right aligned, right with a cache).
             need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
             cache: a :class:`KVCache` (self-attention only): this step's keys and values are appended and
@@ -123,6 +132,10 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or None)``.
         """
+        refuse_mixed_conventions(
+            {"key_padding_mask": key_padding_mask},
+            {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask},
+        )
         key_mask = key_mask_from_padding(key_mask, key_padding_mask)
         key, value = self._check_call(query, key, value, query_mask, cache, key_value)
         steps = multihead_fast.steps(self)  # the one rule: fast twins, or the readable references
@@ -213,18 +226,10 @@ class MultiHeadAttention(nn.Module):
             ``average_attn_weights=False``, None without ``need_weights``. A row with nothing to attend to gives
             zeros here (torch gives NaN).
         """
-        if is_causal and attn_mask is None:
-            raise ValueError("is_causal is a hint that attn_mask is causal: pass attn_mask too (as torch requires)")
         shape = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
-        key_allowed, key_bias = from_torch_mask(key_padding_mask, "key_padding_mask", shape)  # [B, 1, 1, Tk]
-        allowed, bias = from_torch_mask(attn_mask, "attn_mask", shape)  # [Tq, Tk] or [B, H, Tq, Tk]
-        out = self(
-            query,
-            key,
-            value,
-            attn_mask=masks.combine(key_allowed, allowed),
-            attn_bias=combine_bias(key_bias, bias),
-            need_weights=need_weights,
+        allowed, bias = from_torch_masks(key_padding_mask, attn_mask, is_causal, shape)
+        out = MultiHeadAttention.forward(  # attnkit's own call, also on the drop-in (whose forward is torch's)
+            self, query, key, value, attn_mask=allowed, attn_bias=bias, need_weights=need_weights
         )
         weights = out.weights.mean(dim=1) if need_weights and average_attn_weights else out.weights
         return out.context, weights
@@ -295,16 +300,17 @@ class MultiHeadAttention(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention) -> MultiHeadAttention:
-        """Copy an ``nn.MultiheadAttention``'s weights so both give the same outputs.
+    def from_torch(cls, module: nn.MultiheadAttention) -> TorchMultiheadAttention:
+        """A drop-in for ``module``: a :class:`TorchMultiheadAttention` with its weights, giving its outputs.
 
-        Remember the polarity flip: torch's ``key_padding_mask`` is True at *padding*; pass ``key_mask=~it`` (or
-        ``key_padding_mask=it``). attnkit is always batch-first. ``add_bias_kv`` and ``add_zero_attn`` are not
-        supported.
+        The result takes torch's call with torch's meanings (``key_padding_mask`` and a bool ``attn_mask``: True =
+        not allowed), ``module.batch_first``'s layout, and returns ``(output, weights)``; it can replace
+        ``module`` anywhere, ``nn.TransformerEncoderLayer.self_attn`` and ``nn.TransformerDecoderLayer``'s
+        attentions included. ``add_bias_kv`` and ``add_zero_attn`` are not supported.
         """
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("from_torch does not support add_bias_kv or add_zero_attn")
-        new = cls(
+        new = TorchMultiheadAttention(
             module.embed_dim,
             module.num_heads,
             kdim=module.kdim,
@@ -312,5 +318,18 @@ class MultiHeadAttention(nn.Module):
             dropout=module.dropout,
             bias=module.in_proj_bias is not None,
         )
+        new.batch_first = module.batch_first
         new.load_state_dict(module.state_dict())
+        new.train(module.training)
         return new.to(module.out_proj.weight.device, module.out_proj.weight.dtype)
+
+
+class TorchMultiheadAttention(TorchSignature, MultiHeadAttention):
+    """attnkit's multi-head attention behind ``nn.MultiheadAttention``'s call (what :meth:`MultiHeadAttention.from_torch`
+    returns): ``forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    average_attn_weights=True, is_causal=False)`` in **torch's polarity**, ``batch_first`` either way, the
+    attributes torch's Transformer layers read (:class:`attnkit.multihead_dropin.TorchSignature`).
+
+    Everything else (``decode_self``, ``project_key_value``, the fast paths, state dicts) is
+    :class:`MultiHeadAttention`'s; its attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
+    """

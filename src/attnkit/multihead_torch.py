@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["combine_bias", "from_torch_mask", "key_mask_from_padding", "rename_torch_state_dict"]
+__all__ = [
+    "combine_bias",
+    "from_torch_mask",
+    "from_torch_masks",
+    "key_mask_from_padding",
+    "refuse_mixed_conventions",
+    "rename_torch_state_dict",
+]
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj")
 
@@ -80,6 +87,41 @@ def from_torch_mask(
         raise ValueError(f"{name} must be bool (True = not allowed, torch's polarity) or float, got {mask.dtype}")
     allowed = mask != float("-inf")
     return allowed, mask.masked_fill(~allowed, 0.0)
+
+
+def from_torch_masks(
+    key_padding_mask: torch.Tensor | None,
+    attn_mask: torch.Tensor | None,
+    is_causal: bool,
+    shape: tuple[int, int, int, int],
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """torch's two masks of one call as attnkit's ``(attn_mask, attn_bias)``, broadcastable to ``shape``.
+
+    ``attn_mask`` comes back in attnkit's polarity (True = attend), the float parts summed into ``attn_bias``.
+    ``is_causal`` is torch's hint that ``attn_mask`` is the causal mask: the mask itself is applied, and as in
+    torch the hint without a mask is refused.
+    """
+    if is_causal and attn_mask is None:
+        raise ValueError("is_causal is a hint that attn_mask is causal: pass attn_mask too (as torch requires)")
+    key_allowed, key_bias = from_torch_mask(key_padding_mask, "key_padding_mask", shape)  # [B, 1, 1, Tk]
+    allowed, bias = from_torch_mask(attn_mask, "attn_mask", shape)  # [Tq, Tk] or [B, H, Tq, Tk]
+    if key_allowed is None or allowed is None:
+        combined = allowed if key_allowed is None else key_allowed
+    else:
+        combined = key_allowed & allowed
+    return combined, combine_bias(key_bias, bias)
+
+
+def refuse_mixed_conventions(torch_names: dict[str, object], attnkit_names: dict[str, object]) -> None:
+    """Raise ``ValueError`` when one call passes masks in both conventions (torch's True = blocked, attnkit's
+    True = attend): such a call has most likely flipped one of them. Entries that are None / False are unused."""
+    theirs = [name for name, value in torch_names.items() if value is not None and value is not False]
+    ours = [name for name, value in attnkit_names.items() if value is not None and value is not False]
+    if theirs and ours:
+        raise ValueError(
+            f"this call mixes torch's mask convention ({', '.join(theirs)}: True = not allowed) with attnkit's "
+            f"({', '.join(ours)}: True = attend): use one of them"
+        )
 
 
 def combine_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:

@@ -6,16 +6,19 @@ Shape glossary:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 __all__ = ["AttentionOutput"]
 
 
-@dataclass
-class AttentionOutput:
+class AttentionOutput(NamedTuple):
     """Context vectors and the attention weights that produced them.
+
+    A tuple ``(context, weights)`` with named fields, so it reads both ways: ``out.context`` / ``out.weights``,
+    ``out[0]`` / ``out[1]``, and ``context, weights = attention(...)`` — the shape of ``nn.MultiheadAttention``'s
+    return value, which the drop-in from :meth:`attnkit.MultiHeadAttention.from_torch` relies on.
 
     Attributes:
         context: ``[B, (H,) Tq, D]`` for query/key attention; ``[B, D]`` or ``[B, H·D]`` for pooling.
@@ -25,8 +28,3 @@ class AttentionOutput:
 
     context: torch.Tensor
     weights: torch.Tensor | None = None
-
-    def __iter__(self):
-        """Unpack as ``context, weights = attention(...)``."""
-        yield self.context
-        yield self.weights

@@ -43,7 +43,7 @@ def test_train_writes_a_checkpoint_directory_and_metrics(trained):
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in best.iterdir()}
     assert not list(best.glob("*.pt")) and not list(best.glob("*.pkl"))
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["test"]["accuracy"] == 1.0  # separable by one word
+    assert metrics["test"]["accuracy"] == 100.0 and metrics["units"] == "percent"  # separable by one word
     assert json.loads((best / "config.json").read_text())["label_names"] == ["neg", "pos"]
 
 

@@ -75,7 +75,7 @@ def test_a_bf16_run_records_its_device_and_precision(classify_run):
     _, out = classify_run
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["device"] == "cpu" and metrics["precision"] == "bf16"
-    assert metrics["test"] is None and 0.0 <= metrics["best_valid"]["accuracy"] <= 1.0
+    assert metrics["test"] is None and 0.0 <= metrics["best_valid"]["accuracy"] <= 100.0
     assert len((out / "metrics.csv").read_text().splitlines()) == 1 + metrics["epochs_run"]
 
 

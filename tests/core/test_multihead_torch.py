@@ -27,22 +27,24 @@ def test_key_padding_mask_in_torch_polarity_matches_nn_multihead_attention(self_
     key = query if self_attention else torch.randn(3, 5, 6)
     padding = _padding([5, 3, 1], 5)
     expected, expected_weights = theirs(query, key, key, key_padding_mask=padding)
-    context, weights = ours(query, key, key, key_padding_mask=padding, need_weights=True)
+    context, weights = ours(query, key, key, key_padding_mask=padding, average_attn_weights=False)
     torch.testing.assert_close(context, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights.mean(1), expected_weights, atol=1e-6, rtol=1e-5)
     assert (weights[2, :, :, 1:] == 0).all()  # padded keys: exactly zero weight
-    same = ours(query, key, key, key_mask=~padding, need_weights=True)  # attnkit's polarity, negated
+    same = ours(query, key, key, key_mask=~padding)  # attnkit's polarity, negated
     torch.testing.assert_close(same.context, context, atol=0, rtol=0)
 
 
 def test_key_mask_and_key_padding_mask_together_are_refused():
     _, ours = _pair()
+    plain = MultiHeadAttention(16, 4)
     x = torch.randn(2, 3, 16)
     mask = torch.ones(2, 3, dtype=torch.bool)
-    with pytest.raises(ValueError, match="not both"):
-        ours(x, key_mask=mask, key_padding_mask=~mask)
+    for module in (ours, plain):
+        with pytest.raises(ValueError, match="mixes torch's mask convention"):
+            module(x, key_mask=mask, key_padding_mask=~mask)
     with pytest.raises(ValueError, match=r"key_padding_mask must be a torch.BoolTensor in torch's polarity"):
-        ours(x, key_padding_mask=torch.zeros(2, 3))  # an additive one belongs to forward_torch
+        plain(x, key_padding_mask=torch.zeros(2, 3))  # an additive one belongs to forward_torch / the drop-in
 
 
 def _torch_masks(kind, batch, heads, tq, tk, generator):

@@ -52,10 +52,14 @@ def expected_shading() -> list[tuple[str, str, float, tuple[int, int, int]]]:
     """(class, text, weight, background rgb) for every shaded element, in document order."""
     expected = []
     sentence_top = max(SENTENCE_WEIGHTS)
+    product_top = max(x * s for weights, s in zip(WORD_WEIGHTS, SENTENCE_WEIGHTS, strict=True) for x in weights)
     for words, weights, sentence_weight in zip(SENTENCES, WORD_WEIGHTS, SENTENCE_WEIGHTS, strict=True):
         colour = colour_of(sentence_weight / sentence_top)
         expected.append(("attn-sentence", f"{sentence_weight:.2f}", sentence_weight, colour))
-        expected += [("attn-token", w, x, colour_of(x / max(weights))) for w, x in zip(words, weights, strict=True)]
+        expected += [  # HAN words: word x sentence weight against the document's largest product
+            ("attn-token", w, x, colour_of(x * sentence_weight / product_top))
+            for w, x in zip(words, weights, strict=True)
+        ]
     for weights in POOL_WEIGHTS:
         expected += [
             ("attn-token", t, x, colour_of(x / max(weights))) for t, x in zip(POOL_TOKENS, weights, strict=True)

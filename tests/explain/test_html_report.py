@@ -87,7 +87,7 @@ WORD_WEIGHTS = [[0.1, 0.6, 0.05, 0.25], [0.2, 0.5, 0.3]]
 SENTENCE_WEIGHTS = [0.75, 0.25]
 
 
-def han() -> Section:
+def han(word_shading: str = "sentence") -> Section:
     return han_section(
         SENTENCES,
         [torch.tensor(row) for row in WORD_WEIGHTS],
@@ -95,7 +95,27 @@ def han() -> Section:
         label_names=["negative", f"positive {EVIL}"],
         probabilities=torch.tensor([0.2, 0.8]),
         true_label=EVIL_ATTRIBUTE,
+        word_shading=word_shading,
     )
+
+
+def test_han_words_are_shaded_by_word_times_sentence_weight_across_the_document_by_default():
+    elements = Elements(render_report([han("document")], title="t"))
+    tokens = elements.of_class("attn-token")
+    products = [w * s for row, s in zip(WORD_WEIGHTS, SENTENCE_WEIGHTS, strict=True) for w in row]
+    top = max(products)  # 0.6 * 0.75: "coffee"
+    for element, weight, product in zip(tokens, [w for row in WORD_WEIGHTS for w in row], products, strict=True):
+        assert float(element["data-weight"]) == pytest.approx(weight)
+        assert float(element["data-intensity"]) == pytest.approx(product / top, rel=1e-5)
+        assert background(element)[0] == colour_of(product / top)
+    # "buy", the top word of the 0.25-weight sentence, is no longer as dark as "coffee"
+    assert float(tokens[5]["data-intensity"]) == pytest.approx(0.5 * 0.25 / (0.6 * 0.75), rel=1e-5)
+    assert "attn-caption" in han("document").body and "times its sentence" in han("document").body
+    no_caption = han_section(SENTENCES, [torch.tensor(r) for r in WORD_WEIGHTS], torch.tensor(SENTENCE_WEIGHTS),
+                             label_names=["a", "b"], probabilities=[0.5, 0.5], caption=False)  # fmt: skip
+    assert "attn-caption" not in no_caption.body and "attn-scale" not in no_caption.body
+    with pytest.raises(ValueError, match="word_shading"):
+        han("paragraph")
 
 
 def test_han_words_and_sentences_follow_the_documented_mapping():
@@ -118,6 +138,7 @@ def test_han_accepts_padded_tensors_and_rejects_weighted_padding():
         torch.tensor([0.75, 0.25, 0.0]),
         label_names=["a", "b"],
         probabilities=[0.5, 0.5],
+        word_shading="sentence",
     )
     tokens = Elements(section.body).of_class("attn-token")
     assert_row(tokens[4:], WORD_WEIGHTS[1])

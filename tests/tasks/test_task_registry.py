@@ -52,7 +52,7 @@ class ToyTask:
         for x, y in batches:
             correct += int((self.model(x).argmax(-1) == y).sum())
             count += len(y)
-        return {"accuracy": correct / count, "count": float(count)}
+        return {"accuracy": 100 * correct / count, "count": float(count)}  # rates in percent, as attnkit's
 
 
 def toy_data(threshold: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,7 +81,7 @@ def train(args: argparse.Namespace) -> int:
     )
     report = TrainReport(result, None, Path(args.out) / "best", count_parameters(model), config)
     write_metrics(args.out, report, task="toy", data="toy", fit_config=fit_config, batch_size=args.batch_size)
-    say(f"toy accuracy {result.best_metrics['accuracy']:.2f}")
+    say(f"toy accuracy {result.best_metrics['accuracy']:.2f}%")
     return 0
 
 
@@ -105,8 +105,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     toy = load(checkpoints[0], device=args.device, precision=args.precision)
     x, y = toy_data(toy.config.threshold)
     with torch.no_grad():
-        accuracy = float((toy.model(x.to(toy.model.weight.device)).argmax(-1).cpu() == y).float().mean())
-    print(f"toy accuracy {accuracy:.2f}")
+        accuracy = 100 * float((toy.model(x.to(toy.model.weight.device)).argmax(-1).cpu() == y).float().mean())
+    print(f"toy accuracy {accuracy:.2f}%")
     return 0
 
 
@@ -139,11 +139,13 @@ def toy_task():
 def test_a_task_added_through_the_registry_alone_trains_evaluates_and_predicts(toy_task, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "toy", "--threshold", "4", "--out", str(run), "--no-progress", "--patience", "30"]) == 0
-    assert "toy accuracy 1.00" in capsys.readouterr().out
+    assert "toy accuracy 100.00%" in capsys.readouterr().out
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["task"] == "toy" and metrics["config"] == {"threshold": 4} and metrics["best_valid"]["accuracy"] == 1
+    assert (
+        metrics["task"] == "toy" and metrics["config"] == {"threshold": 4} and metrics["best_valid"]["accuracy"] == 100
+    )
     assert main(["evaluate", "--checkpoint", str(run)]) == 0  # a run directory means its best/
-    assert capsys.readouterr().out.strip() == "toy accuracy 1.00"
+    assert capsys.readouterr().out.strip() == "toy accuracy 100.00%"
     assert main(["predict", "--checkpoint", str(run), "--text", "abc", "--text", "abcdefgh"]) == 0
     assert capsys.readouterr().out.splitlines() == ["short\tabc", "long\tabcdefgh"]
     assert attnkit.load(run).predict(["abcdefghij"]) == [True]

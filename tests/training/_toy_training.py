@@ -70,7 +70,7 @@ class ToyTask:
         return {"correct": correct, "count": count, "loss_sum": loss_sum}
 
     def metrics_from_sums(self, sums: Mapping[str, float]) -> dict[str, float]:
-        return {"accuracy": sums["correct"] / sums["count"], "loss": sums["loss_sum"] / sums["count"]}
+        return {"accuracy": 100 * sums["correct"] / sums["count"], "loss": sums["loss_sum"] / sums["count"]}
 
     def evaluate(self, batches: Iterable[Batch]) -> dict[str, float]:
         return self.metrics_from_sums(self.evaluate_sums(batches))

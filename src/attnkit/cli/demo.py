@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(f"{'model':<32}{'test accuracy':>14}")
     print(f"{'TF-IDF + logistic regression':<32}{100 * baseline:>13.2f}%")
-    print(f"{'HAN (attnkit)':<32}{100 * han:>13.2f}%")
+    print(f"{'HAN (attnkit)':<32}{han:>13.2f}%")
     print(f"HAN trained {report.train_seconds / 60:.1f} min, best epoch {report.fit.best_epoch}")
 
     classifier = load_classifier(report.checkpoint, device=args.device, precision=args.precision)

@@ -22,7 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "predict",
         help="predict with a trained model",
-        description="Predict with a trained model. Texts come from --text, --file (one per line) or stdin.",
+        description=(
+            "Predict with a trained model. Texts come from --text, --file (one per line) or stdin; a blank input "
+            "line gives a blank output line (with --json: no object), so the output lines up with the input."
+        ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -117,12 +117,15 @@ def iter_rows(
     file_format: str | None = None,
     bad_rows: BadRows | None = None,
     progress: Callable[[int], None] | None = None,
+    delimiter: str | None = None,
 ) -> Iterator[tuple[int, str, str | None]]:
     """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream and checked.
 
     Memory stays bounded by one row whatever the file's size. ``label`` is ``None`` when ``label_column`` is.
     With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file
     itself, such as a missing column in the header, still raise). ``progress`` hears the bytes read now and then.
+    ``delimiter``: one character separating the columns: the file is read as CSV (standard quoting) with it,
+    whatever its suffix (``;`` for European spreadsheets, ``|``, a tab). Not for JSONL or Parquet.
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -131,12 +134,17 @@ def iter_rows(
     path = Path(path)
     if text_column == label_column:
         raise ValueError(f"text_column and label_column are both {text_column!r}; they must name different columns")
-    fmt = file_format or detect_format(path)
+    if delimiter is not None:
+        if len(delimiter) != 1 or delimiter in '\r\n"':
+            raise ValueError(f"--delimiter must be one character (not a quote or line break), got {delimiter!r}")
+        if (file_format or FORMATS.get(path.suffix.lower())) in ("jsonl", "parquet"):
+            raise DataError(f"{path}: --delimiter is for CSV-like files; this file has no columns to separate")
+    fmt = "csv" if delimiter is not None else file_format or detect_format(path)
     if fmt not in ("csv", "tsv", "jsonl", "parquet"):
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv, jsonl or parquet")
     columns = [text_column] if label_column is None else [text_column, label_column]
     header = None
-    for line, record in iter_records(path, fmt, progress=progress):
+    for line, record in iter_records(path, fmt, progress=progress, delimiter=delimiter or ","):
         try:
             if header is None and fmt in ("csv", "tsv", "parquet"):  # the first record names the columns
                 _check_header(path, record, columns)
@@ -167,6 +175,7 @@ def read_rows(
     text_column: str = "text",
     label_column: str | None = "label",
     file_format: str | None = None,
+    delimiter: str | None = None,
 ) -> FileRows:
     """Read and check every row of a CSV, TSV, JSONL or Parquet file (in memory; :func:`iter_rows` streams).
 
@@ -175,6 +184,7 @@ def read_rows(
         text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
         label_column: column or key holding the label, or ``None`` to read texts only (prediction).
         file_format: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"`` to override the suffix.
+        delimiter: one character separating the columns of a CSV-like file (see :func:`iter_rows`).
 
     Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
 
@@ -184,7 +194,7 @@ def read_rows(
     """
     rows = FileRows(path=Path(path), texts=[], labels=None if label_column is None else [], lines=[])
     for line, text, label in iter_rows(
-        path, text_column=text_column, label_column=label_column, file_format=file_format
+        path, text_column=text_column, label_column=label_column, file_format=file_format, delimiter=delimiter
     ):
         rows.texts.append(text)
         rows.lines.append(line)
@@ -203,6 +213,7 @@ def load_files(
     label_column: str = "label",
     file_format: str | None = None,
     min_labels: int = 2,
+    delimiter: str | None = None,
 ) -> TextClassificationData:
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
@@ -218,6 +229,7 @@ def load_files(
             ``min_labels`` labels, or at the first test row whose label never occurs in the training file.
     """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
+    kwargs["delimiter"] = delimiter  # CSV-like files with another separator (read_rows)
     train = read_rows(train_path, **kwargs)
     label_names = sorted(set(train.labels))
     if len(label_names) < min_labels:

@@ -104,7 +104,7 @@ def _jsonl(path: Path, handle) -> Iterator[tuple[int, Record]]:
             yield line, str(error)
 
 
-def _csv(path: Path, handle) -> Iterator[tuple[int, Record]]:
+def _csv(path: Path, handle, delimiter: str = ",") -> Iterator[tuple[int, Record]]:
     """CSV records; a parse error is yielded as ``(line, reason)`` and ends the file (it cannot be resynchronised)."""
     csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # long documents are normal here
     numbered = _text_lines(path, handle)
@@ -115,7 +115,7 @@ def _csv(path: Path, handle) -> Iterator[tuple[int, Record]]:
             position[0] = line
             yield text
 
-    reader = csv.reader(lines(), dialect="excel")
+    reader = csv.reader(lines(), dialect="excel", delimiter=delimiter)
     last_line = 0
     try:
         for fields in reader:
@@ -150,7 +150,7 @@ _READERS = {"csv": _csv, "tsv": _tsv, "jsonl": _jsonl, "parquet": _parquet}
 
 
 def iter_records(
-    path: str | Path, fmt: str, *, progress: Callable[[int], None] | None = None
+    path: str | Path, fmt: str, *, progress: Callable[[int], None] | None = None, delimiter: str = ","
 ) -> Iterator[tuple[int, Record]]:
     """``(line, record)`` for each non-blank record of ``path`` in format ``fmt``, read as a stream.
 
@@ -159,6 +159,7 @@ def iter_records(
     reason (a ``str``); after a malformed CSV record the file ends.
 
     ``progress``, if given, is called now and then with the number of bytes read so far (text formats).
+    ``delimiter`` separates CSV columns (``fmt="csv"`` only).
 
     Raises:
         DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
@@ -170,7 +171,10 @@ def iter_records(
         if progress is not None:
             _progress[id(handle)] = progress
         try:
-            yield from _READERS[fmt](path, handle)
+            if fmt == "csv":
+                yield from _csv(path, handle, delimiter)
+            else:
+                yield from _READERS[fmt](path, handle)
         finally:
             _progress.pop(id(handle), None)
 

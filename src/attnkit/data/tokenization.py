@@ -11,8 +11,10 @@ behaving as it was trained):
 - ``"keep-whole"`` (the default): one ``tokenizers`` ``Split`` rule, :data:`KEEP_WHOLE_PATTERN`, that keeps whole
   URLs (``https://…``, ``www.…``), e-mail addresses, ``@handles``, ``#hashtags``, numbers with separators (``3.5``,
   ``1,000``, ``10:30``; ``2nd`` and ``1990s`` are plain words), dotted abbreviations (``U.S.``, ``e.g.``) and words
-  with inner apostrophes (``don't``, ``I'm``, ``we'll``, ``dog's``); everything else splits as ``"whitespace"``
-  does. A subword model (BPE, WordPiece) may still cut a kept word into pieces, but no piece crosses its edges.
+  with inner apostrophes (``don't``, ``I'm``, ``we'll``, ``dog's``); each emoji is a token of its own (skin tones
+  and ZWJ sequences kept together), never glued to punctuation (``angry😡.`` is ``angry 😡 .``); Chinese and
+  Japanese, written without spaces, give one token per character (``北京`` is ``北 京``); everything else splits as
+  ``"whitespace"`` does. (Tokenisers saved before the emoji and CJK rules keep the rule they were trained with.) A subword model (BPE, WordPiece) may still cut a kept word into pieces, but no piece crosses its edges.
 - ``"whitespace"``: ``tokenizers``' ``Whitespace`` (``\\w+|[^\\w\\s]+``), the rule before the above: ``don't`` is
   ``don ' t`` and a URL six or more tokens. Tokenisers saved before the choice existed use it.
 """
@@ -42,14 +44,34 @@ PRETOKENIZERS = ("keep-whole", "whitespace")
 # Unicode-aware as in the Whitespace rule). The regex matches the pieces; the text between them (whitespace) is
 # dropped. Possessive quantifiers (*+, ++) never backtrack; encoding the 20ng + fine-foods training texts (3.4 M
 # tokens, one thread) takes 7.3-8.0 s of CPU against Whitespace's 5.7-6.8 s.
+_URL = r"(?i:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\"'.,;:!?)\]}]"  # URL, not ending in punctuation
+_NUMBER = r"\d++(?:[.,:]\d++)+\w*+"  # 3.5, 1,000, 1,000.50, 10:30, 3.5mm
+_ABBREVIATION = r"(?:[^\W\d_]\.){2,}"  # U.S., e.g.
+_CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"  # scripts written without spaces: one token per character
+_EMOJI = r"\p{Extended_Pictographic}"
+_LETTER = rf"[^\W{_CJK}]"  # a word character that is not CJK
 KEEP_WHOLE_PATTERN = "|".join(
     [
-        r"(?i:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\"'.,;:!?)\]}]",  # URL, not ending in punctuation
+        _URL,
         r"[@#]\w++",  # @handle, #hashtag
-        r"\d++(?:[.,:]\d++)+\w*+",  # 3.5, 1,000, 1,000.50, 10:30, 3.5mm
-        r"(?:[^\W\d_]\.){2,}",  # U.S., e.g.
-        r"\w++(?:[\w.+\-]*+@[\w\-]+(?:\.[\w\-]+)*\.[\w\-]*[^\W_]|(?:['’]\w++)*+)",  # e-mail; word, don't, I'm
-        r"[^\w\s]++",  # as Whitespace: runs of other symbols
+        _NUMBER,
+        _ABBREVIATION,
+        rf"[{_CJK}]",  # 北京 -> 北 京 (a CJK run without spaces is not one unknown word)
+        rf"{_EMOJI}[\x{{FE0F}}\x{{200D}}\x{{1F3FB}}-\x{{1F3FF}}{_EMOJI}]*+",  # one emoji (skin tone, ZWJ family)
+        # e-mail; word, don't, I'm
+        rf"{_LETTER}++(?:[\w.+\-]*+@[\w\-]+(?:\.[\w\-]+)*\.[\w\-]*[^\W_]|(?:['’]{_LETTER}++)*+)",
+        rf"[^\w\s{_EMOJI}]++",  # runs of other symbols (punctuation), never glued to an emoji
+    ]
+)
+# The rule tokenisers saved before emoji and CJK were split (still read as "keep-whole", and still applied as saved).
+KEEP_WHOLE_PATTERN_V1 = "|".join(
+    [
+        _URL,
+        r"[@#]\w++",
+        _NUMBER,
+        _ABBREVIATION,
+        r"\w++(?:[\w.+\-]*+@[\w\-]+(?:\.[\w\-]+)*\.[\w\-]*[^\W_]|(?:['’]\w++)*+)",
+        r"[^\w\s]++",
     ]
 )
 
@@ -209,7 +231,7 @@ def _pretokenizer_name(spec: dict | None) -> str:
     if (
         spec is not None
         and spec.get("type") == "Split"
-        and spec.get("pattern") == {"Regex": KEEP_WHOLE_PATTERN}
+        and spec.get("pattern") in ({"Regex": KEEP_WHOLE_PATTERN}, {"Regex": KEEP_WHOLE_PATTERN_V1})
         and spec.get("behavior") == "Removed"
         and spec.get("invert") is True
     ):

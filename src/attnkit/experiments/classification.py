@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
+from attnkit.training.run_report import in_percent
 
 __all__ = ["DATASETS", "SETTINGS", "TARGETS", "run_classification", "train_argv"]
 
@@ -90,11 +91,11 @@ def run_classification(
 
 def _run(data: str, seed: int, out: Path, threads: int | None, device: str = "auto") -> dict:
     """One seed's run: trained unless ``out`` already holds a finished run of the same command."""
-    metrics = ensure_run(train_argv(data, seed, out), out, threads=threads, device=device)
+    metrics = in_percent(ensure_run(train_argv(data, seed, out), out, threads=threads, device=device))
     return {
         "seed": seed,
-        "test_accuracy": round(100 * metrics["test"]["accuracy"], 2),
-        "valid_accuracy": round(100 * metrics["best_valid"]["accuracy"], 2),
+        "test_accuracy": round(metrics["test"]["accuracy"], 2),
+        "valid_accuracy": round(metrics["best_valid"]["accuracy"], 2),
         "best_epoch": metrics["best_epoch"],
         "minutes": round(metrics.get("wall_time", metrics["train_seconds"]) / 60, 1),
         "stop_reason": metrics.get("stop_reason"),

@@ -27,6 +27,7 @@ import torch
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
 from attnkit.models.padding import PADDING_MODES
+from attnkit.training.run_report import in_percent
 
 __all__ = ["BATCH_SIZE", "DATA", "MODELS", "padding_statistics", "run_masking", "train_argv"]
 
@@ -84,7 +85,7 @@ def run_masking(
                 runs[mode].append(
                     {
                         "seed": seed,
-                        "bucketed_test_accuracy": round(100 * metrics["test"]["accuracy"], 2),
+                        "bucketed_test_accuracy": round(in_percent(metrics)["test"]["accuracy"], 2),
                         "best_epoch": metrics["best_epoch"],
                         "minutes": round(metrics.get("wall_time", metrics["train_seconds"]) / 60, 1),
                         "stop_reason": metrics.get("stop_reason"),

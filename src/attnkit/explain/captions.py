@@ -8,10 +8,17 @@ from __future__ import annotations
 
 HAN = (
     "Hierarchical attention (Yang et al. 2016). The number before each sentence is its sentence-attention "
+    "weight, shaded against the document's most attended sentence. Each word is shaded by its weight times its "
+    "sentence's weight, against the largest such product in the document: the words of a sentence the model "
+    "hardly attended to stay pale."
+)
+HAN_SCALE = "the document's largest word × sentence weight (words) or sentence weight (sentences)"
+HAN_SENTENCE = (
+    "Hierarchical attention (Yang et al. 2016). The number before each sentence is its sentence-attention "
     "weight, shaded against the document's most attended sentence. Each word is shaded against the most "
     "attended word of its own sentence, so every sentence has one darkest word, whatever the sentence's weight."
 )
-HAN_SCALE = "the largest weight in the sentence (words) or the document (sentences)"
+HAN_SENTENCE_SCALE = "the largest weight in the sentence (words) or the document (sentences)"
 
 POOLING = (
     "Attention pooling. Each row is one pooling head: its weights over the tokens sum to 1 and make the text's "

@@ -11,6 +11,8 @@ Files are named ``NN-figure.png`` / ``NN-figure.svg``: ``NN`` is the number of t
 figure (01 for the first section on the page; every section builder counts, whether or not it draws), and
 ``figure`` says which picture it is (``alignment``, ``encoder-self-attention``, ``head-2``, ...). The files are
 written when the ``with`` block ends without an error, each atomically; after an error nothing is written.
+Figures are kept as they are drawn, so one drawn *before* the block is not saved: a block that ends with nothing
+to write says so in a ``UserWarning`` (naming the figures drawn outside any block since the last one).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import contextvars
 import io
 import os
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +37,7 @@ SAVED_DPI = 200
 """Pixels per inch of the saved PNGs (the page's inline images use 100)."""
 
 _SINK: contextvars.ContextVar[FigureSink | None] = contextvars.ContextVar("attnkit_figure_sink", default=None)
+_UNSAVED: list[str] = []  # names of figures drawn with no block open, since the last block ended
 
 
 @dataclass
@@ -95,6 +99,17 @@ def save_figures(directory: str | os.PathLike[str], *, dpi: int = SAVED_DPI) -> 
         yield sink
     finally:
         _SINK.reset(token)
+    unsaved, _UNSAVED[:] = list(_UNSAVED), []
+    if not sink.files:
+        before = (
+            f"; {len(unsaved)} figure(s) drawn before it ({', '.join(unsaved[:4])}{', ...' if len(unsaved) > 4 else ''})"
+            " were not saved: draw them inside the block"
+            if unsaved
+            else ""
+        )
+        warnings.warn(
+            f"save_figures({str(sink.directory)!r}): no figure was drawn inside the block{before}", stacklevel=3
+        )
     sink.write()
 
 
@@ -114,11 +129,16 @@ def add_figure(name: str, figure) -> None:
     """Keep a matplotlib ``Figure`` as ``NN-name.png`` (at the sink's dpi) and ``NN-name.svg``; no-op without a sink."""
     sink = _SINK.get()
     if sink is None:
+        _UNSAVED.append(name)
+        del _UNSAVED[:-100]  # a bounded record
         return
+    from attnkit.explain.fonts import drawing_fonts
+
     stem = sink.stem(name)
     for extension, options in (("png", {"dpi": sink.dpi}), ("svg", {"metadata": {"Date": None}})):
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=extension, **options)
+        with drawing_fonts():
+            figure.savefig(buffer, format=extension, **options)
         sink.files[f"{stem}.{extension}"] = buffer.getvalue()
 
 
@@ -126,6 +146,8 @@ def add_image(name: str, rgb: np.ndarray) -> None:
     """Keep an ``[Hi, Wi, 3]`` image in [0, 1] as ``NN-name.png`` (pixel for pixel) and ``NN-name.svg``."""
     sink = _SINK.get()
     if sink is None:
+        _UNSAVED.append(name)
+        del _UNSAVED[:-100]
         return
     from matplotlib.image import imsave
 

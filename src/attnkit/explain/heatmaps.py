@@ -29,8 +29,9 @@ import torch.nn.functional as F
 
 from attnkit.explain import colours, figures
 from attnkit.explain._files import write_atomic
-from attnkit.explain._ticks import cut, plain, set_token_ticks, visible
+from attnkit.explain._ticks import LINE_HEIGHT, cut, plain, set_token_ticks, visible
 from attnkit.explain._weights import WeightsLike, as_weights
+from attnkit.explain.fonts import drawing_fonts, with_fallback_fonts
 
 __all__ = [
     "alignment_figure",
@@ -52,6 +53,7 @@ GRID_LABEL_CHARS = 10
 """The same for the small cells of a layer × head grid."""
 
 
+@with_fallback_fonts
 def alignment_figure(
     weights: WeightsLike,
     source_tokens: Sequence[str],
@@ -143,13 +145,14 @@ def alignment_heatmap(
     return _save(figure, path, dpi, name)
 
 
+@with_fallback_fonts
 def layer_head_figure(
     layers: Sequence[WeightsLike] | torch.Tensor,
     query_tokens: Sequence[str],
     key_tokens: Sequence[str],
     *,
     title: str | None = None,
-    cell_inches: float = 1.7,
+    cell_inches: float | None = None,
     dpi: int = 100,
     cmap: str | None = None,
     xlabel: str = "key token",
@@ -167,6 +170,9 @@ def layer_head_figure(
     weights = torch.stack(stack)  # [L, H, Tq, Tk]
     num_layers, num_heads = weights.shape[:2]
     _check_labels(weights.shape[-2:], query_tokens, key_tokens)
+    if cell_inches is None:  # big enough to label every token at 7 points, between 1.7 and 4 inches a cell
+        needed = max(len(query_tokens), len(key_tokens)) * LINE_HEIGHT * 7 * 1.02 / (72 * 0.75)
+        cell_inches = min(max(1.7, math.ceil(needed * 10) / 10), 4.0)  # tenths: a whole pixel count at any dpi
     figsize = (num_heads * cell_inches + 1.2, num_layers * cell_inches + 0.8)  # labels are small: no extra room
     figure = _figure(figsize, dpi)
     grid = figure.subplots(num_layers, num_heads, squeeze=False)
@@ -201,7 +207,7 @@ def layer_head_grid(
     *,
     path: PathLike | None = None,
     title: str | None = None,
-    cell_inches: float = 1.7,
+    cell_inches: float | None = None,
     dpi: int = 100,
     cmap: str | None = None,
     xlabel: str = "key token",
@@ -217,7 +223,8 @@ def layer_head_grid(
         key_tokens: ``Tk`` labels (columns; on the bottom row, likewise).
         path: also write the PNG here (atomically).
         title: drawn above the grid.
-        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches.
+        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches. By default it
+            grows with the tokens so that every token is labelled (1.7 to 4 inches; past ~25 tokens every n-th).
         dpi: pixels per inch.
         cmap: a matplotlib colormap name; by default the house map. One colour scale from 0 to the largest
             weight for all cells, drawn as a labelled colour bar.
@@ -362,7 +369,8 @@ def _figure(figsize: tuple[float, float], dpi: int):
 
 def _save(figure, path: PathLike | None, dpi: int, name: str) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    with drawing_fonts():
+        figure.savefig(buffer, format="png", dpi=dpi)
     figures.add_figure(name, figure)  # after: drawing at the sink's dpi must not move what the page shows
     return _finish(buffer.getvalue(), path)
 

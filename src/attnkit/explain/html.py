@@ -36,6 +36,8 @@ from attnkit.explain._ticks import visible
 from attnkit.explain._weights import WeightsLike, as_weights
 
 __all__ = [
+    "UNKNOWN_NOTE",
+    "ReportPath",
     "Section",
     "caption_html",
     "colour_scale_html",
@@ -99,13 +101,30 @@ def shaded_span(
     return f"<span {attributes}>{escape(shown)}</span>"
 
 
-def shaded_tokens(tokens: Sequence[str], weights: torch.Tensor) -> str:
-    """Space-separated ``attn-token`` spans for one row: ``tokens`` ``[T]`` and their weights ``[T]``."""
-    intensities = row_intensities(weights)
+def shaded_tokens(
+    tokens: Sequence[str],
+    weights: torch.Tensor,
+    intensities: torch.Tensor | None = None,
+    unknown: Sequence[bool] | None = None,
+) -> str:
+    """Space-separated ``attn-token`` spans for one row: ``tokens`` ``[T]`` and their weights ``[T]``, shaded by
+    ``intensities [T]`` in [0, 1] (default: each weight against the row's largest). A token flagged in
+    ``unknown [T]`` (read by the model as ``[UNK]``) also gets class ``attn-unk`` (a dotted underline) and says so
+    in its tooltip."""
+    intensities = row_intensities(weights) if intensities is None else intensities
+    unknown = [False] * len(tokens) if unknown is None else list(unknown)
     return " ".join(
-        shaded_span(token, weight, intensity)
-        for token, weight, intensity in zip(tokens, weights.tolist(), intensities.tolist(), strict=True)
+        shaded_span(token, weight, intensity, css_class="attn-token attn-unk", extra_attributes=_UNK_ATTRIBUTES)
+        if is_unknown
+        else shaded_span(token, weight, intensity)
+        for token, weight, intensity, is_unknown in zip(
+            tokens, weights.tolist(), intensities.tolist(), unknown, strict=True
+        )
     )
+
+
+UNKNOWN_NOTE = "A dotted underline marks a word the model does not know: it read it as [UNK]."
+_UNK_ATTRIBUTES = 'data-unknown="true" aria-description="unknown to the model ([UNK])"'
 
 
 def colour_scale_html(low: str, high: str) -> str:
@@ -184,9 +203,22 @@ def render_report(sections: Sequence[Section], *, title: str) -> str:
     return _PAGE.format(title=escape(title), css=_CSS, body=body)
 
 
-def write_report(path: str | os.PathLike[str], sections: Sequence[Section], *, title: str) -> Path:
-    """Render the page and write it to ``path`` atomically (UTF-8). Returns the absolute path written."""
-    return write_atomic(path, render_report(sections, title=title).encode("utf-8"))
+class ReportPath(type(Path())):  # type: ignore[misc]  # the concrete Path class (PosixPath / WindowsPath)
+    """The path of a written report, which a notebook (Jupyter, VS Code) shows inline: ``_repr_html_`` embeds the
+    page in a sandboxed ``<iframe srcdoc>`` (its styles and content-security policy stay its own)."""
+
+    def _repr_html_(self) -> str:
+        page = self.read_text(encoding="utf-8")
+        return (
+            f'<iframe title="{html.escape(self.name)}" sandbox srcdoc="{html.escape(page, quote=True)}" '
+            'style="width: 100%; height: 40rem; border: 1px solid #ddd"></iframe>'
+        )
+
+
+def write_report(path: str | os.PathLike[str], sections: Sequence[Section], *, title: str) -> ReportPath:
+    """Render the page and write it to ``path`` atomically (UTF-8). Returns the absolute path written, as a
+    :class:`ReportPath` (a ``Path`` that a notebook shows as the page itself)."""
+    return ReportPath(write_atomic(path, render_report(sections, title=title).encode("utf-8")))
 
 
 _PAGE = """<!DOCTYPE html>
@@ -242,4 +274,5 @@ h3 { font-size: 1rem; margin: 1rem 0 .5rem; }
 .attn-figure img { max-width: 100%; height: auto; }
 .attn-figure figcaption { font-size: .8rem; color: #555; text-align: center; }
 .attn-empty { color: #777; font-style: italic; }
+.attn-unk { text-decoration: underline dotted; text-underline-offset: .2em; }
 """

@@ -19,13 +19,16 @@ def classifier_report(
     title: str = "What the classifier attended to",
     true_labels: Sequence[str | None] | None = None,
     faithfulness: Sequence | None = None,
+    word_shading: str = "document",
 ) -> Path:
     """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
 
-    HAN predictions become document sections (sentence and word shading); pooled-classifier predictions
-    token rows, one per pooling head. ``faithfulness`` (optional): one
-    :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per prediction, each shown as a panel under
-    its document. Returns the path written.
+    HAN predictions become document sections (sentence and word shading: ``word_shading`` ``"document"``, word ×
+    sentence weight, or ``"sentence"``, see :func:`~attnkit.explain.sections.han_section`); pooled-classifier
+    predictions token rows, one per pooling head. The caption and colour scale are shown once, above the first
+    document. ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness`
+    per prediction, each shown as a panel under its document. Returns the path written (a
+    :class:`~attnkit.explain.html.ReportPath`).
     """
     if faithfulness is not None and len(faithfulness) != len(predictions):
         raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
@@ -44,6 +47,9 @@ def classifier_report(
                     probabilities=probabilities,
                     true_label=gold,
                     title=heading,
+                    word_shading=word_shading,
+                    caption=number == 1,
+                    unknown=getattr(prediction, "unknown_words", None),
                 )
             )
         else:
@@ -55,6 +61,8 @@ def classifier_report(
                     probabilities=probabilities,
                     true_label=gold,
                     title=heading,
+                    caption=number == 1,
+                    unknown=getattr(prediction, "unknown_tokens", None),
                 )
             )
         if faithfulness is not None:

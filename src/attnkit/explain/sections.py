@@ -20,6 +20,7 @@ import torch
 from attnkit.explain import captions, figures, heatmaps
 from attnkit.explain._weights import WeightsLike, as_weights, check_length
 from attnkit.explain.html import (
+    UNKNOWN_NOTE,
     Section,
     caption_html,
     colour_scale_html,
@@ -51,13 +52,18 @@ def han_section(
     probabilities: WeightsLike,
     true_label: str | None = None,
     title: str = "Hierarchical attention",
+    word_shading: str = "document",
+    caption: bool = True,
+    unknown: Sequence[Sequence[bool]] | None = None,
 ) -> Section:
     """A document as a hierarchical attention network saw it (Yang et al. 2016, Fig. 5).
 
     Each sentence row starts with a marker (class ``attn-sentence``) shaded by the sentence's weight relative
-    to the document's most-attended sentence, and showing that weight; each word (class ``attn-token``) is
-    shaded by its weight relative to the most-attended word of its own sentence (both with the house colour
-    map). The prediction and class probabilities are on top, then the caption and the colour scale.
+    to the document's most-attended sentence, and showing that weight. Each word (class ``attn-token``) is shaded
+    by ``word_shading``: ``"document"`` (the default) by word weight × its sentence's weight, against the largest
+    such product in the document — a word of a 0.01-weight sentence stays pale —, or ``"sentence"`` by its weight
+    against the most-attended word of its own sentence. The prediction and class probabilities are on top, then
+    (with ``caption``; a page of many documents shows it once) the caption and the colour scale.
 
     Args:
         sentences: ``S`` sentences, each a list of word strings.
@@ -67,7 +73,12 @@ def han_section(
         probabilities: ``[C]``.
         true_label: optional gold label.
         title: the section heading.
+        word_shading: ``"document"`` or ``"sentence"`` (above).
+        caption: show the caption and colour scale (the first document of a page).
+        unknown: optional, per sentence, which words the model read as ``[UNK]`` (marked ``attn-unk``).
     """
+    if word_shading not in ("document", "sentence"):
+        raise ValueError(f"word_shading: expected 'document' or 'sentence', got {word_shading!r}")
     figures.begin_section()
     rows = _weight_rows(word_weights, name="word_weights")
     if len(rows) < len(sentences):
@@ -81,24 +92,34 @@ def han_section(
     sentence_intensity = row_intensities(sentence_w)
     lines, word_rows = [], []
     for index, words in enumerate(sentences):
-        word_w = check_length(words, rows[index], name=f"word_weights[{index}]")
-        word_rows.append(word_w)
+        word_rows.append(check_length(words, rows[index], name=f"word_weights[{index}]"))
+    shades = _word_shades(word_rows, sentence_w, word_shading)  # S rows of [W_s] in [0, 1]
+    for index, words in enumerate(sentences):
+        word_w = word_rows[index]
         weight, intensity = sentence_w[index].item(), sentence_intensity[index].item()
         marker = shaded_span(
             f"{weight:.2f}", weight, intensity, css_class="attn-sentence", extra_attributes=f'data-sentence="{index}"'
         )
         lines.append(
             f'<div class="attn-sentence-row">{marker}'
-            f'<span class="attn-words">{shaded_tokens(words, word_w)}</span></div>'
+            f'<span class="attn-words">{shaded_tokens(words, word_w, shades[index], _flags(unknown, index))}</span>'
+            "</div>"
         )
+    scale = captions.HAN_SCALE if word_shading == "document" else captions.HAN_SENTENCE_SCALE
     if figures.active() and sentences:
+        figure_title = f"{title}: {_predicted(label_names, probabilities)}"
         figures.add_figure(
             "words-and-sentences",
-            shaded_text_figure(sentences, word_rows, markers=sentence_w, scale_label=captions.HAN_SCALE),
+            shaded_text_figure(
+                sentences, word_rows, markers=sentence_w, intensities=shades, title=figure_title, scale_label=scale
+            ),
         )
     document = "\n".join(lines) or '<p class="attn-empty">(empty document)</p>'
     header = prediction_html(label_names, probabilities, true_label=true_label)
-    legend = caption_html(captions.HAN) + colour_scale_html("0", captions.HAN_SCALE)
+    text = captions.HAN if word_shading == "document" else captions.HAN_SENTENCE
+    legend = caption_html(text) + colour_scale_html("0", scale) if caption else ""
+    if unknown is not None and any(any(row) for row in unknown):
+        legend += caption_html(UNKNOWN_NOTE)
     return Section(title, f'{header}\n{legend}\n<div class="attn-document">\n{document}\n</div>')
 
 
@@ -110,6 +131,8 @@ def pooling_section(
     probabilities: WeightsLike | None = None,
     true_label: str | None = None,
     title: str = "Attention pooling",
+    caption: bool = True,
+    unknown: Sequence[bool] | None = None,
 ) -> Section:
     """Tokens shaded by a pooling layer's weights, one row (class ``attn-row``, ``data-head``) per head.
 
@@ -120,21 +143,27 @@ def pooling_section(
         label_names, probabilities: optional ``C`` names and ``[C]`` probabilities for a prediction header.
         true_label: optional gold label.
         title: the section heading.
+        caption: show the caption and colour scale (the first document of a page).
+        unknown: optional ``[T]`` flags of the tokens the model read as ``[UNK]`` (marked ``attn-unk``).
     """
     figures.begin_section()
     matrix = _as_heads(weights, name="weights")  # [H, T']
     matrix = check_length(tokens, matrix, name="weights")  # [H, T]
     rows = "\n".join(
         f'<div class="attn-row" data-head="{head + 1}"><span class="attn-head">head {head + 1}</span>'
-        f"{shaded_tokens(tokens, matrix[head])}</div>"
+        f"{shaded_tokens(tokens, matrix[head], None, None if unknown is None else list(unknown)[: len(tokens)])}</div>"
         for head in range(matrix.shape[0])
     )
     if figures.active() and tokens:
-        figures.add_figure(
-            "tokens", shaded_text_figure([tokens] * matrix.shape[0], list(matrix), scale_label=captions.POOLING_SCALE)
+        predicted = f": {_predicted(label_names, probabilities)}" if label_names is not None else ""
+        figure = shaded_text_figure(
+            [tokens] * matrix.shape[0], list(matrix), title=f"{title}{predicted}", scale_label=captions.POOLING_SCALE
         )
+        figures.add_figure("tokens", figure)
     header = _optional_prediction(label_names, probabilities, true_label)
-    legend = caption_html(captions.POOLING) + colour_scale_html("0", captions.POOLING_SCALE)
+    legend = caption_html(captions.POOLING) + colour_scale_html("0", captions.POOLING_SCALE) if caption else ""
+    if unknown is not None and any(unknown):
+        legend += caption_html(UNKNOWN_NOTE)
     return Section(title, f'{header}{legend}\n<div class="attn-rows">\n{rows}\n</div>')
 
 
@@ -297,3 +326,25 @@ def _optional_prediction(
     if label_names is None:
         return ""
     return prediction_html(label_names, probabilities, true_label=true_label) + "\n"
+
+
+def _word_shades(word_rows: list[torch.Tensor], sentence_w: torch.Tensor, word_shading: str) -> list[torch.Tensor]:
+    """Each sentence's word intensities in [0, 1]: word × sentence weight against the document's largest product
+    (``"document"``), or each word against its own sentence's largest (``"sentence"``)."""
+    if word_shading == "sentence":
+        return [row_intensities(row) for row in word_rows]
+    products = [row * sentence_w[index] for index, row in enumerate(word_rows)]  # S rows of [W_s]
+    top = max((float(row.max()) for row in products if row.numel()), default=0.0)
+    return [row / top if top > 0 else torch.zeros_like(row) for row in products]
+
+
+def _predicted(label_names: Sequence[str], probabilities: WeightsLike) -> str:
+    """``"predicted LABEL (0.93)"`` for a figure's title."""
+    probs = as_weights(probabilities, name="probabilities", ndim=1)
+    best = int(probs.argmax())
+    return f"predicted {label_names[best]} ({probs[best].item():.2f})"
+
+
+def _flags(unknown: Sequence[Sequence[bool]] | None, index: int) -> list[bool] | None:
+    """Sentence ``index``'s ``[UNK]`` flags, or None."""
+    return None if unknown is None or index >= len(unknown) else list(unknown[index])

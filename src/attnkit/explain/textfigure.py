@@ -14,6 +14,7 @@ import torch
 
 from attnkit.explain import colours
 from attnkit.explain._ticks import plain, visible
+from attnkit.explain.fonts import with_fallback_fonts
 from attnkit.explain.html import row_intensities
 
 __all__ = ["shaded_text_figure"]
@@ -24,11 +25,14 @@ LINE = 1.9  # line height, in font sizes
 LABEL_WIDTH = 44.0  # points reserved for a row's label ("head 2", or a sentence weight)
 
 
+@with_fallback_fonts
 def shaded_text_figure(
     rows: Sequence[Sequence[str]],
     weights: Sequence[torch.Tensor],
     *,
     markers: torch.Tensor | None = None,
+    intensities: Sequence[torch.Tensor] | None = None,
+    title: str | None = None,
     scale_label: str = "the row's largest weight",
     width_inches: float = 7.0,
     fontsize: float = 10.0,
@@ -39,6 +43,9 @@ def shaded_text_figure(
     Args:
         rows: ``R`` rows of token strings (sentences of a document, or the same tokens once per head).
         weights: ``R`` tensors ``[T]``, one weight per token; each row is shaded against its own largest weight.
+        intensities: optional ``R`` tensors ``[T]`` in [0, 1], the shading of each token (default: each row
+            against its own largest weight).
+        title: optional first line above the rows (e.g. the input's name and the predicted label).
         markers: optional ``[R]`` sentence weights, drawn (shaded against their largest) before each row; without
             them each row is labelled "head r".
         scale_label: the colour bar's label at its dark end.
@@ -60,13 +67,19 @@ def shaded_text_figure(
     placed: list[tuple[float, float, str, float, bool]] = []  # x, y (points from the top), text, intensity, label?
     marker_intensity = row_intensities(markers) if markers is not None else None
     y, right = MARGIN + fontsize, 0.0
-    for index, (tokens, row) in enumerate(zip(rows, weights, strict=True)):
+    if title:
+        placed.append((MARGIN, y, title, 0.0, True))
+        title_font = FontProperties(size=0.8 * fontsize)
+        right = MARGIN + text_to_path.get_text_width_height_descent(plain(title), title_font, ismath=False)[0]
+        y += LINE * fontsize * 1.15
+    shades = [row_intensities(row) for row in weights] if intensities is None else list(intensities)
+    for index, tokens in enumerate(rows):  # len(rows) == len(weights), checked above
         if marker_intensity is not None:
             placed.append((MARGIN, y, f"{float(markers[index]):.2f}", float(marker_intensity[index]), False))
         else:
             placed.append((MARGIN, y, f"head {index + 1}", 0.0, True))
         x = MARGIN + LABEL_WIDTH
-        for token, intensity in zip(tokens, row_intensities(row).tolist(), strict=True):
+        for token, intensity in zip(tokens, shades[index].tolist(), strict=True):
             text = visible(token) if not str(token).strip() else str(token)
             width = text_to_path.get_text_width_height_descent(text, font, ismath=False)[0]
             if x + width > wrap_points - MARGIN and x > MARGIN + LABEL_WIDTH:

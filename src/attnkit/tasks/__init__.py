@@ -131,8 +131,14 @@ def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> 
     ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
     Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and
-    ``evaluate`` for each); see the task packages.
+    ``evaluate`` for each); see the task packages. A CTranslate2 export (``attnkit export``: seq2seq only) comes
+    back with ``translate`` and ``evaluate`` decoded by CTranslate2
+    (:class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport`; ``precision`` does not apply).
     """
+    from attnkit.training.checkpointing import is_export
+
+    if is_export(path):
+        return task_for_kind("seq2seq", where=str(path)).load(Path(path), device=device, precision=precision)
     task, checkpoint = task_for_checkpoint(path)
     return task.load(checkpoint, device=device, precision=precision)
 

@@ -110,6 +110,7 @@ def train_epoch(
                 scaler.step(optimizer)
                 scaler.update()
             steps += 1
+            reporter.step(steps_before + steps, value, optimizer.param_groups[0]["lr"])
             if steps == 1:
                 check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
             if out_of_time() or (config.max_steps is not None and steps_before + steps >= config.max_steps):

@@ -26,13 +26,14 @@ STOP_REASONS = {
 
 
 def format_metrics(metrics: Mapping[str, float]) -> str:
-    """``{"accuracy": 0.8125, "loss": 0.41, "count": 400}`` -> ``"accuracy 81.25%  loss 0.4100"``."""
+    """``{"accuracy": 81.25, "loss": 0.41, "count": 400}`` -> ``"accuracy 81.25%  loss 0.4100"`` (accuracy is in
+    percent, as every attnkit rate)."""
     shown = []
     for name, value in metrics.items():
         if name == "count":
             continue
         if name == "accuracy":
-            shown.append(f"accuracy {100 * value:.2f}%")
+            shown.append(f"accuracy {value:.2f}%")
         elif name.endswith("loss"):
             shown.append(f"{name} {value:.4f}")
         else:
@@ -97,7 +98,8 @@ class Reporter:
         partial: bool,
     ) -> None:
         """One line: the epoch's training loss, its validation metrics, the best epoch so far and the time; and the
-        same figures as TensorBoard scalars (``train/loss``, ``valid/NAME``, ``time/epoch_seconds``) by epoch."""
+        same figures as TensorBoard scalars (``train/loss``, ``valid/NAME``, ``time/epoch_seconds``) by epoch; the
+        per-step ``train/step_loss`` and ``train/lr`` are by step (:meth:`step`)."""
         self._scalars(epoch, {"train/loss": train_loss, "time/epoch_seconds": seconds})
         self._scalars(epoch, {f"valid/{name}": value for name, value in metrics.items() if name != "count"})
         if not self.enabled:
@@ -109,6 +111,12 @@ class Reporter:
             f"{seconds:.1f}s"
         )
         tqdm.write(line, file=sys.stderr)
+
+    def step(self, step: int, loss: float, lr: float) -> None:
+        """After optimiser step ``step`` (counted over the run): its loss (the step's last batch) and learning rate
+        as TensorBoard scalars ``train/step_loss`` and ``train/lr``."""
+        if self._tensorboard_dir is not None:
+            self._scalars(step, {"train/step_loss": loss, "train/lr": lr})
 
     def message(self, text: str) -> None:
         """A free-form line (resuming)."""

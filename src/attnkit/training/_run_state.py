@@ -139,6 +139,7 @@ def _restore(
     state = read_trainer_state(path)
     if state.get("version") != _STATE_VERSION:
         raise CheckpointError(f"{path}: trainer state version {state.get('version')!r}, expected {_STATE_VERSION}")
+    state = _accuracy_in_percent(state, config.select_metric)
     _check_same_run(path, state, config, model_config, context)
     load_model_weights(model, path)
     try:
@@ -166,6 +167,24 @@ def _restore(
         run.recent_weights = [_fitting(path, weights, model, "averaged") for weights in saved_recent]
         run.recent_weights.append(cpu_copy(model))
     return run
+
+
+def _accuracy_in_percent(state: dict, select_metric: str) -> dict:
+    """A trainer state written before every rate was a percentage (no ``"units"``) with its ``accuracy`` values
+    (history, best metrics, and the best value when accuracy selects) converted from fractions to percent, so
+    that a resumed run compares like with like."""
+    if state.get("units") == "percent":
+        return state
+
+    def convert(metrics: dict) -> dict:
+        return {**metrics, "accuracy": 100.0 * metrics["accuracy"]} if "accuracy" in metrics else metrics
+
+    state = dict(state)
+    state["history"] = [{**r, "metrics": convert(dict(r.get("metrics", {})))} for r in state.get("history", [])]
+    state["best_metrics"] = convert(dict(state.get("best_metrics", {})))
+    if select_metric == "accuracy" and isinstance(state.get("best_value"), (int, float)):
+        state["best_value"] = 100.0 * state["best_value"]
+    return state
 
 
 def _check_same_run(
@@ -248,6 +267,7 @@ def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitC
         "best_weights": None if own_best else run.best_weights,
         "recent_weights": run.recent_weights[:-1],
         "grad_scaler": run.grad_scaler,
+        "units": "percent",  # every rate in percent (accuracy was a fraction before; see _accuracy_in_percent)
     }
 
 

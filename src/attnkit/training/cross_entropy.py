@@ -59,9 +59,11 @@ class CrossEntropyTask:
 
     @staticmethod
     def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
-        """``accuracy`` (a fraction), mean ``loss`` and ``count`` from :meth:`evaluate_sums`' totals."""
+        """``accuracy`` (percent, as every attnkit metric but ``loss`` and ``count``), mean ``loss`` and ``count``
+        from :meth:`evaluate_sums`' totals."""
         count = max(sums["count"], 1.0)
-        return {"accuracy": sums["correct"] / count, "loss": sums["loss_sum"] / count, "count": sums["count"]}
+        accuracy = 100.0 * sums["correct"] / count
+        return {"accuracy": accuracy, "loss": sums["loss_sum"] / count, "count": sums["count"]}
 
     def evaluate(self, batches: Iterable[Any]) -> dict[str, float]:
         """``accuracy``, mean ``loss`` and ``count`` over the batches."""

@@ -17,6 +17,9 @@ this process is, the report a run returns, and the ``metrics.json`` it writes â€
 | ``train_seconds`` | training time of the whole run, resumed parts included |
 | ``num_parameters`` | trainable and frozen parameters of the model |
 | ``details`` | task-specific facts (split sizes, augmentation, ...) |
+| ``units`` | ``"percent"``: every rate (``accuracy``, ``token_accuracy``, ``bleu``, ``wer``, ...) is in percent, as the
+  command line prints it and Python's ``evaluate`` returns it; only ``loss`` and ``count`` are not rates. A file
+  without it (written before attnkit 0.x's one-unit rule) holds ``accuracy`` as a fraction: :func:`in_percent` |
 
 ``metrics.csv`` beside it has one row per epoch (resumed epochs included): ``epoch``, ``train_loss``, ``seconds``,
 ``steps``, ``partial`` (an epoch cut short by the time budget) and every validation metric as ``valid_NAME``.
@@ -36,7 +39,15 @@ from torch import nn
 from attnkit.training.loop import FitConfig, FitResult
 from attnkit.training.torchrun_env import torchrun_env
 
-__all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "replica", "write_metrics"]
+__all__ = [
+    "HISTORY_FILE",
+    "METRICS_FILE",
+    "TrainReport",
+    "count_parameters",
+    "in_percent",
+    "replica",
+    "write_metrics",
+]
 
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "metrics.csv"
@@ -104,10 +115,50 @@ def write_metrics(
         "train_seconds": round(report.train_seconds, 1),
         "num_parameters": report.num_parameters,
         "details": report.details,
+        "units": "percent",
     }
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_history(Path(out_dir) / HISTORY_FILE, report.fit)
+    if fit_config.tensorboard_dir is not None:
+        log_run_to_tensorboard(fit_config.tensorboard_dir, summary)
     return path
+
+
+def log_run_to_tensorboard(directory: str | Path, summary: Mapping[str, Any]) -> None:
+    """Add the run's end to its TensorBoard log: the test metrics (``test/NAME``, at the best epoch) and the
+    hyperparameters with the best validation and test metrics (TensorBoard's HParams tab)."""
+    from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (extra: tensorboard)
+
+    step = summary["best_epoch"] or 0
+    test = {name: value for name, value in (summary["test"] or {}).items() if name != "count"}
+    valid = {name: value for name, value in (summary["best_valid"] or {}).items() if name != "count"}
+    settings = {"seed": summary["seed"], "batch_size": summary["batch_size"], "lr": summary["lr"]}
+    settings["precision"] = summary["precision"]
+    for name, value in (summary["config"] or {}).items():
+        if isinstance(value, (bool, int, float, str)):
+            settings[name] = value
+    writer = SummaryWriter(log_dir=str(directory))
+    try:
+        for name, value in test.items():
+            writer.add_scalar(f"test/{name}", value, global_step=step)
+        metrics = {f"hparam/valid_{k}": v for k, v in valid.items()} | {f"hparam/test_{k}": v for k, v in test.items()}
+        writer.add_hparams(settings, metrics, run_name="hparams")
+    finally:
+        writer.close()
+
+
+def in_percent(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A ``metrics.json`` as read, with ``accuracy`` in percent: files without ``"units": "percent"`` (written
+    before every rate was a percentage) hold it as a fraction, and are converted; other files come back as they are.
+    """
+    if metrics is None or metrics.get("units") == "percent":
+        return None if metrics is None else dict(metrics)
+    converted = dict(metrics)
+    for split in ("best_valid", "test"):
+        if isinstance(converted.get(split), dict) and "accuracy" in converted[split]:
+            converted[split] = {**converted[split], "accuracy": 100.0 * converted[split]["accuracy"]}
+    converted["units"] = "percent"
+    return converted
 
 
 def write_history(path: Path, result: FitResult) -> None:

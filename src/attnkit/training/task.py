@@ -29,7 +29,7 @@ class Task(Protocol):
         ...
 
     def evaluate(self, batches: Iterable[Batch]) -> dict[str, float]:
-        """Metrics over a whole split, e.g. ``{"accuracy": 0.91, "loss": 0.27}``."""
+        """Metrics over a whole split, e.g. ``{"accuracy": 91.0, "loss": 0.27}`` (rates in percent)."""
         ...
 
 
@@ -39,7 +39,7 @@ class SummableTask(Protocol):
 
     ``fit`` computes ``metrics_from_sums(sums over all ranks of evaluate_sums(shard))``. Accuracy, for instance:
     ``evaluate_sums`` returns ``{"correct": 91.0, "count": 100.0, "loss_sum": 27.3}`` and ``metrics_from_sums``
-    turns the totals into ``{"accuracy": correct / count, "loss": loss_sum / count}``. Corpus BLEU and chrF
+    turns the totals into ``{"accuracy": 100 * correct / count, "loss": loss_sum / count}``. Corpus BLEU and chrF
     (n-gram matches and totals), WER and PER (error and reference counts) are additive in the same way. When a
     task has both methods, ``fit`` uses them in one process too, so one and N processes share one code path.
     """

@@ -13,6 +13,8 @@
 | :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
 | :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
+| :mod:`~attnkit.tasks.classify.data_options` | ``--delimiter`` and the data summary training prints |
+| :mod:`~attnkit.tasks.classify.streamed_training` | training on a file read as a stream (``--streaming``) |
 """
 
 from attnkit.tasks.classify import commands
@@ -32,4 +34,5 @@ SPEC = TaskSpec(
     predict=commands.predict,
     explain=commands.explain,
     faithfulness=commands.faithfulness,
+    add_explain_arguments=commands.add_explain_arguments,
 )

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from attnkit.tasks.classify.data_options import data_summary, delimiter_option
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
@@ -58,6 +59,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--skip-bad-rows",
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
+    )
+    data.add_argument(
+        "--delimiter",
+        type=delimiter_option,
+        default=None,
+        help="column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab); default: from the "
+        "suffix (.csv comma, .tsv tab)",
     )
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
@@ -172,15 +180,26 @@ def train(args: argparse.Namespace) -> int:
     if _streams(args):
         if init is not None:
             raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
+        if args.delimiter is not None:
+            raise ValueError("--delimiter: not available on streamed data yet; add --streaming never")
         return _train_streamed(args, config, fit_config)
     started = time.monotonic()
-    data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
+    data = load_data(
+        args.data,
+        test_path=args.test,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        delimiter=args.delimiter,
+    )
     if args.limit is not None:  # the first N training rows
         data = dataclasses.replace(
             data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]
         )
     load_seconds = time.monotonic() - started
     say(f"read {args.data} in {load_seconds:.1f} s")
+    say(data_summary(args.data, data, args.valid_fraction))
+    if args.label_smoothing:
+        say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
     clear_previous_run(args)
     report = train_classifier(
         data,
@@ -254,10 +273,10 @@ def _train_streamed(args: argparse.Namespace, config, fit_config) -> int:
 
 def _summarise(report) -> None:
     best = report.fit.best_metrics
-    say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
+    say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     if report.test_metrics is not None:
         test = report.test_metrics
-        say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} documents")
+        say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} documents")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
 
 
@@ -274,14 +293,17 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("classifiers")
     group.add_argument("--text-column", default=None, help="column/key of the text (default: the training file's)")
     group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
+    group.add_argument(
+        "--delimiter", type=delimiter_option, default=None, help="column separator of a CSV-like file (e.g. ';')"
+    )
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
     a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
     from attnkit.data.classification import builtin_names
-    from attnkit.tasks.classify.report import classification_report, format_report
-    from attnkit.tasks.classify.training import evaluate_encoded, load_data
+    from attnkit.tasks.classify.report import format_report
+    from attnkit.tasks.classify.training import load_data
 
     (checkpoint,) = checkpoints
     if args.data is None:
@@ -289,34 +311,39 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
-    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1)
+    delimiter = getattr(args, "delimiter", None)
+    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1, delimiter=delimiter)
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
         texts, labels = data.train_texts, data.train_labels
+    names = [data.label_names[label] for label in labels]
     try:
-        gold = classifier.label_ids([data.label_names[label] for label in labels])
+        classifier.label_ids(names)
     except ValueError as error:
         raise ValueError(f"{args.data}: {error}") from None
-    metrics = evaluate_encoded(
-        classifier.model, classifier.encoder, texts, gold, batch_size=args.batch_size, precision=classifier.precision
-    )
-    report = classification_report(
-        gold, classifier.predict_ids(texts, batch_size=args.batch_size), classifier.label_names
-    )
-    report["loss"] = round(metrics["loss"], 4)
+    report = classifier.evaluate(texts, names, batch_size=args.batch_size)  # what Python's evaluate returns
     if args.json:
-        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report}))
+        rounded = {"accuracy": round(report["accuracy"], 2), "loss": round(report["loss"], 4)}
+        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report, **rounded}))
         return 0
-    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {metrics['loss']:.4f})\n")
+    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {report['loss']:.4f})\n")
     print(format_report(report))
     return 0
 
 
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
-    """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON."""
+    """``attnkit predict``: a label per text (tab-separated with its probability and the text), or JSON; a blank
+    input line gives a blank output line (``--json``: no object), so the output lines up with the input."""
+    lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
     classifier = load(checkpoint, device=args.device, precision=args.precision)
-    for prediction in classifier.predict(read_texts(args)):
+    predictions = iter(classifier.predict([line for line in lines if line.strip()]))
+    for line in lines:
+        if not line.strip():  # a blank input line: a blank output line (--json: none), as translate does
+            if not args.json:
+                print()
+            continue
+        prediction = next(predictions)
         if args.json:
             print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
         else:
@@ -338,7 +365,10 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     tests = None
     if getattr(args, "faithfulness", False):
         tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed)
-    return classifier_report(predictions, classifier.label_names, args.out, title=title, faithfulness=tests)
+    shading = getattr(args, "word_shading", "document")
+    return classifier_report(
+        predictions, classifier.label_names, args.out, title=title, faithfulness=tests, word_shading=shading
+    )
 
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
@@ -354,3 +384,14 @@ def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
         else:
             print(format_document(result, number) + ("\n" if number < len(results) else ""))
     return 0
+
+
+def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
+    """Classifier options of ``attnkit explain``."""
+    parser.add_argument(
+        "--word-shading",
+        choices=["document", "sentence"],
+        default="document",
+        help="HAN reports: shade each word by word x sentence weight across the document (default), or by its "
+        "weight within its own sentence",
+    )

@@ -36,7 +36,8 @@ class Prediction:
     """One document's prediction and what the model attended to.
 
     ``sentences``/``word_weights``/``sentence_weights`` are filled for HAN; ``tokens``/``token_weights``
-    (``[heads][T]``) for pooled classifiers.
+    (``[heads][T]``) for pooled classifiers. Words show as written; ``unknown_words`` (HAN, per sentence) and
+    ``unknown_tokens`` (pooled) mark those the model read as ``[UNK]`` (outside its vocabulary).
     """
 
     text: str
@@ -47,6 +48,8 @@ class Prediction:
     sentence_weights: list[float] | None = None
     tokens: list[str] | None = None
     token_weights: list[list[float]] | None = None
+    unknown_words: list[list[bool]] | None = None
+    unknown_tokens: list[bool] | None = None
 
 
 class _HanFamily:
@@ -75,6 +78,8 @@ class _HanFamily:
         ]
         prediction.word_weights = [out.words.weights[row, s, : len(ids)].tolist() for s, ids in enumerate(item)]
         prediction.sentence_weights = out.sentences.weights[row, : len(item)].tolist()
+        unk = encoder.tokenizer.unk_id
+        prediction.unknown_words = [[token == unk for token in ids] for ids in item]
 
 
 class _PooledFamily:
@@ -99,6 +104,7 @@ class _PooledFamily:
         """Fill the pooled fields: one weight row per pooling head over the document's tokens."""
         prediction.tokens = encoder.tokenizer.tokens(text)[: len(item)]
         prediction.token_weights = out.pooling.weights[row, :, : len(item)].tolist()  # [heads][T]
+        prediction.unknown_tokens = [token == encoder.tokenizer.unk_id for token in item]
 
 
 # The model family by ClassifierConfig.model.

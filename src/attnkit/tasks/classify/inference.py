@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
+from attnkit.data.inputs import as_texts
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
@@ -52,8 +54,13 @@ class Classifier:
         """The classes, in the order of the model's outputs."""
         return list(self.encoder.config.label_names)
 
-    def predict(self, texts: Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
-        """Each text's label, class probabilities and attention weights (see :func:`predict_texts`)."""
+    def predict(self, texts: str | Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
+        """Each text's label, class probabilities and attention weights (see :func:`predict_texts`); a ``str`` is
+        one text (one prediction).
+
+        Raises:
+            TypeError: an item that is not a ``str`` (naming its index). ValueError: an empty text (likewise).
+        """
         return predict_texts(self.model, self.encoder, texts, batch_size=batch_size, precision=self.precision)
 
     def faithfulness(
@@ -77,20 +84,26 @@ class Classifier:
             self, texts, methods=methods or DEFAULT_METHODS, erase=erase, seed=seed, steps=steps
         )
 
-    def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, float]:
-        """``accuracy``, mean ``loss`` and ``count`` on ``texts`` with their gold label names.
+    def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, Any]:
+        """What ``attnkit evaluate`` prints, on ``texts`` with their gold label names: ``accuracy`` (percent, as
+        every attnkit rate), mean ``loss``, ``count``, and the per-class table — ``per_class[name]`` with
+        ``precision``/``recall``/``f1`` (percent) and ``support``, ``average`` (macro, weighted), ``labels`` and
+        ``confusion[i][j]`` (:func:`attnkit.tasks.classify.report.classification_report`).
 
         Raises:
-            ValueError: a label that is not one of the checkpoint's classes, or no texts.
+            ValueError: a label that is not one of the checkpoint's classes, no texts, or an empty text.
         """
-        return evaluate_encoded(
-            self.model,
-            self.encoder,
-            list(texts),
-            self.label_ids(labels),
-            batch_size=batch_size,
-            precision=self.precision,
+        from attnkit.tasks.classify.report import classification_report
+
+        texts = as_texts(texts)
+        if len(labels) != len(texts):
+            raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
+        gold = self.label_ids(labels)
+        metrics = evaluate_encoded(
+            self.model, self.encoder, texts, gold, batch_size=batch_size, precision=self.precision
         )
+        report = classification_report(gold, self.predict_ids(texts, batch_size=batch_size), self.label_names)
+        return {**report, "accuracy": metrics["accuracy"], "loss": metrics["loss"], "count": int(metrics["count"])}
 
     def label_ids(self, labels: Sequence[str]) -> list[int]:
         """The class ids of label names (refusing names that are not the checkpoint's classes)."""
@@ -103,7 +116,7 @@ class Classifier:
     @torch.no_grad()
     def predict_ids(self, texts: Sequence[str], *, batch_size: int = 64) -> list[int]:
         """The predicted class id of each text, in input order (batches of similar lengths, no attention kept)."""
-        items = self.encoder.encode(texts)
+        items = self.encoder.encode(as_texts(texts))
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         collate = self.encoder.collate()
         predicted = [0] * len(items)
@@ -143,10 +156,17 @@ def load_classifier(
 
 @torch.no_grad()
 def predict_texts(
-    model: nn.Module, encoder: TextEncoder, texts: Sequence[str], *, batch_size: int = 32, precision: str = "fp32"
+    model: nn.Module,
+    encoder: TextEncoder,
+    texts: str | Sequence[str],
+    *,
+    batch_size: int = 32,
+    precision: str = "fp32",
 ) -> list[Prediction]:
     """Predict labels for ``texts`` and collect the attention weights for explanation (on the model's device, under
-    autocast in ``precision``; each batch's outputs come back to the CPU in float32 at once)."""
+    autocast in ``precision``; each batch's outputs come back to the CPU in float32 at once). A ``str`` is one text;
+    an empty or non-``str`` item is refused, naming its index (:func:`attnkit.data.inputs.as_texts`)."""
+    texts = as_texts(texts)
     model.eval()
     device = device_of(model)
     label_names = encoder.config.label_names

@@ -59,9 +59,8 @@ def format_report(report: dict[str, Any]) -> str:
         label = f"{average} avg"
         lines.append(f"{label:<{width}} {row['precision']:>9.2f} {row['recall']:>7.2f} {row['f1']:>7.2f}")
     lines += ["", "confusion matrix (rows: true class, columns: predicted, in the order above)"]
-    cell = max(5, *(len(str(v)) for row in report["confusion"] for v in row))
-    short = [name[:cell] for name in names]
-    lines.append(" " * width + " " + " ".join(f"{name:>{cell}}" for name in short))
+    cell = max(5, *(len(str(v)) for row in report["confusion"] for v in row), *(len(name) for name in names))
+    lines.append(" " * width + " " + " ".join(f"{name:>{cell}}" for name in names))  # whole names, never cut
     for name, row in zip(names, report["confusion"], strict=True):
         lines.append(f"{name:<{width}} " + " ".join(f"{value:>{cell}d}" for value in row))
     return "\n".join(lines)

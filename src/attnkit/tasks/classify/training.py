@@ -45,16 +45,22 @@ def load_data(
     text_column: str = "text",
     label_column: str = "label",
     min_labels: int = 2,
+    delimiter: str | None = None,
 ) -> TextClassificationData:
     """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one)."""
+    ``min_labels`` distinct labels (a file to evaluate on may hold one); ``delimiter`` reads CSV-like files whose
+    columns another character separates."""
     if data in builtin_names():
         if test_path is not None:
             raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
+        if delimiter is not None:
+            raise ValueError(f"--delimiter is for user files; the built-in dataset {data!r} needs none")
         return load_builtin(data)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
-    return load_files(data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels)
+    return load_files(
+        data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels, delimiter=delimiter
+    )
 
 
 def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:

@@ -125,7 +125,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     tf.add_argument("--share-embeddings", action="store_true", help="one table for both sides (shared vocabulary)")
 
     fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
-    fit.add_argument("--label-smoothing", type=float, default=0.1)
+    fit.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.1,
+        help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
+    )
     fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
     add_runtime_options(parser)
 
@@ -209,6 +214,8 @@ def train(args: argparse.Namespace) -> int:
         f"{data.name}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test pairs "
         f"({data.source_level} -> {data.target_level})"
     )
+    if args.label_smoothing:
+        say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
     fit_config = fit_config_from_args(args)
     clear_previous_run(args)
     report = train_seq2seq(
@@ -257,7 +264,16 @@ def format_metrics(metrics: dict[str, float]) -> str:
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
     """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
-    ``device``, decoding in ``precision``."""
+    ``device``, decoding in ``precision``; of a CTranslate2 export, a
+    :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
+    from attnkit.training.checkpointing import is_export
+
+    if is_export(checkpoint):
+        from attnkit.tasks.seq2seq.ctranslate2.loaded import load_export
+
+        if precision != "fp32":
+            raise ValueError(f"{checkpoint}: an export runs in the weight type it was exported with; no --precision")
+        return load_export(checkpoint, device=device)
     from attnkit.tasks.seq2seq.inference import load_seq2seq
 
     return load_seq2seq(checkpoint, device=device, precision=precision)

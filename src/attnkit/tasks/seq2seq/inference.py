@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.data.inputs import as_texts
 from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs, load_tokenizers, make_loader
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
@@ -89,7 +90,7 @@ class LoadedSeq2Seq:
 
     def translate(
         self,
-        texts: Sequence[str],
+        texts: str | Sequence[str],
         *,
         beam_size: int = 1,
         batch_size: int = 64,
@@ -98,7 +99,11 @@ class LoadedSeq2Seq:
         need_weights: bool = False,
         num_hypotheses: int = 1,
     ) -> list[Translation]:
-        """Decode ``texts`` in input order (see :func:`translate_texts`)."""
+        """Decode ``texts`` in input order (see :func:`translate_texts`); a ``str`` is one text (one translation).
+
+        Raises:
+            TypeError: an item that is not a ``str`` (naming its index). ValueError: an empty text (likewise).
+        """
         return translate_texts(
             self.model,
             self.source_tokenizer,
@@ -229,7 +234,7 @@ def translate_texts(
     model: nn.Module,
     source_tokenizer: Any,
     target_tokenizer: Any,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     *,
     beam_size: int = 1,
     batch_size: int = 64,
@@ -240,7 +245,8 @@ def translate_texts(
     num_hypotheses: int = 1,
 ) -> list[Translation]:
     """Decode ``texts`` in batches (in eval mode, on the model's device, under autocast in ``precision``), best
-    hypothesis each, in input order; each batch's results come back to the CPU (float32) in one copy per tensor.
+    hypothesis each, in input order (a ``str`` is one text; an empty or non-``str`` item is refused, naming its
+    index: :func:`attnkit.data.inputs.as_texts`); each batch's results come back to the CPU (float32) in one copy per tensor.
 
     With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
     the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens), read by one teacher-forced
@@ -250,6 +256,7 @@ def translate_texts(
     finished hypotheses (:func:`~attnkit.decoding.beam_search` keeps ``beam_size`` of them, sorted by score; fewer
     when a source has fewer possible outputs); the translation itself is always the first.
     """
+    texts = as_texts(texts)  # a str is one text; empty or non-str items refused, naming the index
     if not 1 <= num_hypotheses <= beam_size:
         raise ValueError(f"num_hypotheses must lie in [1, beam_size] = [1, {beam_size}], got {num_hypotheses}")
     was_training = model.training

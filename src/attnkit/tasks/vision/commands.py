@@ -109,8 +109,8 @@ def train(args: argparse.Namespace) -> int:
         init_from=init,
     )
     best, test = report.fit.best_metrics, report.test_metrics
-    say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
-    say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} images")
+    say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
+    say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} images")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
     return 0
 
@@ -133,9 +133,9 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     data = load_image_dataset(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
     if getattr(args, "json", False):
-        print(json.dumps({"data": name, "accuracy": round(100 * metrics["accuracy"], 2), "count": metrics["count"]}))
+        print(json.dumps({"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}))
         return 0
-    say(f"accuracy {100 * metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
+    say(f"accuracy {metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
     return 0
 
 

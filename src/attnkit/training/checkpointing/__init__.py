@@ -12,12 +12,15 @@ Import from here (or from :mod:`attnkit.training`), not from the private modules
 
 from attnkit.training.checkpointing._read import (
     CONFIG_FILE,
+    EXPORT_MANIFEST,
     FORMAT,
     FORMAT_VERSION,
     STATE_JSON_FILE,
     STATE_TENSORS_FILE,
     WEIGHTS_FILE,
     CheckpointError,
+    export_message,
+    is_export,
     load_model_weights,
     read_config,
     read_config_of_kind,
@@ -30,12 +33,15 @@ from attnkit.training.checkpointing._read import (
 
 __all__ = [
     "CONFIG_FILE",
+    "EXPORT_MANIFEST",
     "FORMAT",
     "FORMAT_VERSION",
     "STATE_JSON_FILE",
     "STATE_TENSORS_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
+    "export_message",
+    "is_export",
     "load_model_weights",
     "read_config",
     "read_config_of_kind",

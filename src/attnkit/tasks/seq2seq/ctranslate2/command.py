@@ -12,7 +12,7 @@ EXAMPLES = """examples:
   attnkit export --checkpoint runs/bible-tf --format ctranslate2 --quantize int8 --out exports/bible-int8
   attnkit translate --backend ctranslate2 --checkpoint exports/g2p-tf --text attention --beam 4
 """
-QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16")
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
     )
     parser.add_argument("--format", choices=["ctranslate2"], default="ctranslate2", help="(default ctranslate2)")
-    parser.add_argument("--quantize", choices=QUANTIZATIONS, default=None, help="weight type (default float32)")
+    parser.add_argument("--quantize", choices=QUANTIZATIONS, default="float32", help="weight type (default float32)")
     parser.add_argument(
         "--max-positions", type=positive_int, default=None, help="longest sequence the exported tables cover"
     )
@@ -56,11 +56,11 @@ def run(args: argparse.Namespace) -> int:
         loaded.source_tokenizer,
         loaded.target_tokenizer,
         args.out,
-        quantization=args.quantize,
+        quantization=None if args.quantize == "float32" else args.quantize,
         model_config=loaded.config.to_dict(),
         source=str(checkpoint),
         overwrite=args.overwrite,
         **options,
     )
-    print(f"exported {checkpoint} to {written} ({args.quantize or 'float32'} weights)")
+    print(f"exported {checkpoint} to {written} ({args.quantize} weights)")
     return 0

@@ -1,0 +1,92 @@
+"""A CTranslate2 export in Python (layer 5): what ``attnkit.load("exports/x")`` returns.
+
+``translate`` and ``evaluate`` answer as a checkpoint's :class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`
+does (a ``str`` is one text; :class:`~attnkit.tasks.seq2seq.inference.Translation` objects; the checkpoint's own
+metrics), decoded by CTranslate2. What an export cannot do: give attention weights (``need_weights``), be
+explained, trained, resumed or exported again — those need the attnkit checkpoint it came from
+(``manifest["source"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attnkit.data.inputs import as_texts
+from attnkit.data.seq2seq.dataset import Pair
+from attnkit.tasks.seq2seq.config import Seq2SeqConfig
+from attnkit.tasks.seq2seq.ctranslate2.evaluate import ctranslate2_device, evaluate_ctranslate2, export_config
+from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
+from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
+from attnkit.tasks.seq2seq.inference import Translation
+
+__all__ = ["LoadedExport", "load_export"]
+
+
+class LoadedExport:
+    """An export loaded in CTranslate2, with its checkpoint's config (task, data, metrics)."""
+
+    def __init__(self, translator: CTranslate2Translator, config: Seq2SeqConfig, directory: Path) -> None:
+        self.translator, self.config, self.directory = translator, config, directory
+
+    @property
+    def source_tokenizer(self):
+        return self.translator.source_tokenizer
+
+    @property
+    def target_tokenizer(self):
+        return self.translator.target_tokenizer
+
+    def translate(
+        self,
+        texts: str | Sequence[str],
+        *,
+        beam_size: int = 1,
+        batch_size: int = 64,
+        length_penalty: float = 1.0,
+        max_len: int | None = None,
+        need_weights: bool = False,
+        num_hypotheses: int = 1,
+    ) -> list[Translation]:
+        """Decode ``texts`` in input order, as ``LoadedSeq2Seq.translate`` does (``attention`` is always None).
+
+        Raises:
+            ValueError: ``need_weights`` (an export holds no attention weights), an empty text (naming its
+                index). TypeError: an item that is not a ``str``.
+        """
+        if need_weights:
+            raise ValueError(
+                f"{self.directory}: a CTranslate2 export gives no attention weights; load the checkpoint it came "
+                f"from ({self.translator.manifest.get('source') or 'unknown'}) for them"
+            )
+        texts = as_texts(texts)
+        found = self.translator.translate(
+            texts, beam_size=beam_size, num_hypotheses=num_hypotheses, max_len=max_len,
+            length_penalty=length_penalty, batch_size=batch_size,
+        )  # fmt: skip
+        results = []
+        for source, hypotheses in zip(texts, found, strict=True):
+            n_best = [Translation(source, h.text, h.score, None, list(h.token_ids)) for h in hypotheses]
+            results.append(Translation(source, n_best[0].text, n_best[0].score, None, n_best[0].token_ids, n_best))
+        return results
+
+    def evaluate(
+        self, pairs: Sequence[Pair], references: Sequence[Sequence[str]] | None = None, **options: Any
+    ) -> dict[str, float]:
+        """The decoded metrics of ``pairs`` (the checkpoint's own: ``wer``/``per``/``exact_match`` or
+        ``bleu``/``chrf``, in percent), as ``attnkit evaluate --backend ctranslate2`` gives them; no teacher-forced
+        loss (an export cannot compute one)."""
+        return evaluate_ctranslate2(self.translator, pairs, references, metrics=self.config.metrics, **options)
+
+
+def load_export(directory: str | Path, *, device: str = "auto") -> LoadedExport:
+    """Verify and load the export at ``directory`` on ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``).
+
+    Raises:
+        ExportError: a tampered or incomplete export, or CTranslate2 refusing it.
+    """
+    directory = Path(directory)
+    device_name, index = ctranslate2_device(str(device))
+    translator = load_ctranslate2(directory, device=device_name, device_index=index)
+    return LoadedExport(translator, export_config(translator.manifest, directory), directory)
