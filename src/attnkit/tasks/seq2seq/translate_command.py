@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   attnkit translate --checkpoint runs/bible/best --file verses_en.txt > verses_es.txt
   echo "In the beginning God created the heaven and the earth." | attnkit translate --checkpoint runs/bible
   attnkit translate --checkpoint runs/g2p --beam 5 --n-best 3 --text abbey --text zebra
+  attnkit translate --checkpoint runs/bible --quantize int8 --file verses_en.txt   (int8 linear layers, CPU)
   attnkit translate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --n-best 3 --text abbey --json
 
 --json gives {"source", "translation", "score", "source_tokens", "target_tokens", "attention"}: attention[t][s]

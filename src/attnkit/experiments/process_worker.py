@@ -1,6 +1,6 @@
-"""The child side of :mod:`bench._lib.processes`: build one side, time it, write a JSON report, exit.
+"""The child side of :mod:`attnkit.experiments.processes`: build one side, time it, write a JSON report, exit.
 
-Run as ``python -m bench._lib.worker SPEC`` where ``SPEC`` is JSON: ``setup`` (``"module:function"``), ``kwargs``,
+Run as ``python -m attnkit.experiments.process_worker SPEC`` where ``SPEC`` is JSON: ``setup`` (``"module:function"``), ``kwargs``,
 ``threads``, ``warmup``, ``inner`` and ``result`` (the path of the report). The report holds ``seconds`` (one per
 timed call), ``setup_seconds``, the ``result`` of the last call and its ``digest``. The thread-count environment is
 set by the parent before this interpreter starts; torch, when the setup loaded it, is pinned here too.
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> None:
         start = time.perf_counter()
         result = fn()
         seconds.append(time.perf_counter() - start)
-    from bench._lib.processes import digest
+    from attnkit.experiments.processes import digest
 
     report = {"seconds": seconds, "setup_seconds": setup_seconds, "result": result, "digest": digest(result)}
     path = Path(spec["result"])
