@@ -15,7 +15,7 @@ layers (its encoder is embedding + LayerNorm), so the encoder's cost — the sam
 comparison is the decoder stack's. Before timing, the two must emit identical tokens. Reported: tokens/s for each
 (``B · 256 / seconds``) and the speed-up, target ≥ 20×. Run: ``python -m bench.decoding [--quick]``.
 
-A third function is timed in the same rounds, for information: :func:`bench.decoding_floor.floor_greedy`, the same
+A third function is timed in the same rounds, for information: :func:`bench._lib.decoding_floor.floor_greedy`, the same
 decoding as one flat loop of the kernels a cached step needs (no modules, checks or bookkeeping), which must emit
 the same tokens too. ``recompute / floor`` is the most any eager-PyTorch cached decoder can gain here: when it is
 below the target, the target needs fewer bytes per step or compiled kernels, not a leaner library.
@@ -37,9 +37,9 @@ from torch import nn
 from attnkit.decoding import greedy
 from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
-from bench import common, timing
-from bench import decoding_ctranslate2 as ct2
-from bench.decoding_floor import floor_greedy
+from bench._lib import common, timing
+from bench._lib import decoding_ctranslate2 as ct2
+from bench._lib.decoding_floor import floor_greedy
 
 NAME = "decoding"
 SPEEDUP_TARGET = 20.0  # tokens/s of attnkit over the peer

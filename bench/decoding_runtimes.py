@@ -24,8 +24,9 @@ from pathlib import Path
 
 import torch
 
-from bench import common, decoding
-from bench import decoding_ctranslate2 as ct2
+from bench import decoding
+from bench._lib import common
+from bench._lib import decoding_ctranslate2 as ct2
 from bench._lib.processes import ProcessTimings, Side, compare_processes
 
 NAME = "decoding_runtimes"

@@ -37,7 +37,7 @@ def native(
 
 def ctranslate2(*, threads: int, directory: str, sources: list[list[int]], steps: int) -> Callable[[], list[list[int]]]:
     """A CTranslate2 export decoding the sources for exactly ``steps`` tokens on ``threads`` threads."""
-    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
 
     translator = load_ctranslate2(directory, threads=threads)
 

@@ -9,7 +9,7 @@ first, in batches of ``batch_size``, on ``threads`` threads each — **each deco
 (:mod:`attnkit.experiments.processes`; two runtimes in one process slow each other, issue #24), for ``rounds``
 rounds whose order rotates (so slow drift of a shared machine falls on every decoder alike), scores each decoder's
 outputs with
-:func:`~attnkit.tasks.seq2seq.ctranslate2_evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
+:func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
 dataset of ``docs/results/deploy.json`` (other datasets' sections are kept), then re-renders ``docs/results.md``.
 """
 
@@ -57,10 +57,10 @@ def run_deploy(
     import torch
 
     from attnkit.experiments.processes import Side, compare_processes
-    from attnkit.tasks.seq2seq.ctranslate2 import export_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq
-    from attnkit.training.checkpoint import resolve_checkpoint
+    from attnkit.training.checkpointing import resolve_checkpoint
 
     for name, value in (("beam", beam), ("threads", threads), ("rounds", rounds), ("batch_size", batch_size)):
         if value < 1:
@@ -118,7 +118,7 @@ def run_deploy(
 
 
 def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], references, loaded) -> dict[str, dict]:
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import score_outputs
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import score_outputs
 
     native_min = min(seconds["native"])
     rows = {}

@@ -1,6 +1,6 @@
 """The decoders of ``attnkit experiment deploy``, each built in its own fresh process
 (:mod:`attnkit.experiments.processes`): they decode the test split's sources shortest first, in batches, and return
-the outputs in input order (:func:`~attnkit.tasks.seq2seq.ctranslate2_evaluate.decode_in_length_order`)."""
+the outputs in input order (:func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.decode_in_length_order`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def native(
     """attnkit's cached decoder on ``checkpoint`` (``quantize="int8"``: ``--quantize int8``), on the CPU."""
     import torch
 
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import decode_in_length_order
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import decode_in_length_order
     from attnkit.tasks.seq2seq.inference import load_seq2seq
 
     torch.set_num_threads(threads)
@@ -29,8 +29,8 @@ def ctranslate2(
     *, threads: int, directory: str, sources: list[str], beam: int, batch_size: int
 ) -> Callable[[], list[str]]:
     """A CTranslate2 export of the checkpoint, ``intra_threads = threads``."""
-    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import decode_in_length_order
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import decode_in_length_order
+    from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
 
     translator = load_ctranslate2(directory, threads=threads)
 

@@ -19,7 +19,7 @@ each in its own. So a comparison between runtimes is made here as:
 
 The sides' results (e.g. decoded tokens) come back as JSON, digested in every round, so a parity check between
 runtimes and a determinism check between rounds need no extra run. Torch against torch may still share a process
-(``bench/timing.py``). Used by ``attnkit experiment deploy`` and by ``bench/`` (``bench/_lib/processes.py``).
+(``bench/_lib/timing.py``). Used by ``attnkit experiment deploy`` and by ``bench/`` (``bench/_lib/processes.py``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ weights, the optimiser state and the gradients stay float32 (autocast computes i
 the forward pass). ``fp16`` training also scales the loss with a :class:`torch.amp.GradScaler`, which skips a step
 whose gradients hold inf/NaN and lowers the scale. fp16 on the CPU is allowed, with a scaler too (torch has CPU
 autocast in float16 and a CPU GradScaler). On a CPU without native reduced-precision kernels (AMX, AVX-512 BF16)
-both are slower than fp32: on this project's 2-core AVX2 machine a 256x256 linear layer's forward and backward
-took 6x (bf16) and 10x (fp16) as long; they are for GPUs, and for checking a GPU recipe on a laptop.
+both are slower than fp32 (``docs/benchmarks.md``); they are for GPUs, and for checking a GPU recipe on a laptop.
 """
 
 from __future__ import annotations
