@@ -5,10 +5,13 @@
 Every ``nn.Linear`` becomes torch's dynamically quantised linear layer (``torch.ao.quantization.quantize_dynamic``
 with per-output-channel int8 weights; activations are quantised per call, the products accumulate in int32 and
 come back in float32): attention projections, feed-forward layers and the output projection. Embeddings, LayerNorms,
-recurrent cells and the attention itself stay float32. This is the scheme of CTranslate2's ``int8`` export, run by
-PyTorch's own x86/fbgemm kernels, so users who do not export get most of its speed. Its accuracy cost is measured
-like CTranslate2's (``attnkit experiment deploy``, ``bench.decoding_runtimes``); it never equals float32 token for
-token (near-ties go the other way).
+recurrent cells and the attention itself stay float32. This is the scheme of CTranslate2's ``int8`` export, run
+by PyTorch's own x86/fbgemm kernels, for users who do not export. Its speed-up is measured by
+``bench.decoding_runtimes`` (not yet on a quiet machine: ``docs/benchmarks.md``), its accuracy cost like
+CTranslate2's (``attnkit experiment deploy``). It never equals float32 token for token (near-ties go the other
+way), and since each call's activations are scaled by that call's range, an output can depend on the other rows of
+its batch (padding included) and on whether the prefix is recomputed or cached: the tests compare int8's fast paths
+with its reference paths on the same rows, and int8 with float32 within a tolerance.
 
 The fast paths that read a projection's ``weight`` in place (packed q/k/v, the decoder's transposed output weight)
 see that a quantised layer holds no float weight (:func:`is_quantized`) and call the layers instead.

@@ -46,8 +46,8 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
         "--quantize",
         choices=["int8"],
         default=None,
-        help="int8: dynamic int8 quantisation of the linear layers for CPU inference (fp32, --device cpu; faster, "
-        "slightly different outputs: see docs/results.md, Deployment)",
+        help="int8: dynamic int8 quantisation of the linear layers for CPU inference (fp32, --device cpu); outputs "
+        "differ slightly from float32's (speed and accuracy cost: docs/benchmarks.md)",
     )
 
 
