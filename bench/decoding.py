@@ -20,20 +20,16 @@ decoding as one flat loop of the kernels a cached step needs (no modules, checks
 the same tokens too. ``recompute / floor`` is the most any eager-PyTorch cached decoder can gain here: when it is
 below the target, the target needs fewer bytes per step or compiled kernels, not a leaner library.
 
-Two more rows, when ``ctranslate2`` is installed (``pip install 'attnkit[deploy]'``; else they say it is not and
-the rest runs): the same weights exported to **CTranslate2** in float32 and in int8
-(:mod:`bench._lib.decoding_ctranslate2`), decoding the same sources for the same 256 steps with as many threads, timed in
-the same alternated rounds. CTranslate2 float32 must emit attnkit's tokens before anything is timed (target: attnkit
-at ≥ 0.6× its throughput); int8 is reported with the share of tokens it agrees on (random weights: judge int8 on a
-trained model's accuracy, not here). Besides the medians, the JSON keeps each decoder's fastest clean round.
+Against CTranslate2 the same decoding is timed by ``bench.decoding_runtimes``, each runtime in its own fresh
+process (:mod:`bench._lib.processes`): two runtimes' thread pools in one process slow each other (issue #24: 1.14×
+in one process, 0.37× apart), so no runtime comparison is made here. Besides the medians, the JSON keeps each
+decoder's fastest clean round.
 """
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -47,7 +43,6 @@ from bench._lib.decoding_floor import floor_greedy
 
 NAME = "decoding"
 SPEEDUP_TARGET = 20.0  # tokens/s of attnkit over the peer
-CT2_THROUGHPUT_TARGET = 0.6  # attnkit's tokens/s as a share of CTranslate2 float32's
 NO_EOS = -1  # an id no token has: greedy never stops early
 
 
@@ -154,33 +149,6 @@ def cached_greedy(model: TransformerSeq2Seq, source_ids: torch.Tensor, steps: in
     return out.best  # [B, steps]
 
 
-def _ctranslate2_side(
-    model: TransformerSeq2Seq, config: Config, source_ids: torch.Tensor, ours: torch.Tensor, directory: Path
-) -> tuple[dict[str, Callable[[], object]], dict[str, object]]:
-    """The CTranslate2 competitors (float32, int8) on ``model``'s weights, float32 checked to emit ``ours``; also
-    what the JSON says about them. No competitors, and the reason, when ctranslate2 is missing."""
-    reason = ct2.missing_reason()
-    if reason is not None:
-        return {}, {"available": False, "reason": reason}
-    translators = ct2.build(model, config.vocab, directory)
-    sources = source_ids.tolist()
-    float32 = ct2.greedy(translators["ct2_float32"], sources, config.steps)
-    if not torch.equal(ours, float32):
-        first = int((ours != float32).any(0).nonzero()[0]) if ours.shape == float32.shape else -1
-        raise AssertionError(f"attnkit and CTranslate2 float32 disagree (first at step {first}); not timing")
-    int8 = ct2.greedy(translators["ct2_int8"], sources, config.steps)
-    fns = {name: (lambda t=t: ct2.greedy(t, sources, config.steps)) for name, t in translators.items()}
-    info = {
-        "available": True,
-        "version": ct2.version(),
-        "threads": common.THREADS,
-        "float32_tokens_identical": True,
-        "int8_tokens_agreeing": float((int8 == ours).float().mean()),
-        "encoder": "one identity layer (CTranslate2 needs one; it adds exactly 0)",
-    }
-    return fns, info
-
-
 def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Row], dict[str, object]]:
     """Check that every side emits the same tokens, time them; return the rows and the JSON payload."""
     common.setup()
@@ -205,10 +173,7 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
         "recompute": lambda: recompute_greedy(model, decoder, memory, config.steps),
         "floor": lambda: floor_greedy(model, memory, config.steps),
     }
-    with tempfile.TemporaryDirectory(prefix="attnkit-bench-ct2-") as directory:
-        ct2_fns, ct2_info = _ctranslate2_side(model, config, source_ids, ours, Path(directory))
-        fns.update(ct2_fns)
-        timings = timing.compare(fns, repeats=repeats, warmup=0 if not quick else 1, quiet=not quick)
+    timings = timing.compare(fns, repeats=repeats, warmup=0 if not quick else 1, quiet=not quick)
     print(timings.summary(f"decoding {config.steps} tokens"), flush=True)
     ak, peer, least = timings.median("attnkit"), timings.median("recompute"), timings.median("floor")
     tokens = config.batch * config.steps
@@ -224,21 +189,13 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
         "floor_speedup": peer / least,  # the most an eager cached decoder gains over the peer here
         "attnkit_over_floor": ak / least,
     }
-    for name in ct2_fns:
-        seconds = timings.median(name)
-        target = 1.0 / CT2_THROUGHPUT_TARGET if name == "ct2_float32" else None
-        rows.append(common.Row("greedy decode", "same", ak, seconds, f"{ct2.LABELS[name]}, same weights", "s", target))
-        throughput[f"{name}_tokens_per_s"] = tokens / seconds
-        throughput[f"attnkit_share_of_{name}"] = seconds / ak  # attnkit's tokens/s over CTranslate2's
     payload = {
         "quick": quick,
         "config": {**config.__dict__, "repeats": repeats, "eos": "disabled (eos_id=-1)", "encoder_layers": 0},
         "rows": common.rows_payload(rows),
         "throughput": throughput,
         "speedup_target": SPEEDUP_TARGET,
-        "ctranslate2_throughput_target": CT2_THROUGHPUT_TARGET,
         "tokens_identical": True,
-        "ctranslate2": ct2_info,
         "min_median_s": {name: list(ct2.min_and_median(timings, name)) for name in fns},
         "details": timings.to_json(),
     }
@@ -246,8 +203,7 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
 
 
 def format_throughput(payload: dict[str, object]) -> str:
-    """``attnkit 5,432 tokens/s, recompute 123 tokens/s: 44.2x faster (target >= 20x)``, the floor's line and the
-    CTranslate2 lines (or why there are none)."""
+    """``attnkit 5,432 tokens/s, recompute 123 tokens/s: 44.2x faster (target >= 20x)`` and the floor's line."""
     figures = payload["throughput"]
     lines = [
         f"attnkit {figures['attnkit_tokens_per_s']:,.0f} tokens/s, recompute {figures['recompute_tokens_per_s']:,.0f}"
@@ -255,17 +211,6 @@ def format_throughput(payload: dict[str, object]) -> str:
         f"floor (the step's kernels alone) {figures['floor_tokens_per_s']:,.0f} tokens/s: "
         f"{figures['floor_speedup']:.1f}x over recompute, attnkit takes {figures['attnkit_over_floor']:.2f}x its time",
     ]
-    info = payload["ctranslate2"]
-    if not info["available"]:
-        return "\n".join([*lines, f"CTranslate2 rows skipped: {info['reason']}"])
-    for name, label in ct2.LABELS.items():
-        share = figures[f"attnkit_share_of_{name}"]
-        line = f"{label} {figures[f'{name}_tokens_per_s']:,.0f} tokens/s: attnkit has {share:.2f}x its throughput"
-        if name == "ct2_float32":
-            line += f" (target >= {payload['ctranslate2_throughput_target']}x; same tokens)"
-        else:
-            line += f" ({info['int8_tokens_agreeing']:.1%} of tokens agree with float32)"
-        lines.append(line)
     return "\n".join(lines)
 
 

@@ -41,16 +41,22 @@ def version() -> str:
     return ctranslate2.__version__
 
 
-def build(model: TransformerSeq2Seq, vocab_size: int, directory: Path) -> dict:
-    """Export ``model`` in float32 and int8 under ``directory``; ``{timing name: loaded translator}``."""
-    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2, load_ctranslate2
+def export(model: TransformerSeq2Seq, vocab_size: int, directory: Path) -> dict[str, Path]:
+    """Export ``model`` in float32 and int8 under ``directory``; ``{timing name: export directory}``."""
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
 
     vocab = Vocab([f"t{i}" for i in range(4, vocab_size)], level="symbol")
-    translators = {}
-    for name, quantization in QUANTIZATIONS.items():
-        out = export_ctranslate2(model, vocab, vocab, directory / name, quantization=quantization)
-        translators[name] = load_ctranslate2(out, threads=common.THREADS)
-    return translators
+    return {
+        name: export_ctranslate2(model, vocab, vocab, directory / name, quantization=quantization)
+        for name, quantization in QUANTIZATIONS.items()
+    }
+
+
+def build(model: TransformerSeq2Seq, vocab_size: int, directory: Path, threads: int = common.THREADS) -> dict:
+    """Export ``model`` in float32 and int8 under ``directory``; ``{timing name: loaded translator}``."""
+    from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
+
+    return {name: load_ctranslate2(out, threads=threads) for name, out in export(model, vocab_size, directory).items()}
 
 
 def greedy(translator, sources: list[list[int]], steps: int) -> torch.Tensor:

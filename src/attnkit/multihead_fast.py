@@ -153,6 +153,9 @@ def _packed(module: Heads, letters: str) -> tuple[list, list | None, tuple]:
 def project_packed(module: Heads, letters: str, x: torch.Tensor) -> torch.Tensor:
     """x ``[..., E]`` through the projections named by ``letters`` (``"qkv"``, ``"kv"``) at once ->
     ``[..., len(letters)·E]``, reading the packed weights in place (``torch.cat`` of them where not packed)."""
+    projections = [getattr(module, f"{c}_proj") for c in letters]
+    if not all(isinstance(p.weight, torch.Tensor) for p in projections):  # int8 layers (attnkit.models.quantize)
+        return torch.cat([p(x) for p in projections], dim=-1)
     weights, biases, packed = _packed(module, letters)
     return packed_linear(x, weights, biases, packed)
 

@@ -179,3 +179,35 @@ def test_training_on_cuda_records_the_gpu(classify_run, tmp_path):
     assert main([*argv, "--device", "cuda", "--precision", "bf16"]) == 0
     metrics = json.loads((tmp_path / "gpu" / "metrics.json").read_text())
     assert metrics["device"] == f"cuda:{torch.cuda.current_device()}" and metrics["precision"] == "bf16"
+
+
+def test_translate_and_evaluate_with_quantize_int8_stay_close_to_fp32(seq2seq_run, capsys):
+    root, out, test_words = seq2seq_run
+    results = {}
+    for quantize in ([], ["--quantize", "int8"]):
+        capsys.readouterr()
+        assert main(["translate", "--checkpoint", str(out), *texts(test_words), "--json", *quantize]) == 0
+        translations = json_lines(capsys.readouterr().out)
+        argv = ["evaluate", "--checkpoint", str(out), "--data", str(root / "test.tsv"), "--json", *quantize]
+        assert main(argv) == 0
+        results[bool(quantize)] = translations, json.loads(capsys.readouterr().out)
+    (translations32, metrics32), (translations8, metrics8) = results[False], results[True]
+    same = [got["translation"] == want["translation"] for got, want in zip(translations8, translations32, strict=True)]
+    assert sum(same) >= 0.8 * len(same)
+    assert metrics8["loss"] != metrics32["loss"]  # the int8 layers acted
+    assert metrics8["loss"] == pytest.approx(metrics32["loss"], abs=0.1)
+    assert metrics8["wer"] == pytest.approx(metrics32["wer"], abs=15.0)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--precision", "bf16"], "--quantize int8 runs on the CPU in fp32"),
+        (["--backend", "ctranslate2"], "--quantize is for the native backend"),
+    ],
+)
+def test_quantize_outside_native_fp32_is_one_error_line(seq2seq_run, capsys, extra, message):
+    _, out, _ = seq2seq_run
+    assert main(["translate", "--checkpoint", str(out), "--text", "abc", "--quantize", "int8", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnkit: error:") and message in err and len(err.strip().splitlines()) == 1

@@ -4,9 +4,11 @@ scored by the same scorer, with the decode time of the whole test split.
     attnkit experiment deploy --data cmudict --checkpoint runs/experiments/g2p/transformer --threads 1
 
 :func:`run_deploy` exports the checkpoint twice (float32 and int8 weights) into a temporary directory, decodes the
-test split with attnkit's cached decoder and with both exports — shortest sources first, in batches of
-``batch_size``, on ``threads`` threads each — for ``rounds`` rounds whose backend order rotates (so slow drift of a
-shared machine falls on every backend alike), scores each backend's outputs with
+test split with attnkit's cached decoder (float32, and ``--quantize int8``) and with both exports — shortest sources
+first, in batches of ``batch_size``, on ``threads`` threads each — **each decoder in its own fresh process**
+(:mod:`attnkit.experiments.processes`; two runtimes in one process slow each other, issue #24), for ``rounds``
+rounds whose order rotates (so slow drift of a shared machine falls on every decoder alike), scores each decoder's
+outputs with
 :func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
 dataset of ``docs/results/deploy.json`` (other datasets' sections are kept), then re-renders ``docs/results.md``.
 """
@@ -25,7 +27,7 @@ from attnkit.experiments.common import ExperimentPaths, read_json, write_json
 
 __all__ = ["DECODERS", "run_deploy"]
 
-DECODERS = ("native", "ctranslate2 float32", "ctranslate2 int8")
+DECODERS = ("native", "native int8", "ctranslate2 float32", "ctranslate2 int8")
 
 
 def _command(data: str, checkpoint: str, beam: int, threads: int, rounds: int) -> str:
@@ -54,7 +56,8 @@ def run_deploy(
     """
     import torch
 
-    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2, load_ctranslate2
+    from attnkit.experiments.processes import Side, compare_processes
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq
     from attnkit.training.checkpointing import resolve_checkpoint
@@ -68,12 +71,11 @@ def run_deploy(
         raise ValueError(f"--data {data}: {resolved} was trained on {loaded.config.data!r}")
     pairs, references, label = evaluation_data(loaded.config, None, split="test")
     sources = [source for source, _ in pairs]
-    torch.set_num_threads(threads)
-
-    def native(texts: list[str]) -> list[str]:
-        return [t.text for t in loaded.translate(texts, beam_size=beam, batch_size=batch_size)]
-
-    decoders = {"native": native}
+    native = {"checkpoint": str(resolved), "sources": sources, "beam": beam, "batch_size": batch_size}
+    sides = {
+        "native": Side("attnkit.experiments.deploy_sides:native", native, warmup=0),
+        "native int8": Side("attnkit.experiments.deploy_sides:native", {**native, "quantize": "int8"}, warmup=0),
+    }
     with tempfile.TemporaryDirectory(prefix="attnkit-deploy-") as tmp:
         for weights in ("float32", "int8"):
             exported = export_ctranslate2(
@@ -85,10 +87,9 @@ def run_deploy(
                 model_config=loaded.config.to_dict(),
                 source=str(resolved),
             )
-            decoders[f"ctranslate2 {weights}"] = _ctranslate2_decoder(
-                load_ctranslate2(exported, threads=threads), beam, batch_size
-            )
-        outputs, seconds = _timed_rounds(decoders, sources, loaded.source_tokenizer, rounds)
+            recipe = {"directory": str(exported), "sources": sources, "beam": beam, "batch_size": batch_size}
+            sides[f"ctranslate2 {weights}"] = Side("attnkit.experiments.deploy_sides:ctranslate2", recipe, warmup=0)
+        timings = compare_processes(sides, rounds=rounds, threads=threads)
     section = {
         "command": _command(data, str(checkpoint), beam, threads, rounds),
         "checkpoint": str(resolved),
@@ -99,10 +100,12 @@ def run_deploy(
         "batch_size": batch_size,
         "threads": threads,
         "rounds": rounds,
+        "timing": timings.summary(f"{threads} thread(s)"),
+        "load_average_before_round": [round(x, 2) for x in timings.load_before_round],
         "date": date.today().isoformat(),
         "machine": f"{platform.machine()}, {_cpu_count()} logical CPUs",
         "versions": {"torch": torch.__version__, "ctranslate2": _ctranslate2_version()},
-        "rows": _rows(outputs, seconds, references, loaded),
+        "rows": _rows(timings.results, timings.samples, references, loaded),
     }
     summary_path = paths.results / "deploy.json"
     summary = read_json(summary_path) or {}
@@ -114,36 +117,10 @@ def run_deploy(
     return section
 
 
-def _ctranslate2_decoder(translator: Any, beam: int, batch_size: int):
-    def decode(texts: list[str]) -> list[str]:
-        return [h[0].text for h in translator.translate(texts, beam_size=beam, batch_size=batch_size)]
-
-    return decode
-
-
-def _timed_rounds(
-    decoders: dict[str, Any], sources: list[str], source_tokenizer: Any, rounds: int
-) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
-    """Each decoder's outputs (first round) and its seconds per round; round ``r`` starts with decoder ``r``."""
-    from attnkit.tasks.seq2seq.ctranslate2.evaluate import decode_in_length_order
-
-    names = list(decoders)
-    outputs: dict[str, list[str]] = {}
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            decoded, took = decode_in_length_order(decoders[name], sources, source_tokenizer)
-            if name in outputs and decoded != outputs[name]:
-                raise RuntimeError(f"{name} decoded the test split differently in round {r + 1}")
-            outputs[name] = decoded
-            seconds[name].append(round(took, 3))
-    return outputs, seconds
-
-
 def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], references, loaded) -> dict[str, dict]:
     from attnkit.tasks.seq2seq.ctranslate2.evaluate import score_outputs
 
-    native_median = statistics.median(seconds["native"])
+    native_min = min(seconds["native"])
     rows = {}
     for name in DECODERS:
         scores = score_outputs(
@@ -153,10 +130,10 @@ def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], refere
         same = sum(a == b for a, b in zip(outputs[name], outputs["native"], strict=True))
         rows[name] = {
             **{key: round(value, 4) for key, value in scores.items()},
-            "seconds": seconds[name],
+            "seconds": [round(x, 3) for x in seconds[name]],
             "seconds_min": min(seconds[name]),
             "seconds_median": median,
-            "throughput_vs_native": round(native_median / median, 3),
+            "throughput_vs_native": round(native_min / min(seconds[name]), 3),  # fastest rounds
             "same_output_as_native": round(100.0 * same / len(outputs[name]), 2),
         }
     return rows

@@ -238,14 +238,15 @@ class TransformerSeq2Seq(nn.Module):
             for _ in self.decoder_layers
         ]
         memory_mask = expand_for_beams(source_mask, beams)  # [N, S]
+        float_output = isinstance(self.output.weight, torch.Tensor)  # False: int8 (attnkit.models.quantize)
         return TransformerDecodingState(
             caches,
             memory_kv,
             memory_mask,
             group_size=beams,
             step_memory_mask=None if bool(memory_mask.all()) else memory_mask,
-            output_weight_t=self.output.weight.t().contiguous(),  # [D, V]
-            output_bias=self.output.bias,
+            output_weight_t=self.output.weight.t().contiguous() if float_output else None,  # [D, V]
+            output_bias=self.output.bias if float_output else None,
         )
 
     def decode_step(

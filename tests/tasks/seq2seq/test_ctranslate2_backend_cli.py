@@ -164,14 +164,18 @@ def test_experiment_deploy_writes_one_section_per_dataset(exported, tmp_path, ca
     section = summary["dates"]
     assert section["count"] == 1000 and section["rounds"] == 2 and section["threads"] == 1
     rows = section["rows"]
-    assert list(rows) == ["native", "ctranslate2 float32", "ctranslate2 int8"]
+    assert list(rows) == ["native", "native int8", "ctranslate2 float32", "ctranslate2 int8"]
+    assert "each side a fresh process" in section["timing"] and len(section["load_average_before_round"]) == 2
     assert all(len(row["seconds"]) == 2 and row["seconds_min"] > 0 for row in rows.values())
     assert rows["native"]["throughput_vs_native"] == 1.0 and rows["native"]["same_output_as_native"] == 100.0
     assert rows["ctranslate2 float32"]["same_output_as_native"] >= 99.0  # float32: attnkit's tokens up to rounding
     assert abs(rows["ctranslate2 float32"]["wer"] - rows["native"]["wer"]) <= 0.2
     assert abs(rows["ctranslate2 int8"]["wer"] - rows["native"]["wer"]) <= 10.0  # int8 is judged by its WER
+    assert abs(rows["native int8"]["wer"] - rows["native"]["wer"]) <= 10.0
     page = (docs / "results.md").read_text()
     assert "### dates: dates test split (1,000 sources, greedy)" in page and "### bible-en-es" in page
-    assert "| CTranslate2, int8 export |" in page and "| test BLEU | test chrF |" in page
+    assert "| CTranslate2, int8 export |" in page and "| attnkit, `--quantize int8` |" in page
+    assert "each side a fresh process" in page
+    assert "Decode times withdrawn" in page and "| test BLEU | test chrF | output identical" in page  # bible: old
     assert not (tmp_path / "runs").exists()  # the exports go to a temporary directory
     assert "trained on 'dates'" in _refused(capsys, [*argv[:3], "cmudict", *argv[4:], "--docs", str(docs)])

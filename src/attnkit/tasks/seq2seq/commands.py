@@ -262,7 +262,7 @@ def format_metrics(metrics: dict[str, float]) -> str:
     return f"WER {metrics['wer']:.2f}%  PER {metrics['per']:.2f}%  {count}"
 
 
-def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
+def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", quantize: str | None = None):
     """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
     ``device``, decoding in ``precision``; of a CTranslate2 export, a
     :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
@@ -276,7 +276,7 @@ def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
         return load_export(checkpoint, device=device)
     from attnkit.tasks.seq2seq.inference import load_seq2seq
 
-    return load_seq2seq(checkpoint, device=device, precision=precision)
+    return load_seq2seq(checkpoint, device=device, precision=precision, quantize=quantize)
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -301,7 +301,9 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
 
     check_decoding(args)
-    loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision)
+    loaded = load_seq2seq_ensemble(
+        checkpoints, device=args.device, precision=args.precision, quantize=getattr(args, "quantize", None)
+    )
     pairs, references, label = evaluation_data(
         loaded.config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
     )
@@ -365,7 +367,8 @@ def evaluate_export(args: argparse.Namespace) -> int:
 def predict(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit predict`` with a seq2seq checkpoint: ``attnkit translate`` with one checkpoint."""
     check_decoding(args)
-    return print_translations(args, load(checkpoint, device=args.device, precision=args.precision))
+    loaded = load(checkpoint, device=args.device, precision=args.precision, quantize=getattr(args, "quantize", None))
+    return print_translations(args, loaded)
 
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:

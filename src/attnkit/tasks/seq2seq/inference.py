@@ -41,7 +41,7 @@ from attnkit.training.checkpointing import (
     read_config_of_kind,
     resolve_checkpoint,
 )
-from attnkit.training.precision import autocast, device_of, on_device, ready_for_inference, to_host
+from attnkit.training.precision import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 
 __all__ = [
     "LoadedSeq2Seq",
@@ -135,17 +135,27 @@ class LoadedSeq2Seq:
 
 
 def load_seq2seq(
-    checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
+    checkpoint: str | Path,
+    *,
+    device: str | torch.device = "auto",
+    precision: str = "fp32",
+    quantize: str | None = None,
 ) -> LoadedSeq2Seq:
     """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``), ready on
-    ``device`` (``"auto"``: CUDA when available, else the CPU) to decode in ``precision``.
+    ``device`` (``"auto"``: CUDA when available, else the CPU) to decode in ``precision``; ``quantize="int8"``
+    quantises its linear layers for CPU inference (:func:`attnkit.models.quantize.quantize_model`).
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a seq2seq one, a bad config, missing tokenisers, or
             weights that do not fit.
-        ValueError: a device that is not there, or a precision it cannot run in.
+        ValueError: a device that is not there, or a precision it cannot run in; ``quantize`` off the CPU or
+            with a precision other than fp32.
     """
     checkpoint = resolve_checkpoint(checkpoint)
+    if quantize is not None and (precision != "fp32" or resolve_device(device).type != "cpu"):
+        raise ValueError(
+            f"--quantize {quantize} runs on the CPU in fp32 (got --device {device}, --precision {precision})"
+        )
     values = read_config_of_kind(checkpoint, KIND)
     try:
         config = Seq2SeqConfig.from_dict(values)
@@ -154,11 +164,20 @@ def load_seq2seq(
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
-    return LoadedSeq2Seq(ready_for_inference(model, device, precision), source_tok, target_tok, config, precision)
+    model = ready_for_inference(model, device, precision)
+    if quantize is not None:
+        from attnkit.models.quantize import quantize_model
+
+        model = quantize_model(model, quantize)
+    return LoadedSeq2Seq(model, source_tok, target_tok, config, precision)
 
 
 def load_seq2seq_ensemble(
-    checkpoints: Sequence[str | Path], *, device: str | torch.device = "auto", precision: str = "fp32"
+    checkpoints: Sequence[str | Path],
+    *,
+    device: str | torch.device = "auto",
+    precision: str = "fp32",
+    quantize: str | None = None,
 ) -> LoadedSeq2Seq:
     """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
     gives :func:`load_seq2seq`'s model itself.
@@ -171,7 +190,7 @@ def load_seq2seq_ensemble(
     """
     if not checkpoints:
         raise ValueError("an ensemble needs at least one checkpoint")
-    members = [load_seq2seq(checkpoint, device=device, precision=precision) for checkpoint in checkpoints]
+    members = [load_seq2seq(c, device=device, precision=precision, quantize=quantize) for c in checkpoints]
     if len(members) == 1:
         return members[0]
     first = members[0]

@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   attnkit translate --checkpoint runs/bible/best --file verses_en.txt > verses_es.txt
   echo "In the beginning God created the heaven and the earth." | attnkit translate --checkpoint runs/bible
   attnkit translate --checkpoint runs/g2p --beam 5 --n-best 3 --text abbey --text zebra
+  attnkit translate --checkpoint runs/bible --quantize int8 --file verses_en.txt   (int8 linear layers, CPU)
   attnkit translate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --n-best 3 --text abbey --json
 
 --json gives {"source", "translation", "score", "source_tokens", "target_tokens", "attention"}: attention[t][s]
@@ -41,6 +42,13 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     decode.add_argument("--beam", type=int, default=1, help="beam size; 1 decodes greedily (default 1)")
     decode.add_argument("--length-penalty", type=float, default=1.0, help="score = log P / length^α (default 1)")
     decode.add_argument("--max-len", type=int, default=None, help="most tokens per output (default 2·source + 10)")
+    decode.add_argument(
+        "--quantize",
+        choices=["int8"],
+        default=None,
+        help="int8: dynamic int8 quantisation of the linear layers for CPU inference (fp32, --device cpu); outputs "
+        "differ slightly from float32's (speed and accuracy cost: docs/benchmarks.md)",
+    )
 
 
 def check_decoding(args: argparse.Namespace) -> None:
@@ -50,6 +58,10 @@ def check_decoding(args: argparse.Namespace) -> None:
     n_best = getattr(args, "n_best", 1)
     if not 1 <= n_best <= args.beam:
         raise ValueError(f"--n-best must lie in [1, --beam] = [1, {args.beam}], got {n_best}")
+    if getattr(args, "quantize", None) and getattr(args, "backend", "native") == "ctranslate2":
+        raise ValueError(
+            "--quantize is for the native backend; an export is quantised by `attnkit export --quantize int8`"
+        )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -150,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "ctranslate2":
         return print_ctranslate2(args, lines)
     checkpoints = [resolve_checkpoint(checkpoint) for checkpoint in args.checkpoint]
-    loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision)
+    loaded = load_seq2seq_ensemble(checkpoints, device=args.device, precision=args.precision, quantize=args.quantize)
     return print_translations(args, loaded, lines)
 
 

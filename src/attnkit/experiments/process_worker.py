@@ -1,0 +1,52 @@
+"""The child side of :mod:`attnkit.experiments.processes`: build one side, time it, write a JSON report, exit.
+
+Run as ``python -m attnkit.experiments.process_worker SPEC`` where ``SPEC`` is JSON: ``setup`` (``"module:function"``), ``kwargs``,
+``threads``, ``warmup``, ``inner`` and ``result`` (the path of the report). The report holds ``seconds`` (one per
+timed call), ``setup_seconds``, the ``result`` of the last call and its ``digest``. The thread-count environment is
+set by the parent before this interpreter starts; torch, when the setup loaded it, is pinned here too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _pin_torch(threads: int) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(threads)
+
+
+def main(argv: list[str]) -> None:
+    """Build, warm up and time the side described by ``argv[0]``; write its report."""
+    spec = json.loads(argv[0])
+    module_name, function_name = spec["setup"].split(":")
+    started = time.perf_counter()
+    setup = getattr(importlib.import_module(module_name), function_name)
+    _pin_torch(spec["threads"])
+    fn = setup(threads=spec["threads"], **spec["kwargs"])
+    _pin_torch(spec["threads"])  # the setup may have imported torch itself
+    setup_seconds = time.perf_counter() - started
+    result = None
+    for _ in range(spec["warmup"]):
+        result = fn()
+    seconds = []
+    for _ in range(spec["inner"]):
+        start = time.perf_counter()
+        result = fn()
+        seconds.append(time.perf_counter() - start)
+    from attnkit.experiments.processes import digest
+
+    report = {"seconds": seconds, "setup_seconds": setup_seconds, "result": result, "digest": digest(result)}
+    path = Path(spec["result"])
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report))
+    tmp.replace(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,39 @@
+"""Smoke test of ``bench/decoding_runtimes.py`` in ``--quick`` mode: every side runs in its own process, CTranslate2
+float32 returns attnkit's tokens, the JSON says how the figures were taken. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench import decoding, decoding_runtimes
+
+
+@pytest.mark.slow  # eight fresh processes that load torch: about 30 s on a quiet machine, minutes on a loaded one
+def test_decoding_runtimes_quick_times_each_side_in_its_own_process(tmp_path: Path, capsys) -> None:
+    rows = decoding_runtimes.main(["--quick", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    document = json.loads((tmp_path / "decoding_runtimes.json").read_text())
+    assert "each side a fresh process" in printed and document["method"].startswith("each side a fresh process")
+    setting = document["settings"]["2"]
+    timings = setting["timings"]
+    sides = {"attnkit", "attnkit_int8"} | (
+        {"ct2_float32", "ct2_int8"} if document["ctranslate2"]["available"] else set()
+    )
+    assert set(timings["samples_s"]) == sides and timings["threads"] == 2
+    assert all(len(samples) == 2 for samples in timings["samples_s"].values())
+    assert len(timings["load_average_before_round"]) == 2
+    for name, (low, mid, high) in timings["min_median_max_s"].items():
+        assert low == min(timings["samples_s"][name]) and low <= mid <= high
+    tokens = decoding.QUICK.batch * decoding.QUICK.steps
+    figures = setting["figures"]
+    assert math.isclose(figures["attnkit"]["tokens_per_s"], tokens / timings["min_median_max_s"]["attnkit"][0])
+    assert 0.0 <= figures["attnkit_int8"]["tokens_agreeing_with_float32"] <= 1.0
+    assert rows[0].benchmark == "greedy decode, int8" and math.isclose(rows[0].ratio, rows[0].attnkit / rows[0].peer)
+    if document["ctranslate2"]["available"]:
+        assert timings["result_digests"]["ct2_float32"] == timings["result_digests"]["attnkit"]
+        assert figures["ct2_float32"]["tokens_agreeing_with_float32"] == 1.0
+        assert len(rows) == 3 and rows[1].target == pytest.approx(1 / decoding_runtimes.TARGETS[2])
