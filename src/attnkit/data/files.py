@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.data.classification import TextClassificationData
+from attnkit.data.field_rules import capped_text, label_text
 from attnkit.data.reading import (
     DataError,
     parse_json_line,
@@ -87,6 +87,7 @@ def read_rows(
     text_column: str = "text",
     label_column: str | None = "label",
     file_format: str | None = None,
+    max_chars: int | None = None,
 ) -> FileRows:
     """Read and check every row of a CSV, TSV or JSONL file.
 
@@ -95,8 +96,11 @@ def read_rows(
         text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
         label_column: column or key holding the label, or ``None`` to read texts only (prediction).
         file_format: ``"csv"``, ``"tsv"`` or ``"jsonl"`` to override the suffix.
+        max_chars: cut each text to this many characters (None: keep it whole); see
+            :mod:`attnkit.data.field_rules`.
 
-    Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
+    Blank lines are skipped. Labels follow :data:`attnkit.data.field_rules.LABEL_RULE` (a JSON ``1``, ``1.0`` and
+    ``"1"`` are the same label; ``1.5``, ``true`` and ``null`` are refused).
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -120,7 +124,7 @@ def read_rows(
             continue
         if header is not None:
             record = _table_row(path, line, header, record)
-        rows.texts.append(_text_field(path, line, record, text_column, "text"))
+        rows.texts.append(capped_text(_text_field(path, line, record, text_column, "text"), max_chars))
         rows.lines.append(line)
         if label_column is not None:
             rows.labels.append(_text_field(path, line, record, label_column, "label"))
@@ -137,6 +141,7 @@ def load_files(
     label_column: str = "label",
     file_format: str | None = None,
     min_labels: int = 2,
+    max_chars: int | None = None,
 ) -> TextClassificationData:
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
@@ -146,12 +151,14 @@ def load_files(
     Args:
         min_labels: the fewest distinct labels the training file may hold: 2 by default, since a classifier
             trained on one label is "100% accurate" and useless; 1 reads a file to evaluate a model on.
+        max_chars: cut each text to this many characters (the most a classifier reads; None: whole texts).
 
     Raises:
         DataError: ``file:line: ...`` for any bad row, ``file: ...`` when the training file holds fewer than
             ``min_labels`` labels, or at the first test row whose label never occurs in the training file.
     """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
+    kwargs["max_chars"] = max_chars
     train = read_rows(train_path, **kwargs)
     label_names = sorted(set(train.labels))
     if len(label_names) < min_labels:
@@ -246,9 +253,13 @@ def _text_field(path: Path, line: int, record: dict, column: str, what: str) -> 
     if column not in record:
         raise DataError(f"{path}:{line}: no {column!r} field (fields: {', '.join(map(str, record))})")
     value = record[column]
-    if value is None or isinstance(value, (dict, list)) or (what == "text" and not isinstance(value, str)):
+    if what == "label":
+        try:
+            value = label_text(value)
+        except ValueError as error:
+            raise DataError(f"{path}:{line}: the label in {column!r} {error}") from None
+    elif not isinstance(value, str):
         raise DataError(f"{path}:{line}: {what} in {column!r} must be a string, found {shown_json(value)}")
-    value = value if isinstance(value, str) else json.dumps(value)
     if not value.strip():
         raise DataError(f"{path}:{line}: empty {what} in column {column!r}")
     problem = unicode_problem(value)

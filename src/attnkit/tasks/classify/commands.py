@@ -11,8 +11,6 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
     non_negative_float,
     non_negative_int,
@@ -106,13 +104,23 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
-    from attnkit.data.embeddings import check_source
+    from attnkit.data.classification import builtin_names
     from attnkit.tasks.classify.config import ClassifierConfig
-    from attnkit.tasks.classify.embedding_init import default_embed_dim
-    from attnkit.tasks.classify.training import load_data, train_classifier
+    from attnkit.tasks.classify.embedding_init import check_embeddings, default_embed_dim
+    from attnkit.tasks.classify.training import TOKENIZER_DIR, load_data, train_classifier
+    from attnkit.tasks.run_plan import plan_run, train_writes
 
-    check_run_directory(args)
-    check_source(args.embeddings)
+    embeddings_file = args.embeddings if check_source_is_file(args.embeddings) else None
+    plan = plan_run(
+        args,
+        command="train classify",
+        inputs={
+            "data": (args.data, builtin_names()),
+            "test": (args.test, ()),
+            "embeddings": (embeddings_file, ()),
+        },
+        writes=train_writes(args, TOKENIZER_DIR),
+    )
     config = ClassifierConfig(
         model=args.model,
         tokenizer=args.tokenizer,
@@ -136,20 +144,27 @@ def train(args: argparse.Namespace) -> int:
         freeze_embeddings=args.freeze_embeddings,
         label_smoothing=args.label_smoothing,
     )
+    check_embeddings(args.embeddings, config.embed_dim)
     fit_config = fit_config_from_args(args)
-    data = load_data(args.data, test_path=args.test, text_column=args.text_column, label_column=args.label_column)
-    clear_previous_run(args)
-    report = train_classifier(
-        data,
-        config,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        valid_fraction=args.valid_fraction,
-        resume=args.resume,
-        bucketed=not args.random_batches,
-        device=args.device,
+    data = load_data(
+        args.data,
+        test_path=args.test,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        max_chars=document_chars(config),
     )
+    with plan.writing():
+        report = train_classifier(
+            data,
+            config,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            valid_fraction=args.valid_fraction,
+            resume=args.resume,
+            bucketed=not args.random_batches,
+            device=args.device,
+        )
     best = report.fit.best_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
     if report.test_metrics is not None:
@@ -157,6 +172,21 @@ def train(args: argparse.Namespace) -> int:
         say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} documents")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
     return 0
+
+
+def check_source_is_file(source: str) -> bool:
+    """Whether ``--embeddings`` names a file (refusing what is neither a known source nor a file)."""
+    from attnkit.data.embeddings import check_source
+
+    return check_source(source) == "file"
+
+
+def document_chars(config) -> int:
+    """How many characters of a document the classifier can use at most, generously: a token is rarely longer
+    than 64 characters, so a document is cut there when it is read (a 50 MB field would only exhaust memory in
+    the tokeniser, and its end is never read)."""
+    tokens = config.max_tokens if config.model == "pooled" else config.max_sentences * config.max_words
+    return 64 * tokens
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
@@ -187,7 +217,13 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
-    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1)
+    data = load_data(
+        args.data,
+        text_column=text_column,
+        label_column=label_column,
+        min_labels=1,
+        max_chars=document_chars(classifier.config),
+    )
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated

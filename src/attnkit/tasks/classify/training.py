@@ -44,16 +44,20 @@ def load_data(
     text_column: str = "text",
     label_column: str = "label",
     min_labels: int = 2,
+    max_chars: int | None = None,
 ) -> TextClassificationData:
     """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one)."""
+    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
+    characters (see :mod:`attnkit.data.field_rules`)."""
     if data in builtin_names():
         if test_path is not None:
             raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
         return load_builtin(data)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
-    return load_files(data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels)
+    return load_files(
+        data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels, max_chars=max_chars
+    )
 
 
 def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:

@@ -13,8 +13,6 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
     positive_int,
     say,
@@ -171,10 +169,17 @@ def check_model_options(options: dict) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
+    from attnkit.data.seq2seq import task_names
+    from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.tasks.seq2seq.data import load_data, subset
-    from attnkit.tasks.seq2seq.training import train_seq2seq
+    from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq
 
-    check_run_directory(args)
+    plan = plan_run(
+        args,
+        command="train seq2seq",
+        inputs={"data": (args.data, task_names()), "valid": (args.valid, ()), "test": (args.test, ())},
+        writes=train_writes(args, TOKENIZER_DIR),
+    )
     options = model_options(args)
     check_model_options(options)
     data = load_data(
@@ -194,23 +199,23 @@ def train(args: argparse.Namespace) -> int:
         f"({data.source_level} -> {data.target_level})"
     )
     fit_config = fit_config_from_args(args)
-    clear_previous_run(args)
-    report = train_seq2seq(
-        data,
-        options,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        vocab_size=args.vocab_size,
-        label_smoothing=args.label_smoothing,
-        resume=args.resume,
-        evaluate_test=not args.no_test,
-        data_name=args.data,
-        max_source_length=args.max_source_length,
-        max_target_length=args.max_target_length,
-        strict=args.strict,
-        device=args.device,
-    )
+    with plan.writing():
+        report = train_seq2seq(
+            data,
+            options,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            vocab_size=args.vocab_size,
+            label_smoothing=args.label_smoothing,
+            resume=args.resume,
+            evaluate_test=not args.no_test,
+            data_name=args.data,
+            max_source_length=args.max_source_length,
+            max_target_length=args.max_target_length,
+            strict=args.strict,
+            device=args.device,
+        )
     say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
     if report.test_metrics is not None:
         say(f"test {format_metrics(report.test_metrics)}")

@@ -12,8 +12,6 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
     say,
 )
@@ -69,10 +67,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
     from attnkit.data.images import load_image_dataset
+    from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.tasks.vision.config import VisionConfig
     from attnkit.tasks.vision.training import train_vision
 
-    check_run_directory(args)
+    plan = plan_run(args, command="train vision", inputs={"data": (args.data, ("digits",))}, writes=train_writes(args))
 
     data = load_image_dataset(args.data)
     if args.limit is not None:
@@ -89,18 +88,18 @@ def train(args: argparse.Namespace) -> int:
     fit_config = fit_config_from_args(
         args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
     )
-    clear_previous_run(args)
-    report = train_vision(
-        data,
-        config,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        valid_fraction=args.valid_fraction,
-        max_shift=args.shift,
-        resume=args.resume,
-        device=args.device,
-    )
+    with plan.writing():
+        report = train_vision(
+            data,
+            config,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            valid_fraction=args.valid_fraction,
+            max_shift=args.shift,
+            resume=args.resume,
+            device=args.device,
+        )
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {100 * best['accuracy']:.2f}%")
     say(f"test accuracy {100 * test['accuracy']:.2f}% on {int(test['count'])} images")
