@@ -37,7 +37,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     data.add_argument("--test", default=None, help="a test file, for --data FILE")
     data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
-    data.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+    data.add_argument(
+        "--label-column",
+        default="label",
+        help="column/key holding the label (default: label). A label is text; in JSONL a whole number stands for "
+        "its digits (1, 1.0 and \"1\" are one label) and 1.5, true or null are refused",
+    )
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
