@@ -133,7 +133,7 @@ def test_tensorboard_is_checked_with_the_other_paths(run, tmp_path):
     assert tree_hash(out) == before
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    (fresh / "tensorboard").write_text("x")
+    (fresh / "tensorboard").write_text("not a directory")
     assert_user_error(train(data, fresh, "--tensorboard"), "exists and is not a directory")
     assert tree_hash(fresh) == {"tensorboard": tree_hash(out)["tensorboard"]}
 
