@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from attnkit.functional import additive_scores, additive_scores_reference
-from bench import common, timing
+from bench._lib import common, timing
 
 NAME = "additive_memory"
 TARGET_MEMORY = 1 / 16

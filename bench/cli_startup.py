@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from bench import common, timing
+from bench._lib import common, timing
 
 NAME = "cli_startup"
 TARGET_SECONDS = 0.5  # median wall time of `attnkit --help` (issue #14)

@@ -15,14 +15,14 @@ layers (its encoder is embedding + LayerNorm), so the encoder's cost — the sam
 comparison is the decoder stack's. Before timing, the two must emit identical tokens. Reported: tokens/s for each
 (``B · 256 / seconds``) and the speed-up, target ≥ 20×. Run: ``python -m bench.decoding [--quick]``.
 
-A third function is timed in the same rounds, for information: :func:`bench.decoding_floor.floor_greedy`, the same
+A third function is timed in the same rounds, for information: :func:`bench._lib.decoding_floor.floor_greedy`, the same
 decoding as one flat loop of the kernels a cached step needs (no modules, checks or bookkeeping), which must emit
 the same tokens too. ``recompute / floor`` is the most any eager-PyTorch cached decoder can gain here: when it is
 below the target, the target needs fewer bytes per step or compiled kernels, not a leaner library.
 
 Two more rows, when ``ctranslate2`` is installed (``pip install 'attnkit[deploy]'``; else they say it is not and
 the rest runs): the same weights exported to **CTranslate2** in float32 and in int8
-(:mod:`bench.decoding_ctranslate2`), decoding the same sources for the same 256 steps with as many threads, timed in
+(:mod:`bench._lib.decoding_ctranslate2`), decoding the same sources for the same 256 steps with as many threads, timed in
 the same alternated rounds. CTranslate2 float32 must emit attnkit's tokens before anything is timed (target: attnkit
 at ≥ 0.6× its throughput); int8 is reported with the share of tokens it agrees on (random weights: judge int8 on a
 trained model's accuracy, not here). Besides the medians, the JSON keeps each decoder's fastest clean round.
@@ -41,9 +41,9 @@ from torch import nn
 from attnkit.decoding import greedy
 from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
-from bench import common, timing
-from bench import decoding_ctranslate2 as ct2
-from bench.decoding_floor import floor_greedy
+from bench._lib import common, timing
+from bench._lib import decoding_ctranslate2 as ct2
+from bench._lib.decoding_floor import floor_greedy
 
 NAME = "decoding"
 SPEEDUP_TARGET = 20.0  # tokens/s of attnkit over the peer

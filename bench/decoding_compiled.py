@@ -1,6 +1,6 @@
-"""Probe: does ``torch.compile`` lower the decoding floor (``bench/decoding_floor.py``) on this CPU?
+"""Probe: does ``torch.compile`` lower the decoding floor (``bench/_lib/decoding_floor.py``) on this CPU?
 
-Compiles :meth:`bench.decoding_floor.FloorDecoder.step` with inductor (``dynamic=True``: the self-attention cache
+Compiles :meth:`bench._lib.decoding_floor.FloorDecoder.step` with inductor (``dynamic=True``: the self-attention cache
 grows by one position a step, so a static compile would recompile at every step), checks that the compiled
 decoding emits the eager floor's tokens, and times both in alternated rounds on ``bench.decoding``'s model and
 sizes. The compile time is reported apart and kept out of the timings. Not part of ``make bench`` (compiling takes
@@ -14,14 +14,16 @@ from collections.abc import Sequence
 
 import torch
 
-from bench import common, decoding, timing
-from bench.decoding_floor import FloorDecoder
+from bench import decoding
+from bench._lib import common, timing
+from bench._lib.decoding_floor import FloorDecoder
 
 NAME = "decoding_compiled"
 
 
-def run(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
-    """Compile, check the tokens, time eager and compiled floors; return the JSON payload."""
+def probe(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
+    """Compile, check the tokens, time eager and compiled floors; return the JSON payload (a probe has no ``run``:
+    ``bench.run_all`` does not pick it up)."""
     common.setup()
     config = decoding.QUICK if quick else decoding.FULL
     repeats = repeats or 3
@@ -56,7 +58,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, object]:
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     """Command line: run, print the figures, write ``<out>/decoding_compiled.json``."""
     args = common.parse_args(argv, __doc__.splitlines()[0])
-    payload = run(args.quick, args.repeats)
+    payload = probe(args.quick, args.repeats)
     print(
         f"eager floor {payload['eager_s']:.3f} s, compiled floor {payload['compiled_s']:.3f} s "
         f"({payload['compiled_over_eager']:.2f}x the eager time; compiling took {payload['compile_seconds']:.0f} s)"

@@ -40,7 +40,7 @@ from torch import nn
 from attnkit.data.batching import BucketBatchSampler
 from attnkit.masks import lengths_to_mask
 from attnkit.models import TransformerEncoder
-from bench import common, timing
+from bench._lib import common, timing
 
 NAME = "encoder_bucketing"
 TRAIN_SPEEDUP_TARGET = 6.0  # tokens/s of attnkit (packed) over the peer, training

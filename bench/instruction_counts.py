@@ -2,7 +2,7 @@
 
 Timings on a shared 2-core machine move by more than the 5% a regression check has to see (and across machines,
 with the CPU's vector units); callgrind's instruction counts do not: the same binary and inputs give the same count
-whatever else the machine runs. So this runs :mod:`bench.icount.workloads` (multi-head attention forward + backward,
+whatever else the machine runs. So this runs :mod:`bench._lib.icount.workloads` (multi-head attention forward + backward,
 plain and packed; ``masked_softmax``; chunked additive scores; cached greedy decoding; a packed encoder training step
 — small sizes, where attnkit's own Python overhead shows) under ``valgrind --tool=callgrind`` twice: with this
 checkout's ``src`` and with the ``src`` of ``--base`` (checked out by ``git worktree`` into a temporary directory).
@@ -26,8 +26,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import common
-from bench.icount.workloads import ITERATIONS, WORKLOADS
+from bench._lib import common
+from bench._lib.icount.workloads import ITERATIONS, WORKLOADS
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -50,7 +50,7 @@ def build_client_requests(directory: Path) -> Path:
     """Compile ``icount/client_requests.c`` into a shared library in ``directory``."""
     compiler = shutil.which("cc") or shutil.which("gcc")
     target = directory / "libattnkit_cg.so"
-    source = HERE / "icount" / "client_requests.c"
+    source = HERE / "_lib" / "icount" / "client_requests.c"
     subprocess.run([compiler, "-O1", "-shared", "-fPIC", str(source), "-o", str(target)], check=True)
     return target
 
@@ -72,7 +72,7 @@ def count(src: Path, library: Path, workloads: Sequence[str], out: Path) -> dict
         "--tool=callgrind",
         f"--callgrind-out-file={out}/callgrind.out",
         sys.executable,
-        str(HERE / "icount" / "workloads.py"),
+        str(HERE / "_lib" / "icount" / "workloads.py"),
         str(library),
         *workloads,
     ]

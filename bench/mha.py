@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 import attnkit
-from bench import common, timing
+from bench._lib import common, timing
 
 NAME = "mha"
 TARGET = 0.80

@@ -1,8 +1,10 @@
 """Run every benchmark (what ``make bench`` calls): one table at the end, one JSON file per benchmark.
 
 A benchmark is any module ``bench/<name>.py`` defining ``NAME`` and ``run(quick, repeats) -> (rows, payload)``;
-the attention-core ones run first, then the others in alphabetical order. Each writes ``<out>/<NAME>.json``; this
-also writes ``<out>/summary.json``, every row of the run in one file with the machine info.
+what they share lives in ``bench/_lib/``, and a probe run on its own (``decoding_compiled``, ``instruction_counts``)
+has no ``run``. The attention-core benchmarks run first, then the others in alphabetical order. Each writes
+``<out>/<NAME>.json``; this also writes ``<out>/summary.json``, every row of the run in one file with the machine
+info.
 Run: ``python -m bench.run_all [--quick] [--repeats N] [--out DIR] [--only NAME ...]``.
 """
 
@@ -15,17 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from bench import common
+from bench._lib import common
 
 CORE = ("mha", "sdpa_weights", "additive_memory")  # the attention core's benchmarks, in this order
-# helpers, and the probes that are not part of `make bench` (decoding_compiled: a minute of compiling and a C++
-# compiler; its `run` returns a payload, not (rows, payload))
-NOT_BENCHMARKS = {"__init__", "common", "timing", "run_all", "decoding_compiled"}
 
 
 def discover() -> list[ModuleType]:
     """The benchmark modules in ``bench/``: the core ones first, then the rest alphabetically."""
-    names = sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py") if p.stem not in NOT_BENCHMARKS)
+    here = Path(__file__).resolve()
+    names = sorted(p.stem for p in here.parent.glob("*.py") if not p.stem.startswith("_") and p != here)
     ordered = [n for n in CORE if n in names] + [n for n in names if n not in CORE]
     modules = [importlib.import_module(f"bench.{name}") for name in ordered]
     return [m for m in modules if hasattr(m, "NAME") and callable(getattr(m, "run", None))]

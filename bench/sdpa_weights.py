@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from attnkit import masks
 from attnkit.functional import masked_softmax
 from attnkit.functional.sdpa import scaled_dot_product_attention
-from bench import common, timing
+from bench._lib import common, timing
 
 NAME = "sdpa_weights"
 TARGET_NO_WEIGHTS = 1.05

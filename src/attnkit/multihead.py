@@ -86,15 +86,6 @@ class MultiHeadAttention(nn.Module):
         # SDPA computes exactly ScaledDotScore + Softmax: the fast twins are only right for that pair.
         self.fast_path = type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
 
-    @property
-    def fused_projections(self) -> bool:
-        """The same switch as :attr:`fast_path` (its former name for the projections; kept for old code)."""
-        return self.fast_path
-
-    @fused_projections.setter
-    def fused_projections(self, value: bool) -> None:
-        self.fast_path = value
-
     def forward(
         self,
         query: torch.Tensor,

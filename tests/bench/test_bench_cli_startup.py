@@ -10,7 +10,9 @@ import json
 import math
 import sys
 
-from bench import cli_startup, common
+from bench._lib import common
+
+from bench import cli_startup
 
 
 def test_one_round_writes_rows_for_each_command_against_import_torch(tmp_path, monkeypatch):

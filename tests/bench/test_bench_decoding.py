@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from bench._lib import common, decoding_floor
 
-from bench import common, decoding, decoding_floor
+from bench import decoding
 
 
 @pytest.fixture(autouse=True)

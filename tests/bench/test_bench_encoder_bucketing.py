@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from bench._lib import common
 
-from bench import common, encoder_bucketing
+from bench import encoder_bucketing
 
 
 @pytest.fixture(autouse=True)

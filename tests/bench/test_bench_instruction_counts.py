@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench.icount import workloads
+from bench._lib.icount import workloads
 
 from bench import instruction_counts
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from bench._lib import common, timing
 
-from bench import additive_memory, common, mha, run_all, sdpa_weights, timing
+from bench import additive_memory, mha, run_all, sdpa_weights
 
 
 @pytest.fixture(autouse=True)

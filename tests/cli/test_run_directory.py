@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from _cli_helpers import ONE_EPOCH, assert_user_error, attnkit, dead_pid, tree_hash, write_reviews
 
+from _cli_helpers import ONE_EPOCH, assert_user_error, attnkit, dead_pid, tree_hash, write_reviews
 from attnkit.cli import main
 
 

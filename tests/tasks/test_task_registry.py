@@ -19,7 +19,7 @@ import attnkit
 from attnkit import tasks
 from attnkit.cli import main
 from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, read_texts, say
-from attnkit.training.checkpoint import load_model_weights, read_config_of_kind, save_checkpoint
+from attnkit.training.checkpointing import load_model_weights, read_config_of_kind, save_checkpoint
 from attnkit.training.config_io import JsonConfig
 from attnkit.training.loop import fit
 from attnkit.training.precision import ready_for_inference

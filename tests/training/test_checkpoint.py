@@ -13,8 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from attnkit.training import _checkpoint_write as writer
-from attnkit.training.checkpoint import (
+from attnkit.training.checkpointing import (
     CheckpointError,
     load_model_weights,
     read_config,
@@ -25,6 +24,7 @@ from attnkit.training.checkpoint import (
     resolve_checkpoint,
     save_checkpoint,
 )
+from attnkit.training.checkpointing import _write as writer
 
 SOURCES = Path(__file__).resolve().parents[2] / "src" / "attnkit"
 
@@ -181,7 +181,7 @@ def test_pickle_files_are_refused_without_being_unpickled(tmp_path):
 
 def test_the_package_never_unpickles():
     sources = sorted(SOURCES.rglob("*.py"))
-    assert len(sources) > 50 and any(path.name == "_checkpoint_write.py" for path in sources)
+    assert len(sources) > 50 and any(path.name == "_write.py" for path in sources)
     for path in sources:
         source = path.read_text(encoding="utf-8")
         assert "torch.load(" not in source and "import pickle" not in source, path

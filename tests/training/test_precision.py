@@ -14,7 +14,7 @@ from _toy_training import ToyModel, ToyTask, batch_functions, make_data
 from torch import nn
 
 from attnkit.tasks.options import PRECISIONS as CLI_PRECISIONS
-from attnkit.training.checkpoint import read_trainer_state
+from attnkit.training.checkpointing import read_trainer_state
 from attnkit.training.distributed import DistributedContext
 from attnkit.training.loop import FitConfig, _training_device, fit
 from attnkit.training.precision import (

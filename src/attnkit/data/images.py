@@ -6,8 +6,8 @@
 
 The test split is fixed: within each class, images are ordered by ``sha256(f"{seed}:{index}")`` (``index`` = the
 image's position in scikit-learn's file, ``seed`` = :data:`SPLIT_SEED`) and the first ``round(0.2 · n)`` are
-held out. It depends on neither library versions nor the training seed. :func:`stratified_indices` carves the
-validation split from the training images the same way, with the training seed.
+held out. It depends on neither library versions nor the training seed. :func:`~attnkit.data.classification.stratified_split`
+(the same function the text classifiers use, keyed by :func:`image_keys`) carves the validation split from the training images the same way, with the training seed.
 
 Pixels are scaled to [0, 1] (digits are stored as 0..16, light strokes on a dark background).
 
@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from attnkit.data.classification import stratified_split
 from attnkit.data.files import DataError
 
 __all__ = [
@@ -34,10 +35,10 @@ __all__ = [
     "ImageBatch",
     "ImageClassificationData",
     "image_batches",
+    "image_keys",
     "load_image_dataset",
     "random_shift",
     "read_image_file",
-    "stratified_indices",
 ]
 
 IMAGE_DATASETS = ("digits",)
@@ -97,7 +98,9 @@ def load_image_dataset(name: str) -> ImageClassificationData:
     digits = load_digits()
     images = torch.as_tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0  # [N, 1, 8, 8]
     labels = torch.as_tensor(digits.target, dtype=torch.long)  # [N]
-    train, test = stratified_indices(labels.tolist(), TEST_FRACTION, seed=SPLIT_SEED)
+    train, test = stratified_split(
+        image_keys(len(labels)), labels.tolist(), test_fraction=TEST_FRACTION, seed=SPLIT_SEED
+    )
     return ImageClassificationData(
         name="digits",
         train_images=images[train],
@@ -108,26 +111,9 @@ def load_image_dataset(name: str) -> ImageClassificationData:
     )
 
 
-def stratified_indices(labels: Sequence[int], fraction: float, *, seed: int) -> tuple[list[int], list[int]]:
-    """Split ``range(len(labels))`` into ``(kept, held_out)``, each class keeping its share, deterministically.
-
-    Within each class, indices are ordered by ``sha256(f"{seed}:{index}")`` and the first ``round(fraction · n)``
-    are held out (at least one when the class has two or more items). Both lists are sorted.
-    """
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"fraction must lie strictly between 0 and 1, got {fraction}")
-    by_label: dict[int, list[int]] = {}
-    for index, label in enumerate(labels):
-        by_label.setdefault(int(label), []).append(index)
-    kept: list[int] = []
-    held: list[int] = []
-    for indices in by_label.values():
-        ranked = sorted(indices, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).digest())
-        count = round(fraction * len(ranked))
-        count = min(max(count, 1), len(ranked) - 1) if len(ranked) >= 2 else 0
-        held.extend(ranked[:count])
-        kept.extend(ranked[count:])
-    return sorted(kept), sorted(held)
+def image_keys(count: int) -> list[str]:
+    """The keys the stratified split hashes for ``count`` images: their positions, ``"0"`` to ``str(count - 1)``."""
+    return [str(index) for index in range(count)]
 
 
 @dataclass

@@ -7,7 +7,7 @@ scored by the same scorer, with the decode time of the whole test split.
 test split with attnkit's cached decoder and with both exports — shortest sources first, in batches of
 ``batch_size``, on ``threads`` threads each — for ``rounds`` rounds whose backend order rotates (so slow drift of a
 shared machine falls on every backend alike), scores each backend's outputs with
-:func:`~attnkit.tasks.seq2seq.ctranslate2_evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
+:func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
 dataset of ``docs/results/deploy.json`` (other datasets' sections are kept), then re-renders ``docs/results.md``.
 """
 
@@ -54,10 +54,10 @@ def run_deploy(
     """
     import torch
 
-    from attnkit.tasks.seq2seq.ctranslate2 import export_ctranslate2, load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2, load_ctranslate2
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq
-    from attnkit.training.checkpoint import resolve_checkpoint
+    from attnkit.training.checkpointing import resolve_checkpoint
 
     for name, value in (("beam", beam), ("threads", threads), ("rounds", rounds), ("batch_size", batch_size)):
         if value < 1:
@@ -125,7 +125,7 @@ def _timed_rounds(
     decoders: dict[str, Any], sources: list[str], source_tokenizer: Any, rounds: int
 ) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
     """Each decoder's outputs (first round) and its seconds per round; round ``r`` starts with decoder ``r``."""
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import decode_in_length_order
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import decode_in_length_order
 
     names = list(decoders)
     outputs: dict[str, list[str]] = {}
@@ -141,7 +141,7 @@ def _timed_rounds(
 
 
 def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], references, loaded) -> dict[str, dict]:
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import score_outputs
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import score_outputs
 
     native_median = statistics.median(seconds["native"])
     rows = {}

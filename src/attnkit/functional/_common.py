@@ -32,8 +32,8 @@ def guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, to
     A row with no kept key would normalise to NaN; opened up (all kept, finite) it normalises, and the caller zeroes
     it with ``has_key``. Branch-free on accelerators and under ``torch.compile`` (nothing read back to the host,
     whether or not a row is empty). Eager on the CPU, where that read is free, a mask without empty rows comes back
-    as it is with ``has_key`` None: no stand-in and no zeroing pass (it had cost ``masked_softmax`` 15% of its time
-    at [8, 8, 256, 256] and a small masked self-attention step 7% of its instructions).
+    as it is with ``has_key`` None: no stand-in and no zeroing pass (what that pass cost is in
+    ``docs/benchmarks.md``).
     """
     if mask is None:
         return None, None

@@ -7,10 +7,9 @@ This module is its fast twin:
 * weights, inference: the scores are written once into the output buffer and turned into weights in place,
   a few heads at a time so each block stays in cache (``baddbmm`` folds the scale and the mask in the
   matmul), then multiplied with ``v`` — close to SDPA's own time. The ``[B, H, Tq, Tk]`` output is the one
-  large fresh buffer (67 MB at 8 x 8 x 512 x 512), and faulting its pages in is a large part of the call:
-  PyTorch backs CPU buffers of 2 MiB or more with transparent huge pages (one fault per 2 MiB, not per 4 KiB)
-  when the process starts with ``THP_MEM_ALLOC_ENABLE=1`` in its environment, which takes this call from
-  about 2.0x to 1.5x SDPA's time at those sizes (medians, 2 threads; the benchmarks set it, ``bench/__init__.py``).
+  large fresh buffer, and faulting its pages in is a large part of the call: PyTorch backs CPU buffers of 2 MiB
+  or more with transparent huge pages when the process starts with ``THP_MEM_ALLOC_ENABLE=1`` (the benchmarks
+  set it, ``bench/__init__.py``; the figures are in ``docs/benchmarks.md``).
 * weights, training (or half precision, or traced by ``torch.compile``): ``masked_softmax``'s formula through
   autograd, so gradients are exact, with the mask folded into the score matmul (``baddbmm``).
 

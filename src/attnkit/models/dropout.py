@@ -1,7 +1,7 @@
 """``Dropout``: ``nn.Dropout`` with the cheap CPU mask of :func:`attnkit.functional.dropout.dropout` (layer 4).
 
-A drop-in for ``nn.Dropout(p)`` in the Transformer stacks, where dropout's random numbers were 17% of a CPU
-training step: the same expected output and gradient, a drop probability rounded to a multiple of 1/65,536, and
+A drop-in for ``nn.Dropout(p)`` in the Transformer stacks, where dropout's random numbers were a large share of a
+CPU training step (``docs/benchmarks.md``): the same expected output and gradient, a drop probability rounded to a multiple of 1/65,536, and
 ``F.dropout`` itself off the CPU. Shapes: ``[...] -> [...]``.
 """
 

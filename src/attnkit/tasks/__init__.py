@@ -80,13 +80,13 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
 
 def task_for_checkpoint(path: str | Path) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
-    ``best/`` (:func:`~attnkit.training.checkpoint.resolve_checkpoint`).
+    ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`).
 
     Raises:
         CheckpointError: ``path`` is neither, or its ``config.json`` is unreadable.
         ValueError: its kind is not a registered task's.
     """
-    from attnkit.training.checkpoint import read_config, resolve_checkpoint
+    from attnkit.training.checkpointing import read_config, resolve_checkpoint
 
     checkpoint = resolve_checkpoint(path)
     return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint / "config.json")), checkpoint

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# torch-free: fit_config imports dataclasses only, and attnkit.training loads its checkpoint re-exports lazily
+from attnkit.training.fit_config import PRECISIONS
+
 
 def _number(kind: type, low: float, *, inclusive: bool = True):
     """An argparse ``type`` that parses ``kind`` and refuses values below ``low`` (or equal, if not inclusive)."""
@@ -27,8 +30,6 @@ def _number(kind: type, low: float, *, inclusive: bool = True):
     return parse
 
 
-# --precision's choices (attnkit.training.fit_config.PRECISIONS; here too so --help needs no torch)
-PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICE_HELP = (
     "where the model runs: auto (CUDA when available, else the CPU; auto never picks mps), cpu, cuda, cuda:N or "
     "mps (default auto)"
@@ -83,9 +84,9 @@ def apply_runtime(args: argparse.Namespace) -> None:
 
 def is_main_process() -> bool:
     """False on the non-zero ranks of a ``torchrun`` job (they stay quiet)."""
-    import os
+    from attnkit.training.torchrun_env import torchrun_env
 
-    return os.environ.get("RANK", "0") == "0"
+    return torchrun_env().is_main
 
 
 def add_training_options(

@@ -1,1 +1,50 @@
-"""Training loop, checkpoints and metrics (layer 5)."""
+"""Training: the fit loop and its recipe, checkpoints, precision and devices, distributed runs (layer 5).
+
+| module | holds |
+|---|---|
+| :mod:`~attnkit.training.loop` | ``fit``: epochs, validation, best weights, ``last/`` and ``best/`` |
+| :mod:`~attnkit.training._epoch` | one epoch of updates under autocast, with the fp16 gradient scaler |
+| :mod:`~attnkit.training._run_state` | the loop's counters and the checkpoints that persist them |
+| :mod:`~attnkit.training._progress` | the progress line |
+| :mod:`~attnkit.training.fit_config` | ``FitConfig``: the recipe's settings |
+| :mod:`~attnkit.training.task` | the protocol of a loss with summable metrics |
+| :mod:`~attnkit.training.schedule` | learning-rate schedules |
+| :mod:`~attnkit.training.averaging` | checkpoint averaging: the model validated and shipped |
+| :mod:`~attnkit.training.optim` | AdamW, the linear warm-up and the plateau schedule's moves |
+| :mod:`~attnkit.training.cross_entropy` | the loss and metrics of every single-label classifier |
+| :mod:`~attnkit.training.precision` | devices, autocast, ``place_model``, ``ready_for_inference`` |
+| :mod:`~attnkit.training.distributed` | torchrun: process groups, sharded batches, reductions |
+| :mod:`~attnkit.training.torchrun_env` | torchrun's ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, read in one place |
+| :mod:`~attnkit.training.seeding` | seeds for Python, NumPy and torch, per epoch and per rank |
+| :mod:`~attnkit.training.config_io` | ``JsonConfig``: dataclass configs as JSON |
+| :mod:`~attnkit.training.run_report` | ``metrics.json`` and ``metrics.csv`` |
+| :mod:`~attnkit.training.checkpointing` | the checkpoint format, its reader and atomic writer (re-exported here) |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The checkpoint API, re-exported without importing it here: `import attnkit.training.fit_config` (as the
+# command line's parsers do) must not load torch.
+__all__ = [
+    "CONFIG_FILE",
+    "CheckpointError",
+    "load_model_weights",
+    "read_config",
+    "read_config_of_kind",
+    "read_metadata",
+    "read_trainer_state",
+    "recover_checkpoint",
+    "resolve_checkpoint",
+    "save_checkpoint",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``attnkit.training.save_checkpoint`` and the rest of ``__all__``, from :mod:`attnkit.training.checkpointing`."""
+    if name in __all__:
+        from attnkit.training import checkpointing
+
+        return getattr(checkpointing, name)
+    raise AttributeError(f"module 'attnkit.training' has no attribute {name!r}")

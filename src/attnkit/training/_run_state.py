@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from attnkit.training._progress import Reporter
-from attnkit.training.checkpoint import (
+from attnkit.training.checkpointing import (
     CheckpointError,
     load_model_weights,
     read_config,

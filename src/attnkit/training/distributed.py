@@ -22,6 +22,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from attnkit.training.torchrun_env import torchrun_env
+
 __all__ = [
     "DistributedContext",
     "all_reduce_sums",
@@ -72,7 +74,7 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
     """
     if dist.is_available() and dist.is_initialized():
         return _context(dist.get_backend())
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    world_size = torchrun_env().world_size
     if world_size <= 1:
         return DistributedContext()
     if not dist.is_available():
@@ -84,13 +86,13 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
         )
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(torchrun_env().local_rank)
     dist.init_process_group(backend=backend, init_method="env://")
     return _context(backend)
 
 
 def _context(backend: str) -> DistributedContext:
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_rank = torchrun_env().local_rank
     device = torch.device("cuda", local_rank) if backend == "nccl" else torch.device("cpu")
     return DistributedContext(dist.get_rank(), dist.get_world_size(), local_rank, device)
 

@@ -5,7 +5,7 @@ resumable atomic checkpoints, and multi-process DDP (layer 5).
 A :class:`Task` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics. The
 loop knows nothing else about the model, so classifiers and sequence-to-sequence models share it.
 
-Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.training.checkpoint` for the format)::
+Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.training.checkpointing` for the format)::
 
     checkpoint_dir/last/   after every epoch: weights, config, extra files and the trainer state (resume from here)
     checkpoint_dir/best/   whenever the selection metric improves: weights, config and extra files (ship this one)

@@ -16,14 +16,12 @@ weights, the optimiser state and the gradients stay float32 (autocast computes i
 the forward pass). ``fp16`` training also scales the loss with a :class:`torch.amp.GradScaler`, which skips a step
 whose gradients hold inf/NaN and lowers the scale. fp16 on the CPU is allowed, with a scaler too (torch has CPU
 autocast in float16 and a CPU GradScaler). On a CPU without native reduced-precision kernels (AMX, AVX-512 BF16)
-both are slower than fp32: on this project's 2-core AVX2 machine a 256x256 linear layer's forward and backward
-took 6x (bf16) and 10x (fp16) as long; they are for GPUs, and for checking a GPU recipe on a laptop.
+both are slower than fp32 (``docs/benchmarks.md``); they are for GPUs, and for checking a GPU recipe on a laptop.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -33,6 +31,7 @@ from torch import nn
 
 from attnkit.training.distributed import init_distributed
 from attnkit.training.fit_config import PRECISIONS
+from attnkit.training.torchrun_env import torchrun_env
 
 __all__ = [
     "PRECISIONS",
@@ -82,8 +81,8 @@ def _cuda(text: str, index: int | None) -> torch.device:
     if not torch.cuda.is_available():
         raise ValueError(f"--device {text}: CUDA is not available here (torch.cuda.is_available() is False)")
     count = torch.cuda.device_count()
-    if _world_size() > 1:
-        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torchrun_env().world_size > 1:
+        local_rank = torchrun_env().local_rank
         if index is not None and index != local_rank:
             raise ValueError(
                 f"--device {text}: under torchrun each process uses cuda:LOCAL_RANK (cuda:{local_rank} here); "
@@ -95,10 +94,6 @@ def _cuda(text: str, index: int | None) -> torch.device:
     if index >= count:
         raise ValueError(f"--device {text}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
     return torch.device("cuda", index)
-
-
-def _world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def check_precision(precision: str, device: torch.device) -> None:
@@ -151,7 +146,7 @@ def place_model(model: nn.Module, device: str | torch.device = "auto") -> torch.
             or a process group that already computes elsewhere.
     """
     resolved = resolve_device(device)
-    if _world_size() > 1:
+    if torchrun_env().world_size > 1:
         if resolved.type not in ("cpu", "cuda"):
             raise ValueError(f"--device {device}: torchrun training runs on CUDA (nccl) or the CPU (gloo)")
         context = init_distributed("nccl" if resolved.type == "cuda" else "gloo")

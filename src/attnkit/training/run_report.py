@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 from torch import nn
 
 from attnkit.training.loop import FitConfig, FitResult
+from attnkit.training.torchrun_env import torchrun_env
 
 __all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "replica", "write_metrics"]
 
@@ -44,7 +44,8 @@ HISTORY_FILE = "metrics.csv"
 
 def replica() -> tuple[int, int]:
     """``(rank, world_size)`` from torchrun's environment (``(0, 1)`` outside it)."""
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    env = torchrun_env()
+    return env.rank, env.world_size
 
 
 @dataclass

@@ -6,6 +6,9 @@
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
 | :mod:`~attnkit.tasks.classify.training` | data loading, the loss and accuracy, ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.classify.embedding_init` | the embedding table started from word vectors (``--embeddings``) |
+| :mod:`~attnkit.tasks.classify.report` | per-class precision, recall, F1 and the confusion matrix |
+| :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
 | :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
 """

@@ -41,7 +41,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-column",
         default="label",
         help="column/key holding the label (default: label). A label is text; in JSONL a whole number stands for "
-        "its digits (1, 1.0 and \"1\" are one label) and 1.5, true or null are refused",
+        'its digits (1, 1.0 and "1" are one label) and 1.5, true or null are refused',
     )
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")

@@ -22,7 +22,7 @@ from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
 from attnkit.tasks.classify.training import KIND, evaluate_encoded
-from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]

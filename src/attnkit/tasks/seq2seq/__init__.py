@@ -5,15 +5,18 @@
 | :mod:`~attnkit.tasks.seq2seq.config` | ``Seq2SeqConfig`` (the checkpoint's ``config.json``), metric kinds |
 | :mod:`~attnkit.tasks.seq2seq.data` | built-in tasks and pair files; references per source |
 | :mod:`~attnkit.tasks.seq2seq.task` | the label-smoothed loss and the decoded metrics (WER/PER, BLEU/chrF) |
+| :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |
 | :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
+| :mod:`~attnkit.tasks.seq2seq.phonetisaurus` | Phonetisaurus, the WFST G2P peer baseline |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
-| :mod:`~attnkit.tasks.seq2seq.export_command` | ``attnkit export`` (CTranslate2; :mod:`~attnkit.tasks.seq2seq.ctranslate2`) |
+| :mod:`~attnkit.tasks.seq2seq.ctranslate2` | CTranslate2 export and decoding; ``attnkit export`` (``ctranslate2.command``) |
 """
 
-from attnkit.tasks.seq2seq import commands, export_command, translate_command
+from attnkit.tasks.seq2seq import commands, translate_command
+from attnkit.tasks.seq2seq.ctranslate2 import command as export_command
 from attnkit.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(

@@ -290,12 +290,12 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
 def evaluate_export(args: argparse.Namespace) -> int:
     """``attnkit evaluate --backend ctranslate2``: decode the split (or file) of an export's task with CTranslate2
     and score it as the native evaluation does, with the decoding's wall time."""
-    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import (
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import (
         check_ctranslate2_options,
         evaluate_ctranslate2,
         export_config,
     )
+    from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
     from attnkit.tasks.seq2seq.data import evaluation_data
 
     check_decoding(args)

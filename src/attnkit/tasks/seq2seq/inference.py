@@ -33,7 +33,7 @@ from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
 from attnkit.tasks.seq2seq.task import Seq2SeqTask
-from attnkit.training.checkpoint import (
+from attnkit.training.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
     load_model_weights,

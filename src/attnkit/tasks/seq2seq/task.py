@@ -23,9 +23,9 @@ processes, each decoding its own shard, report exactly the metrics of one proces
 * ``"sequence"``: ``word_errors``, ``phoneme_edits``, ``reference_phonemes`` (the counts behind WER and PER);
 * ``"text"``: BLEU's and chrF's sufficient statistics, summed over sentences — ``bleu_sys_len``,
   ``bleu_ref_len``, ``bleu_correct_n`` and ``bleu_total_n`` for n = 1..4, and ``chrf_hyp_n``, ``chrf_ref_n``,
-  ``chrf_match_n`` for character n-gram orders 1..6 (:func:`~attnkit.training.metrics.bleu_statistics`,
-  :func:`~attnkit.training.metrics.chrf_statistics`). A corpus score is a function of exactly these sums, so the
-  result equals :func:`~attnkit.training.metrics.corpus_bleu` / ``corpus_chrf`` on the gathered hypotheses;
+  ``chrf_match_n`` for character n-gram orders 1..6 (:func:`~attnkit.tasks.seq2seq.metrics.bleu_statistics`,
+  :func:`~attnkit.tasks.seq2seq.metrics.chrf_statistics`). A corpus score is a function of exactly these sums, so the
+  result equals :func:`~attnkit.tasks.seq2seq.metrics.corpus_bleu` / ``corpus_chrf`` on the gathered hypotheses;
   a test checks it. Hypotheses themselves are never gathered.
 
 Shape glossary:
@@ -44,7 +44,7 @@ from torch import nn
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, beam_search, greedy
 from attnkit.tasks.seq2seq.config import METRIC_KINDS, SELECTION
-from attnkit.training.metrics import (
+from attnkit.tasks.seq2seq.metrics import (
     bleu_from_statistics,
     bleu_statistics,
     chrf_from_statistics,
@@ -255,7 +255,7 @@ class Seq2SeqTask:
 def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """sacreBLEU's sufficient statistics of ``name`` (``"bleu"``/``"chrf"``) summed over the sentences, as
     ``{"bleu_sys_len": ..., "bleu_correct_1": ...}`` (zeros, same keys, for no sentences: ranks must agree on
-    keys); see :func:`attnkit.training.metrics.bleu_statistics` and :func:`~attnkit.training.metrics.chrf_statistics`."""
+    keys); see :func:`attnkit.tasks.seq2seq.metrics.bleu_statistics` and :func:`~attnkit.tasks.seq2seq.metrics.chrf_statistics`."""
     if name == "bleu":
         return bleu_statistics(hypotheses, references)
     if name == "chrf":

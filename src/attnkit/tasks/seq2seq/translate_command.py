@@ -145,7 +145,7 @@ def _print_outputs(
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit translate``."""
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
-    from attnkit.training.checkpoint import resolve_checkpoint
+    from attnkit.training.checkpointing import resolve_checkpoint
 
     check_decoding(args)
     lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything
@@ -182,8 +182,8 @@ def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None
 def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
     """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line (JSON:
     the translation, its score and tokens, no attention; ``--n-best``: its best hypotheses)."""
-    from attnkit.tasks.seq2seq.ctranslate2 import load_ctranslate2
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import check_ctranslate2_options
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import check_ctranslate2_options
+    from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
 
     device, index = check_ctranslate2_options(args)
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)

@@ -18,7 +18,7 @@ from attnkit.data.images import load_image_dataset
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.training import evaluate_vision
-from attnkit.training.checkpoint import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["ImagePrediction", "VisionModel", "load_test_images", "load_vision", "predict_images"]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from attnkit.data.images import ImageClassificationData, image_batches, stratified_indices
+from attnkit.data.classification import stratified_split
+from attnkit.data.images import ImageClassificationData, image_batches, image_keys
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.training.cross_entropy import CrossEntropyTask
@@ -58,7 +59,10 @@ def train_vision(
     config = dataclasses.replace(
         config, dataset=data.name, label_names=list(data.label_names), image_shape=list(data.image_shape)
     )
-    train_idx, valid_idx = stratified_indices(data.train_labels.tolist(), valid_fraction, seed=fit_config.seed)
+    labels = data.train_labels.tolist()
+    train_idx, valid_idx = stratified_split(
+        image_keys(len(labels)), labels, test_fraction=valid_fraction, seed=fit_config.seed
+    )
     train_images, train_labels = data.train_images[train_idx], data.train_labels[train_idx]
     shard = valid_idx[rank::world]
     train_batches = image_batches(

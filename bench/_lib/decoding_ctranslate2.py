@@ -1,6 +1,6 @@
 """CTranslate2 in ``bench.decoding``: the bench's very weights exported to CTranslate2, float32 and int8.
 
-:func:`build` exports ``bench.decoding``'s model with :func:`attnkit.tasks.seq2seq.ctranslate2.export_ctranslate2`
+:func:`build` exports ``bench.decoding``'s model with :func:`attnkit.tasks.seq2seq.ctranslate2.export.export_ctranslate2`
 (a symbol vocabulary ``t4 .. t7999`` after attnkit's four specials stands in for a tokeniser) and loads both exports
 with ``common.THREADS`` CTranslate2 threads. The model has no encoder layers; CTranslate2 needs one, so the export
 holds one identity layer (zero output projections: it adds exactly nothing, and costs one layer over the 8 × 64
@@ -19,7 +19,7 @@ import torch
 
 from attnkit.data.seq2seq import Vocab
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from bench import common, timing
+from bench._lib import common, timing
 
 QUANTIZATIONS = {"ct2_float32": None, "ct2_int8": "int8"}  # timing name -> export quantisation
 LABELS = {"ct2_float32": "CTranslate2 float32", "ct2_int8": "CTranslate2 int8"}
@@ -43,7 +43,7 @@ def version() -> str:
 
 def build(model: TransformerSeq2Seq, vocab_size: int, directory: Path) -> dict:
     """Export ``model`` in float32 and int8 under ``directory``; ``{timing name: loaded translator}``."""
-    from attnkit.tasks.seq2seq.ctranslate2 import export_ctranslate2, load_ctranslate2
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2, load_ctranslate2
 
     vocab = Vocab([f"t{i}" for i in range(4, vocab_size)], level="symbol")
     translators = {}

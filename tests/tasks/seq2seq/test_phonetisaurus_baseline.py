@@ -7,7 +7,7 @@ import pytest
 
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.tasks.seq2seq import phonetisaurus as ps
-from attnkit.training.metrics import g2p_scores
+from attnkit.tasks.seq2seq.metrics import g2p_scores
 
 # --- without the binaries -------------------------------------------------------------------------------------
 

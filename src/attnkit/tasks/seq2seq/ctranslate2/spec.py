@@ -1,6 +1,6 @@
 """attnkit's :class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq` as a CTranslate2 ``TransformerSpec``.
 
-The weight mapping behind :func:`attnkit.tasks.seq2seq.ctranslate2.export_ctranslate2`, kept apart from the files
+The weight mapping behind :func:`attnkit.tasks.seq2seq.ctranslate2.export.export_ctranslate2`, kept apart from the files
 and the manifest. One attnkit layer becomes one CTranslate2 layer, name for name:
 
     attnkit                                      CTranslate2 (``encoder/`` or ``decoder/``)

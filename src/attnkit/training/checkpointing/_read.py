@@ -19,7 +19,7 @@ and the directory are fsynced, and only then is it moved into place: the old dir
 ``.<name>.old``, the new one renamed to ``<name>``, the parent fsynced, the old one deleted. A reader never sees a
 half-written checkpoint; a process killed between the two renames leaves the previous checkpoint in
 ``.<name>.old``, which :func:`recover_checkpoint` (called by every save and by ``fit(..., resume=True)``) moves
-back. The writing lives in :mod:`attnkit.training._checkpoint_write`; this module reads, and re-exports the writer.
+back. The writing lives in :mod:`attnkit.training.checkpointing._write`; this module reads, and re-exports the writer.
 
 One rule for the paths users give (:func:`resolve_checkpoint`): a checkpoint directory means itself, a run directory
 (holding ``best/``) means its ``best/``, anything else is refused in one line.
@@ -36,7 +36,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import nn
 
-from attnkit.training._checkpoint_format import (
+from attnkit.training.checkpointing._format import (
     ALIASES_KEY,
     CONFIG_FILE,
     FORMAT,
@@ -48,8 +48,8 @@ from attnkit.training._checkpoint_format import (
     WEIGHTS_FILE,
     CheckpointError,
 )
-from attnkit.training._checkpoint_write import recover_checkpoint, save_checkpoint
-from attnkit.training._state_codec import decode_state
+from attnkit.training.checkpointing._state_codec import decode_state
+from attnkit.training.checkpointing._write import recover_checkpoint, save_checkpoint
 
 __all__ = [
     "CONFIG_FILE",

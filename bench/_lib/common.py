@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 THREADS = 2
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 QUICK_RESULTS_DIR = RESULTS_DIR / "quick"  # git-ignored: smoke runs never overwrite the published figures
 
 

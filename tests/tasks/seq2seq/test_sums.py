@@ -6,8 +6,8 @@ import torch
 
 from attnkit.data.seq2seq import PairDataset, Vocab, make_loader
 from attnkit.models.seq2seq import build_seq2seq
+from attnkit.tasks.seq2seq.metrics import corpus_bleu, corpus_chrf
 from attnkit.tasks.seq2seq.task import Seq2SeqTask, sacrebleu_score, sacrebleu_sums
-from attnkit.training.metrics import corpus_bleu, corpus_chrf
 
 HYPOTHESES = [
     "the cat sat on the mat",

@@ -1,6 +1,6 @@
 """Decoding with an exported model in CTranslate2, tokenised by attnkit on both ends (layer 5).
 
-:class:`CTranslate2Translator` is what :func:`attnkit.tasks.seq2seq.ctranslate2.load_ctranslate2` returns. It follows
+:class:`CTranslate2Translator` is what :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2` returns. It follows
 attnkit's decoding conventions so both backends can be compared token for token: sources carry no specials, the
 decoder starts from ``<bos>``, ``<eos>`` may come first, ``max_len`` counts ``<eos>`` and defaults to ``2·S + 10``
 per batch of ``batch_size`` sources, and a hypothesis scores ``log P / length ** length_penalty`` with ``<eos>``
@@ -33,7 +33,7 @@ class Hypothesis:
 class CTranslate2Translator:
     """An exported model loaded in CTranslate2, with attnkit's tokenisers on both ends.
 
-    Made by :func:`attnkit.tasks.seq2seq.ctranslate2.load_ctranslate2`; ``translator`` is the ``ctranslate2.Translator``."""
+    Made by :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2`; ``translator`` is the ``ctranslate2.Translator``."""
 
     def __init__(
         self, translator: Any, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, manifest: dict[str, Any]

@@ -22,7 +22,7 @@ from attnkit.data.seq2seq import PAD_ID, Vocab, build_tokenizers, collate_pairs,
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from attnkit.tasks.seq2seq.ctranslate2 import (
+from attnkit.tasks.seq2seq.ctranslate2.export import (
     MANIFEST_FILE,
     ExportError,
     export_ctranslate2,

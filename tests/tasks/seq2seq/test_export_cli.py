@@ -13,7 +13,7 @@ TINY = ["--epochs", "2", "--batch-size", "32", "--no-progress", "--no-test", "--
 
 
 def test_export_then_translate_with_ctranslate2_gives_attnkit_s_tokens(dates_transformer, capsys):
-    root = dates_transformer  # tests/cli/conftest.py
+    root = dates_transformer  # tests/tasks/seq2seq/conftest.py
     capsys.readouterr()
     assert main(["export", "--checkpoint", str(root / "run"), "--out", str(root / "ct2")]) == 0
     assert "float32 weights" in capsys.readouterr().out

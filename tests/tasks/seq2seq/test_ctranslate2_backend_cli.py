@@ -1,5 +1,5 @@
 """``attnkit evaluate --backend ctranslate2``, ``attnkit translate --n-best`` (both backends) and ``attnkit experiment
-deploy``, on the small dates Transformer of ``tests/cli/conftest.py``: an export is scored exactly as its checkpoint
+deploy``, on the small dates Transformer of ``tests/tasks/seq2seq/conftest.py``: an export is scored exactly as its checkpoint
 is, the float32 export's n-best lists are attnkit's, and every misuse is one ``attnkit: error:`` line."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_evaluate_with_ctranslate2_refuses_what_does_not_apply_in_one_line(expor
     assert "--n-best" not in _refused(capsys, [*ct2, "--checkpoint", str(export), "--beam", "0"])
     translate = ["translate", "--backend", "ctranslate2", "--checkpoint", str(export), "--text", "1 May 1990"]
     assert "--precision fp16" in _refused(capsys, [*translate, "--precision", "fp16"])
-    from attnkit.tasks.seq2seq.ctranslate2_evaluate import ctranslate2_device
+    from attnkit.tasks.seq2seq.ctranslate2.evaluate import ctranslate2_device
 
     assert [ctranslate2_device(d) for d in ("auto", "cpu", "cuda:1")] == [("auto", 0), ("cpu", 0), ("cuda", 1)]
     with pytest.raises(ValueError, match="--device mps: the ctranslate2 backend runs on auto, cpu, cuda or cuda:N"):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.training.metrics import (
+from attnkit.tasks.seq2seq.metrics import (
     BucketScore,
     bleu_by_length,
     bleu_from_statistics,

