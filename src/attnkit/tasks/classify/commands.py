@@ -190,8 +190,7 @@ def document_chars(config) -> int:
     """How many characters of a document the classifier can use at most, generously: a token is rarely longer
     than 64 characters, so a document is cut there when it is read (a 50 MB field would only exhaust memory in
     the tokeniser, and its end is never read)."""
-    tokens = config.max_tokens if config.model == "pooled" else config.max_sentences * config.max_words
-    return 64 * tokens
+    return 64 * max(config.max_tokens, config.max_sentences * config.max_words)  # whichever family reads more
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):

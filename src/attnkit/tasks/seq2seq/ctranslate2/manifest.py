@@ -146,12 +146,12 @@ def remove_stale_partials(out_dir: Path) -> list[Path]:
     parent = out_dir.parent
     if not parent.is_dir():
         return removed
-    for kind in ("old", "partial"):
-        for stale in sorted(parent.glob(f".{glob_escape(out_dir.name)}.{kind}-*")):
+    for leftover in ("old", "partial"):
+        for stale in sorted(parent.glob(f".{glob_escape(out_dir.name)}.{leftover}-*")):
             pid = stale.name.rsplit("-", 1)[-1]
             if not pid.isdigit() or pid_is_running(int(pid)):
                 continue
-            if kind == "old" and not out_dir.exists():
+            if leftover == "old" and not out_dir.exists():
                 stale.rename(out_dir)
                 continue
             shutil.rmtree(stale, ignore_errors=True)
