@@ -188,11 +188,13 @@ def test_a_finished_run_of_the_same_command_is_reused_and_any_other_is_trained(t
     monkeypatch.setattr(common, "run_command", fake_run)
     argv = ["train", "classify", "--data", "r8", "--out", str(tmp_path), "--resume"]
     assert common.ensure_run(argv, tmp_path, threads=1) == {"test": {"accuracy": 0.5}}
-    assert calls == [[*argv, "--no-progress", "--threads", "1"]]
+    # nothing to resume yet (no last/): the run starts as a new one, since training refuses --resume without last/
+    assert calls == [[*argv[:-1], "--no-progress", "--threads", "1"]]
     common.ensure_run(argv, tmp_path)  # finished, same command: reused
     assert len(calls) == 1
+    (tmp_path / "last").mkdir()
     common.ensure_run([*argv, "--seed", "1"], tmp_path)  # another command in the same directory: trained
-    assert len(calls) == 2
+    assert len(calls) == 2 and "--resume" in calls[-1]  # an interrupted run (last/) is resumed
 
 
 def test_a_run_on_several_processes_trains_under_torchrun_and_says_so(tmp_path, monkeypatch):
@@ -212,7 +214,7 @@ def test_a_run_on_several_processes_trains_under_torchrun_and_says_so(tmp_path, 
     argv = ["train", "seq2seq", "--data", "cmudict", "--out", str(tmp_path), "--resume"]
     assert common.ensure_run(argv, tmp_path, threads=1, processes=2) == {"test": {"wer": 30.0}}
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "attnkit.cli"]
-    assert calls == [[*torchrun, *argv, "--no-progress", "--threads", "1"]]
+    assert calls == [[*torchrun, *argv[:-1], "--no-progress", "--threads", "1"]]
     assert common.command_line(argv, 2).startswith("torchrun --nproc-per-node 2 -m attnkit.cli train seq2seq")
     common.ensure_run(argv, tmp_path, processes=2)  # finished, same command and processes: reused
     assert len(calls) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.tasks.options import DEVICE_HELP
+from attnkit.tasks.options import DEVICE_HELP, positive_int
 
 EXAMPLES = """examples:
   attnkit experiment classification --seeds 3                 20ng, r8, r52, fine-foods (hours on 2 cores)
@@ -43,7 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="classification: datasets (default: 20ng r8 r52 fine-foods); faithfulness: datasets (default: "
         "fine-foods r8 r52 20ng); masking: one dataset (default fine-foods); deploy: the task the checkpoint was trained on (its section of the table)",
     )
-    parser.add_argument("--seeds", type=int, default=None, help="classification (default 3), masking (default 5)")
+    parser.add_argument(
+        "--seeds", type=positive_int, default=None, help="classification (default 3), masking (default 5)"
+    )
     parser.add_argument(
         "--only",
         nargs="+",
@@ -59,13 +61,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     deploy = parser.add_argument_group("deploy")
     deploy.add_argument("--checkpoint", default=None, help="deploy: a Transformer run directory or checkpoint")
-    deploy.add_argument("--beam", type=int, default=1, help="deploy: beam size (default 1: greedy)")
-    deploy.add_argument("--rounds", type=int, default=3, help="deploy: timed rounds per decoder (default 3)")
+    deploy.add_argument("--beam", type=positive_int, default=1, help="deploy: beam size (default 1: greedy)")
+    deploy.add_argument("--rounds", type=positive_int, default=3, help="deploy: timed rounds per decoder (default 3)")
     parser.add_argument("--runs", default="runs/experiments", help="where the runs go (default: runs/experiments)")
     parser.add_argument("--docs", default="docs", help="the docs directory to write (default: docs)")
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=None,
         help="torch CPU threads per run (default: torch's); deploy: threads of every decoder (default 1)",
     )
@@ -100,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
         from attnkit.experiments.classification import DATASETS, run_classification
 
         run_classification(
-            list(args.data or DATASETS), args.seeds or 3, paths, threads=args.threads, device=args.device
+            list(args.data or DATASETS),
+            3 if args.seeds is None else args.seeds,
+            paths,
+            threads=args.threads,
+            device=args.device,
         )
     elif args.name == "masking":
         from attnkit.experiments.masking import MODELS, run_masking
@@ -109,7 +115,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
         data = args.data[0] if args.data else "fine-foods"
         models = tuple(args.only) if args.only else tuple(MODELS)
-        run_masking(data, args.seeds or 5, paths, models=models, threads=args.threads, device=args.device)
+        run_masking(
+            data,
+            5 if args.seeds is None else args.seeds,
+            paths,
+            models=models,
+            threads=args.threads,
+            device=args.device,
+        )
     elif args.name == "faithfulness":
         from attnkit.experiments.faithfulness import DATASETS, DOCUMENTS, run_faithfulness
 

@@ -24,12 +24,12 @@ The low-level readers (:class:`DataError`, :func:`read_utf8`, :func:`read_lines`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.data.classification import TextClassificationData
+from attnkit.data.field_rules import capped_text, label_text
 from attnkit.data.reading import DataError, read_lines, read_utf8, shown_json, split_lines, unicode_problem
 from attnkit.data.records import iter_records
 
@@ -118,6 +118,7 @@ def iter_rows(
     bad_rows: BadRows | None = None,
     progress: Callable[[int], None] | None = None,
     delimiter: str | None = None,
+    max_chars: int | None = None,
 ) -> Iterator[tuple[int, str, str | None]]:
     """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream and checked.
 
@@ -125,7 +126,10 @@ def iter_rows(
     With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file
     itself, such as a missing column in the header, still raise). ``progress`` hears the bytes read now and then.
     ``delimiter``: one character separating the columns: the file is read as CSV (standard quoting) with it,
-    whatever its suffix (``;`` for European spreadsheets, ``|``, a tab). Not for JSONL or Parquet.
+    whatever its suffix (``;`` for European spreadsheets, ``|``, a tab). Not for JSONL or Parquet. ``max_chars``
+    cuts each text to that many characters (None: whole; see :mod:`attnkit.data.field_rules`). Labels follow
+    :data:`attnkit.data.field_rules.LABEL_RULE` (a JSON ``1``, ``1.0`` and ``"1"`` are the same label; ``1.5``,
+    ``true`` and ``null`` are refused).
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -156,7 +160,7 @@ def iter_rows(
                 record = _table_row(path, line, header, record)
             elif not isinstance(record, dict):
                 raise DataError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
-            text = _text_field(path, line, record, text_column, "text")
+            text = capped_text(_text_field(path, line, record, text_column, "text"), max_chars)
             label = None if label_column is None else _text_field(path, line, record, label_column, "label")
         except DataError as error:
             file_level = (header is None and fmt != "jsonl") or "malformed CSV" in str(error)
@@ -176,6 +180,7 @@ def read_rows(
     label_column: str | None = "label",
     file_format: str | None = None,
     delimiter: str | None = None,
+    max_chars: int | None = None,
 ) -> FileRows:
     """Read and check every row of a CSV, TSV, JSONL or Parquet file (in memory; :func:`iter_rows` streams).
 
@@ -185,8 +190,11 @@ def read_rows(
         label_column: column or key holding the label, or ``None`` to read texts only (prediction).
         file_format: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"`` to override the suffix.
         delimiter: one character separating the columns of a CSV-like file (see :func:`iter_rows`).
+        max_chars: cut each text to this many characters (None: keep it whole); see
+            :mod:`attnkit.data.field_rules`.
 
-    Blank lines are skipped. Labels are compared as strings (a JSON ``1`` and ``"1"`` are the same label).
+    Blank lines are skipped. Labels follow :data:`attnkit.data.field_rules.LABEL_RULE` (a JSON ``1``, ``1.0`` and
+    ``"1"`` are the same label; ``1.5``, ``true`` and ``null`` are refused).
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -194,7 +202,12 @@ def read_rows(
     """
     rows = FileRows(path=Path(path), texts=[], labels=None if label_column is None else [], lines=[])
     for line, text, label in iter_rows(
-        path, text_column=text_column, label_column=label_column, file_format=file_format, delimiter=delimiter
+        path,
+        text_column=text_column,
+        label_column=label_column,
+        file_format=file_format,
+        delimiter=delimiter,
+        max_chars=max_chars,
     ):
         rows.texts.append(text)
         rows.lines.append(line)
@@ -214,6 +227,7 @@ def load_files(
     file_format: str | None = None,
     min_labels: int = 2,
     delimiter: str | None = None,
+    max_chars: int | None = None,
 ) -> TextClassificationData:
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
@@ -223,6 +237,7 @@ def load_files(
     Args:
         min_labels: the fewest distinct labels the training file may hold: 2 by default, since a classifier
             trained on one label is "100% accurate" and useless; 1 reads a file to evaluate a model on.
+        max_chars: cut each text to this many characters (the most a classifier reads; None: whole texts).
 
     Raises:
         DataError: ``file:line: ...`` for any bad row, ``file: ...`` when the training file holds fewer than
@@ -230,6 +245,7 @@ def load_files(
     """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
     kwargs["delimiter"] = delimiter  # CSV-like files with another separator (read_rows)
+    kwargs["max_chars"] = max_chars
     train = read_rows(train_path, **kwargs)
     label_names = sorted(set(train.labels))
     if len(label_names) < min_labels:
@@ -278,9 +294,13 @@ def _text_field(path: Path, line: int, record: dict, column: str, what: str) -> 
     if column not in record:
         raise DataError(f"{path}:{line}: no {column!r} field (fields: {', '.join(map(str, record))})")
     value = record[column]
-    if value is None or isinstance(value, (dict, list)) or (what == "text" and not isinstance(value, str)):
+    if what == "label":
+        try:
+            value = label_text(value)
+        except ValueError as error:
+            raise DataError(f"{path}:{line}: the label in {column!r} {error}") from None
+    elif not isinstance(value, str):
         raise DataError(f"{path}:{line}: {what} in {column!r} must be a string, found {shown_json(value)}")
-    value = value if isinstance(value, str) else json.dumps(value)
     if not value.strip():
         raise DataError(f"{path}:{line}: empty {what} in column {column!r}")
     problem = unicode_problem(value)

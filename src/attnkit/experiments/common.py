@@ -88,14 +88,28 @@ def ensure_run(
         write_json(out / "command.json", command)
         options = ["--no-progress", *([] if threads is None else ["--threads", str(threads)])]
         options += [] if device == "auto" else ["--device", device]
-        run_command([*argv, *options], processes)
+        # --resume in an experiment's command means "continue if interrupted": with no last/ there is nothing to
+        # continue, and the training command refuses --resume then, so the run starts as a new one
+        todo = [arg for arg in argv if arg != "--resume" or (out / "last").is_dir()]
+        run_command([*todo, *options], processes)
         metrics = read_json(out / "metrics.json")
     return metrics
 
 
 def read_json(path: Path) -> Any | None:
-    """The JSON in ``path``, or None when the file does not exist."""
-    return json.loads(path.read_text()) if path.exists() else None
+    """The JSON in ``path``, or None when the file does not exist.
+
+    Raises:
+        ValueError: the file is not UTF-8 JSON (one line naming it, with the line and column).
+    """
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}:{error.colno}: malformed JSON: {error.msg}") from None
 
 
 def write_json(path: Path, value: Any) -> None:

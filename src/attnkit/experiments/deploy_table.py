@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnkit.experiments.common import read_json
+from attnkit.experiments.results_schema import read_results
 
 __all__ = ["render_deploy"]
 
@@ -21,7 +21,7 @@ LABELS = {
 
 def render_deploy(results: Path) -> str:
     """The deployment section: one table per dataset recorded (or a line saying how to run it), then the notes."""
-    summary = read_json(results / "deploy.json")
+    summary = read_results(results, "deploy")
     lines = [TITLE, ""]
     if not summary:
         lines.append(f"_Not run yet: `{COMMAND}`._")

@@ -10,6 +10,7 @@ from pathlib import Path
 from attnkit.experiments.common import ExperimentPaths, read_json
 from attnkit.experiments.faithfulness_table import render_faithfulness
 from attnkit.experiments.masking_table import render_masking
+from attnkit.experiments.results_schema import read_results
 
 __all__ = ["render_results"]
 
@@ -31,9 +32,9 @@ def render_results(paths: ExperimentPaths) -> Path:
     sections = [
         INTRO,
         _fragment(results / "demo.md"),
-        _classification(read_json(results / "classification.json")),
+        _classification(read_results(results, "classification")),
         _fragment(results / "classification_notes.md"),
-        render_masking(read_json(results / "masking.json")),
+        render_masking(read_results(results, "masking")),
         _fragment(results / "masking_notes.md"),
         render_faithfulness(read_json(results / "faithfulness.json")),
         _fragment(results / "faithfulness_notes.md"),

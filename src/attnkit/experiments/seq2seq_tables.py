@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from attnkit.experiments.common import read_json
+from attnkit.experiments.results_schema import read_results
 from attnkit.experiments.seq2seq_settings import EXPERIMENTS
 
 __all__ = ["bucket_label", "render_sections"]
@@ -16,13 +16,13 @@ def render_sections(results: Path) -> list[str]:
     """The markdown sections of the three experiments (or a line saying how to run each)."""
     sections = []
     for name, experiment in EXPERIMENTS.items():
-        summary = read_json(results / f"{name}.json")
+        summary = read_results(results, name)
         lines = [f"## {experiment.title}", ""]
         if not summary or not (summary.get("runs") or summary.get("peer")):
             lines.append(f"_Not run yet: `attnkit experiment {name}`._")
         else:
             if name == "g2p":  # the RNN with attention: the best Luong variant (same split, same metrics)
-                summary = _with_best_rnn(summary, read_json(results / "luong.json"))
+                summary = _with_best_rnn(summary, read_results(results, "luong"))
             lines += _table(name, summary)
             missing = [run for run in [*experiment.runs, *experiment.ensembles] if run not in summary["runs"]]
             if missing:

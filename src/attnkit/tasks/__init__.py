@@ -70,6 +70,8 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
         ValueError: no task has that kind (the message names ``where`` and the known kinds).
     """
     tasks = _tasks()
+    if not isinstance(kind, str):
+        raise ValueError(f"{where}: the field 'kind' must be a string naming the checkpoint's task, got {kind!r}")
     if kind not in tasks:
         known = ", ".join(tasks)
         raise ValueError(f"{where}: unknown checkpoint kind {kind!r}; supported kinds: {known}")
@@ -87,7 +89,7 @@ def task_for_checkpoint(path: str | Path) -> tuple[TaskSpec, Path]:
     from attnkit.training.checkpointing import read_config, resolve_checkpoint
 
     checkpoint = resolve_checkpoint(path)
-    return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint)), checkpoint
+    return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint / "config.json")), checkpoint
 
 
 def task_named(name: str) -> TaskSpec:

@@ -12,10 +12,6 @@ from pathlib import Path
 # torch-free: fit_config imports dataclasses only, and attnkit.training loads its checkpoint re-exports lazily
 from attnkit.training.fit_config import PRECISIONS
 
-# what marks a directory as an attnkit run (a finished or interrupted one), and what a run writes into it
-RUN_MARKERS = ("metrics.json", "best", "last")
-RUN_FILES = (*RUN_MARKERS, "metrics.csv", "tokenizer", "tokenizers", "tensorboard", "command.json", "report.html")
-
 
 def _number(kind: type, low: float, *, inclusive: bool = True):
     """An argparse ``type`` that parses ``kind`` and refuses values below ``low`` (or equal, if not inclusive)."""
@@ -185,49 +181,19 @@ def add_training_options(
         "--tensorboard", action="store_true", help="also log every epoch to TensorBoard, in OUT/tensorboard"
     )
     again = fit.add_mutually_exclusive_group()
-    again.add_argument("--resume", action="store_true", help="continue the run in OUT from OUT/last")
-    again.add_argument("--overwrite", action="store_true", help="replace the run already in OUT (deletes it first)")
+    again.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in OUT from OUT/last, with the settings and data it started with (every difference "
+        "is named; --epochs, --patience, --max-minutes, --device, --threads may change)",
+    )
+    again.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in OUT: what it wrote (listed in OUT/attnkit_run.json) is deleted once every "
+        "check has passed, and put back if the new run fails before its first checkpoint; other files stay",
+    )
     return fit
-
-
-def check_run_directory(args: argparse.Namespace) -> Path:
-    """Check ``--out`` before anything is written; returns it.
-
-    A directory that already holds a run (``metrics.json``, ``best/`` or ``last/``) is refused unless ``--resume``
-    (continue it) or ``--overwrite`` (replace it: :func:`clear_previous_run`, called just before training) says what
-    to do; a path that is a file, or under one, is refused.
-
-    Raises:
-        ValueError: the cases above, in one line naming the path.
-    """
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out}: exists and is not a directory")
-    blocking = next((parent for parent in out.parents if parent.exists() and not parent.is_dir()), None)
-    if blocking is not None:
-        raise ValueError(f"--out {out}: {blocking} is a file, not a directory")
-    existing = [name for name in RUN_MARKERS if (out / name).exists()]
-    if existing and not (args.resume or getattr(args, "overwrite", False)):
-        raise ValueError(
-            f"--out {out} already holds a run ({', '.join(existing)}): add --resume to continue it or --overwrite "
-            "to replace it"
-        )
-    return out
-
-
-def clear_previous_run(args: argparse.Namespace) -> None:
-    """Under ``--overwrite``, delete what a previous run wrote in ``--out`` (:data:`RUN_FILES`, nothing else); on
-    the main process only. Call it after every argument and input has been checked, just before training."""
-    import shutil
-
-    if not getattr(args, "overwrite", False) or not is_main_process():
-        return
-    for name in RUN_FILES:
-        path = Path(args.out) / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
 
 
 def fit_config_from_args(args: argparse.Namespace, **overrides):

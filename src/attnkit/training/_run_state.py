@@ -120,6 +120,11 @@ def start_run(
         run = _restore(last, model, optimizer, config, model_config, context)
         reporter.message(f"resuming from {last} after epoch {run.epoch}")
         return run, run.epoch
+    if resume and (directory / BEST).exists():
+        raise CheckpointError(
+            f"{last}: does not exist, so there is nothing to resume; refusing to start afresh over the finished run "
+            f"in {directory} (its {BEST}/ would be replaced)"
+        )
     if resume:
         reporter.message(f"no checkpoint at {last}: starting afresh")
     elif last.exists() and context.is_main:
@@ -204,14 +209,29 @@ def _check_same_run(
             f"cannot resume {path} with different settings ({'; '.join(differences)}): "
             "resume with the settings the run started with, or start a new run"
         )
-    if model_config is not None and json.loads(json.dumps(model_config)) != read_config(path):
-        raise ValueError(f"cannot resume {path}: model_config differs from the one saved in its config.json")
+    if model_config is not None:
+        now, then = json.loads(json.dumps(model_config)), read_config(path)
+        changed = [
+            f"{key}: {_shown(then.get(key))} then, {_shown(now.get(key))} now"
+            for key in sorted(set(now) | set(then))
+            if now.get(key) != then.get(key)
+        ]
+        if changed:
+            raise ValueError(
+                f"cannot resume {path}: the model differs from the one saved in its config.json ({'; '.join(changed)})"
+            )
     if state.get("world_size") != context.world_size:
         warnings.warn(
             f"resuming {path}, trained on {state.get('world_size')} process(es), on {context.world_size}: "
             "the remaining epochs will not repeat the original run exactly",
             stacklevel=5,
         )
+
+
+def _shown(value: object) -> str:
+    """A config value in a message: JSON, cut to 60 characters; ``none`` when the key is absent."""
+    text = "none" if value is None else value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def _result_settings(config: FitConfig) -> tuple[str, ...]:

@@ -183,7 +183,7 @@ def test_a_bad_pairs_file_is_one_line_with_file_and_line_and_nothing_is_written(
     [
         (["--model", "transformer", "--attention", "bahdanau"], "--attention: option(s) of --model rnn"),
         (["--model", "rnn", "--heads", "4"], "--heads: option(s) of --model transformer"),
-        (["--data", "no-such-task"], "neither a built-in task"),
+        (["--data", "no-such-task"], "neither a built-in"),
         (["--data", "dates", "--valid", "x.tsv"], "--valid are for pair files"),
         (["--model", "transformer", "--dim", "30", "--heads", "4"], "dim=30 is not divisible by heads=4"),
     ],

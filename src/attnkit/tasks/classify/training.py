@@ -46,10 +46,12 @@ def load_data(
     label_column: str = "label",
     min_labels: int = 2,
     delimiter: str | None = None,
+    max_chars: int | None = None,
 ) -> TextClassificationData:
     """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one); ``delimiter`` reads CSV-like files whose
-    columns another character separates."""
+    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
+    characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
+    character separates."""
     if data in builtin_names():
         if test_path is not None:
             raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
@@ -59,7 +61,13 @@ def load_data(
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
     return load_files(
-        data, test_path, text_column=text_column, label_column=label_column, min_labels=min_labels, delimiter=delimiter
+        data,
+        test_path,
+        text_column=text_column,
+        label_column=label_column,
+        min_labels=min_labels,
+        delimiter=delimiter,
+        max_chars=max_chars,
     )
 
 

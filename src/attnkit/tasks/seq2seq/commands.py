@@ -14,8 +14,6 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
     positive_int,
     say,
@@ -179,12 +177,19 @@ def check_model_options(options: dict) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
+    from attnkit.data.seq2seq import task_names
+    from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.tasks.seq2seq.config import KIND
     from attnkit.tasks.seq2seq.data import load_data, subset
-    from attnkit.tasks.seq2seq.training import train_seq2seq
+    from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq
     from attnkit.training.init_from import resolve_init_from
 
-    check_run_directory(args)
+    plan = plan_run(
+        args,
+        command="train seq2seq",
+        inputs={"data": (args.data, task_names()), "valid": (args.valid, ()), "test": (args.test, ())},
+        writes=train_writes(args, TOKENIZER_DIR),
+    )
     init = resolve_init_from(args.init_from, KIND)
     if init is None:
         options = model_options(args)
@@ -195,7 +200,7 @@ def train(args: argparse.Namespace) -> int:
     if streams(args):
         if init is not None:
             raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
-        return _report(train_streamed(args, options, fit_config_from_args(args)))
+        return _report(train_streamed(args, options, fit_config_from_args(args), plan))
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -217,25 +222,25 @@ def train(args: argparse.Namespace) -> int:
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
     fit_config = fit_config_from_args(args)
-    clear_previous_run(args)
-    report = train_seq2seq(
-        data,
-        options,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        vocab_size=args.vocab_size,
-        label_smoothing=args.label_smoothing,
-        resume=args.resume,
-        evaluate_test=not args.no_test,
-        data_name=args.data,
-        max_source_length=args.max_source_length,
-        max_target_length=args.max_target_length,
-        strict=args.strict,
-        device=args.device,
-        init_from=init,
-        load_seconds=load_seconds,
-    )
+    with plan.writing():
+        report = train_seq2seq(
+            data,
+            options,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            vocab_size=args.vocab_size,
+            label_smoothing=args.label_smoothing,
+            resume=args.resume,
+            evaluate_test=not args.no_test,
+            data_name=args.data,
+            max_source_length=args.max_source_length,
+            max_target_length=args.max_target_length,
+            strict=args.strict,
+            device=args.device,
+            init_from=init,
+            load_seconds=load_seconds,
+        )
     return _report(report)
 
 

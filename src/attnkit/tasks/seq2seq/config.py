@@ -45,3 +45,32 @@ class Seq2SeqConfig(JsonConfig):
     def __post_init__(self) -> None:
         if self.metrics not in METRIC_KINDS:
             raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {self.metrics!r}")
+        check_model_types(self.model)
+
+
+def check_model_types(model: dict[str, Any]) -> None:
+    """Refuse a model config whose options have the wrong JSON type (``"dim": "32"``), naming the field; the
+    types are those of the model family's constructor (``build_rnn_seq2seq``, ``TransformerSeq2Seq``). Unknown
+    options are left to :func:`~attnkit.models.seq2seq.build_seq2seq`, which names them.
+
+    Raises:
+        ValueError: ``seq2seq config field 'model.dim' must be an integer, got '32' (str)``.
+    """
+    import typing
+
+    from attnkit.models.seq2seq import SEQ2SEQ_MODELS
+    from attnkit.training.config_io import value_problem
+
+    family = model.get("model")
+    if family is None:  # build_seq2seq names the missing key
+        return
+    if not isinstance(family, str) or family not in SEQ2SEQ_MODELS:
+        raise ValueError(
+            f"seq2seq config field 'model.model' must be one of {', '.join(SEQ2SEQ_MODELS)}, got {family!r}"
+        )
+    builder = SEQ2SEQ_MODELS[family]
+    hints = typing.get_type_hints(builder.__init__ if isinstance(builder, type) else builder)
+    for key, value in model.items():
+        problem = None if key == "model" or key not in hints else value_problem(value, hints[key], where=f"model.{key}")
+        if problem is not None:
+            raise ValueError(f"seq2seq config field {problem}")

@@ -47,10 +47,10 @@ def streams(args: argparse.Namespace) -> bool:
     return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
 
 
-def train_streamed(args: argparse.Namespace, options: dict, fit_config) -> object:
-    """Train on the streamed ``--data`` file; returns the :class:`TrainReport`."""
+def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) -> object:
+    """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
+    guards every write. Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
-    from attnkit.tasks.options import clear_previous_run
     from attnkit.tasks.seq2seq.data import LEVELS
     from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
 
@@ -69,24 +69,24 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config) -> objec
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
     )
-    clear_previous_run(args)
-    report = train_seq2seq_streamed(
-        stream,
-        options,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        vocab_size=args.vocab_size,
-        label_smoothing=args.label_smoothing,
-        resume=args.resume,
-        evaluate_test=not args.no_test,
-        data_name=args.data,
-        valid_path=args.valid,
-        test_path=args.test,
-        max_source_length=args.max_source_length,
-        max_target_length=args.max_target_length,
-        device=args.device,
-    )
+    with plan.writing():
+        report = train_seq2seq_streamed(
+            stream,
+            options,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            vocab_size=args.vocab_size,
+            label_smoothing=args.label_smoothing,
+            resume=args.resume,
+            evaluate_test=not args.no_test,
+            data_name=args.data,
+            valid_path=args.valid,
+            test_path=args.test,
+            max_source_length=args.max_source_length,
+            max_target_length=args.max_target_length,
+            device=args.device,
+        )
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")
     return report

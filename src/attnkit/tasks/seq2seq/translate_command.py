@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from attnkit.tasks.options import add_runtime_options, read_texts
+from attnkit.tasks.options import add_runtime_options, positive_int, read_texts
 
 EXAMPLES = """examples:
   attnkit translate --checkpoint runs/dates --text "4 March 1997" --text "03/04/1997"
@@ -41,7 +41,9 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     decode = parser.add_argument_group("seq2seq decoding")
     decode.add_argument("--beam", type=int, default=1, help="beam size; 1 decodes greedily (default 1)")
     decode.add_argument("--length-penalty", type=float, default=1.0, help="score = log P / length^α (default 1)")
-    decode.add_argument("--max-len", type=int, default=None, help="most tokens per output (default 2·source + 10)")
+    decode.add_argument(
+        "--max-len", type=positive_int, default=None, help="most tokens per output (default 2·source + 10)"
+    )
     decode.add_argument(
         "--quantize",
         choices=["int8"],
@@ -91,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="print the beam's N best hypotheses with their scores (N <= --beam)",
     )
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="texts decoded at once (default 64)")
     parser.add_argument("--json", action="store_true", help="one JSON object per text, with attention weights")
     parser.add_argument(
         "--backend",

@@ -12,8 +12,6 @@ from pathlib import Path
 from attnkit.tasks.options import (
     add_runtime_options,
     add_training_options,
-    check_run_directory,
-    clear_previous_run,
     fit_config_from_args,
     say,
 )
@@ -69,11 +67,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
     from attnkit.data.images import load_image_dataset
+    from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.tasks.vision.config import VisionConfig
     from attnkit.tasks.vision.training import KIND, train_vision
     from attnkit.training.init_from import resolve_init_from
 
-    check_run_directory(args)
+    plan = plan_run(args, command="train vision", inputs={"data": (args.data, ("digits",))}, writes=train_writes(args))
     init = resolve_init_from(args.init_from, KIND)
 
     data = load_image_dataset(args.data)
@@ -95,19 +94,19 @@ def train(args: argparse.Namespace) -> int:
     fit_config = fit_config_from_args(
         args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
     )
-    clear_previous_run(args)
-    report = train_vision(
-        data,
-        config,
-        fit_config,
-        out_dir=args.out,
-        batch_size=args.batch_size,
-        valid_fraction=args.valid_fraction,
-        max_shift=args.shift,
-        resume=args.resume,
-        device=args.device,
-        init_from=init,
-    )
+    with plan.writing():
+        report = train_vision(
+            data,
+            config,
+            fit_config,
+            out_dir=args.out,
+            batch_size=args.batch_size,
+            valid_fraction=args.valid_fraction,
+            max_shift=args.shift,
+            resume=args.resume,
+            device=args.device,
+            init_from=init,
+        )
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} images")

@@ -39,6 +39,7 @@ from attnkit.tasks.seq2seq.ctranslate2.manifest import (
     file_table,
     json_sha256,
     move_into_place,
+    remove_stale_partials,
     verify_export,
     weights_sha256,
 )
@@ -124,6 +125,7 @@ def export_ctranslate2(
             )
     ctranslate2 = _ctranslate2()
     out_dir = Path(out_dir)
+    remove_stale_partials(out_dir)
     check_destination(out_dir, overwrite)
     spec, description = transformer_spec(model, source_tokens, target_tokens, max_positions=max_positions)
     spec.validate()

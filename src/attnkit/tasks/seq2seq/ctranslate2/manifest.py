@@ -12,20 +12,26 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
+from glob import escape as glob_escape
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import torch
+
+from attnkit.training.config_io import JsonConfig
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MANIFEST_FILE",
     "ExportError",
+    "ExportManifest",
     "check_destination",
     "file_table",
     "json_sha256",
     "move_into_place",
+    "remove_stale_partials",
     "verify_export",
     "weights_sha256",
 ]
@@ -37,6 +43,54 @@ _VOCABULARIES = ("shared_vocabulary.json", "source_vocabulary.json", "target_voc
 
 class ExportError(ValueError):
     """An export cannot be written, or a directory is not a complete, untouched attnkit export (names the path)."""
+
+
+@dataclass
+class ExportedFile(JsonConfig):
+    """One entry of the manifest's ``files`` table."""
+
+    kind_name: ClassVar[str] = "export manifest"
+
+    sha256: str
+    bytes: int
+
+
+@dataclass
+class ExportedModel(JsonConfig):
+    """The manifest's ``model``: the architecture (the keys every reader needs are checked; the rest is hashed)."""
+
+    kind_name: ClassVar[str] = "export manifest"
+
+    model: Literal["transformer"]
+    source_vocab_size: int
+    target_vocab_size: int
+    max_positions: int | None = None
+
+    @classmethod
+    def from_dict(cls, values):  # type: ignore[override]
+        """Check the keys readers use; the other keys of the description stay free (its hash guards them)."""
+        known = {"model", "source_vocab_size", "target_vocab_size", "max_positions"}
+        return super().from_dict({key: value for key, value in values.items() if key in known})
+
+
+@dataclass
+class ExportManifest(JsonConfig):
+    """``attnkit_export.json``, field by field (see the module docstring)."""
+
+    kind_name: ClassVar[str] = "export manifest"
+
+    format: Literal["attnkit.ctranslate2"]
+    format_version: int
+    model: dict[str, Any]
+    model_config_sha256: str
+    files: dict[str, ExportedFile]
+    tokenizers: list[str]
+    weights_sha256: str = ""
+    attnkit_version: str = ""
+    ctranslate2_version: str = ""
+    quantization: Literal["int8", "int8_float32", "int16", "float16"] | None = None
+    model_config: dict[str, Any] | None = None
+    source: str | None = None
 
 
 def json_sha256(value: Any) -> str:
@@ -79,7 +133,30 @@ def check_destination(out_dir: Path, overwrite: bool) -> None:
     if not out_dir.is_dir() or not (out_dir / MANIFEST_FILE).is_file():
         raise ExportError(f"{out_dir}: exists and is not an attnkit export; refusing to replace it")
     if not overwrite:
-        raise ExportError(f"{out_dir}: holds an export already (overwrite=True, or --force, replaces it)")
+        raise ExportError(f"{out_dir}: holds an export already; --overwrite replaces it")
+
+
+def remove_stale_partials(out_dir: Path) -> list[Path]:
+    """Delete what exports to ``out_dir`` killed half-way left beside it (``.NAME.partial-PID`` directories of
+    processes that are gone), and put back an earlier export a killed replacement had moved aside
+    (``.NAME.old-PID`` while ``NAME`` is missing); return what was removed."""
+    from attnkit.tasks.run_lock import pid_is_running
+
+    removed = []
+    parent = out_dir.parent
+    if not parent.is_dir():
+        return removed
+    for leftover in ("old", "partial"):
+        for stale in sorted(parent.glob(f".{glob_escape(out_dir.name)}.{leftover}-*")):
+            pid = stale.name.rsplit("-", 1)[-1]
+            if not pid.isdigit() or pid_is_running(int(pid)):
+                continue
+            if leftover == "old" and not out_dir.exists():
+                stale.rename(out_dir)
+                continue
+            shutil.rmtree(stale, ignore_errors=True)
+            removed.append(stale)
+    return removed
 
 
 def move_into_place(partial: Path, out_dir: Path) -> None:
@@ -119,13 +196,16 @@ def verify_export(directory: str | Path) -> dict[str, Any]:
         raise ExportError(
             f"{path}: format_version {manifest.get('format_version')!r}; this attnkit reads {FORMAT_VERSION}"
         )
-    model, files = manifest.get("model"), manifest.get("files")
-    if not isinstance(model, dict) or json_sha256(model) != manifest.get("model_config_sha256"):
+    try:
+        checked = ExportManifest.from_dict(manifest)
+        ExportedModel.from_dict(checked.model)
+    except ValueError as error:
+        raise ExportError(f"{path}: {error}") from None
+    model, files = manifest["model"], manifest["files"]
+    if json_sha256(model) != manifest["model_config_sha256"]:
         raise ExportError(f"{path}: the model description does not match model_config_sha256 (the manifest was edited)")
-    if not isinstance(files, dict) or not all(isinstance(e, dict) and "sha256" in e for e in files.values()):
-        raise ExportError(f"{path}: no valid 'files' table")
     vocabularies = [name for name in _VOCABULARIES if name in files]
-    needed = ["model.bin", "config.json", *(manifest.get("tokenizers") or ["tokenizer files"])]
+    needed = ["model.bin", "config.json", *(checked.tokenizers or ["tokenizer files"])]
     if vocabularies not in (["shared_vocabulary.json"], ["source_vocabulary.json", "target_vocabulary.json"]):
         needed.append("source_vocabulary.json and target_vocabulary.json, or shared_vocabulary.json")
     for name in needed:

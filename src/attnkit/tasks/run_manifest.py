@@ -1,0 +1,147 @@
+"""What a run directory records about itself: ``OUT/attnkit_run.json`` (layer 5; no torch).
+
+The manifest says which command started the run, with which settings and inputs (each input file by its absolute
+path, size and SHA-256), and which entries of the directory the run writes. ``--overwrite`` removes exactly those
+entries (so a report or notes a person put into the run directory survive it); ``--resume`` compares its settings
+and inputs with the new command's and names every difference (:func:`differences`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from attnkit.training.config_io import JsonConfig, read_json_file
+
+__all__ = [
+    "FORMAT",
+    "LEGACY_RUN_ENTRIES",
+    "MANIFEST_FILE",
+    "InputRecord",
+    "RunManifest",
+    "differences",
+    "input_record",
+    "read_manifest",
+    "write_manifest",
+]
+
+MANIFEST_FILE = "attnkit_run.json"
+FORMAT = "attnkit.run"
+# What runs written before the manifest existed put into their directory (what --overwrite removes from them).
+LEGACY_RUN_ENTRIES = ("best", "last", "metrics.json", "metrics.csv", "tokenizer", "tokenizers", "tensorboard")
+
+
+@dataclass
+class InputRecord(JsonConfig):
+    """One input of a run: a built-in dataset's name (no hash), or a file's absolute path, size and SHA-256."""
+
+    kind_name: ClassVar[str] = "run manifest input"
+
+    path: str
+    sha256: str | None = None
+    bytes: int | None = None
+
+
+@dataclass
+class RunManifest(JsonConfig):
+    """``attnkit_run.json``: see the module docstring."""
+
+    kind_name: ClassVar[str] = "run manifest"
+
+    format: Literal["attnkit.run"]
+    format_version: int
+    command: str
+    settings: dict[str, Any]
+    inputs: dict[str, InputRecord]
+    written: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.format_version != 1:
+            raise ValueError(f"run manifest format_version {self.format_version} is not one this attnkit reads (1)")
+        bad = [name for name in self.written if not name or Path(name).name != name or name in (".", "..")]
+        if bad:
+            raise ValueError(f"run manifest field 'written' holds {bad[0]!r}, which is not a plain entry name")
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of the file's bytes, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_record(value: str, *, builtin: bool) -> InputRecord:
+    """The record of an input option's value: a built-in name as given, a file by path, size and hash."""
+    if builtin:
+        return InputRecord(path=value)
+    path = Path(value).expanduser().resolve()
+    return InputRecord(path=str(path), sha256=file_sha256(path), bytes=path.stat().st_size)
+
+
+def read_manifest(directory: Path) -> RunManifest | None:
+    """The manifest of the run in ``directory``, or None for a run without one (written before it existed).
+
+    Raises:
+        ValueError: a manifest that is not valid JSON or does not fit the schema (naming the file and field).
+    """
+    path = directory / MANIFEST_FILE
+    if not path.exists():
+        return None
+    return read_json_file(path, RunManifest)
+
+
+def write_manifest(directory: Path, manifest: RunManifest) -> None:
+    """Write the manifest atomically (a temporary file, fsynced, then renamed)."""
+    path = directory / MANIFEST_FILE
+    temporary = directory / f".{MANIFEST_FILE}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(manifest.to_dict(), indent=1) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def differences(
+    saved: RunManifest, command: str, settings: Mapping[str, Any], inputs: Mapping[str, InputRecord],
+    *, may_change: Sequence[str],
+) -> list[str]:  # fmt: skip
+    """Every way the new command differs from the run it would resume, one phrase each (``"model: han then,
+    pooled now"``, ``"data: /d/a.csv has changed since the run started (sha256 1f2e3d4c then, 5a6b7c8d now)"``);
+    settings named in ``may_change`` (``epochs``, ``device``, ...) are not compared."""
+    if saved.command != command:
+        return [f"command: {saved.command} then, {command} now"]
+    found = []
+    for name in sorted((set(saved.settings) | set(settings)) - set(may_change) - set(saved.inputs) - set(inputs)):
+        then, now = saved.settings.get(name, "(not set)"), settings.get(name, "(not set)")
+        if then != now:
+            found.append(f"{name}: {_shown(then)} then, {_shown(now)} now")
+    for name in sorted(set(saved.inputs) | set(inputs)):
+        then, now = saved.inputs.get(name), inputs.get(name)
+        if then is None or now is None:
+            found.append(f"{name}: {_shown(None if then is None else then.path)} then, "
+                         f"{_shown(None if now is None else now.path)} now")  # fmt: skip
+        elif then.path != now.path:
+            found.append(f"{name}: {then.path} then, {now.path} now")
+        elif then.sha256 != now.sha256:
+            found.append(
+                f"{name}: {now.path} has changed since the run started (sha256 {str(then.sha256)[:8]} then, "
+                f"{str(now.sha256)[:8]} now)"
+            )
+    return found
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "[]"
+    return str(value)
