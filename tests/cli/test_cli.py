@@ -72,7 +72,7 @@ def test_predict_reads_stdin(trained):
         check=True,
     )
     labels = [line.split("\t")[0] for line in result.stdout.splitlines()]
-    assert labels == ["neg", "pos"]
+    assert labels == ["neg", "", "pos"]  # a blank input line keeps its place as a blank output line (#26)
 
 
 def test_bad_input_is_one_clear_line_with_file_and_line_and_nothing_is_written(tmp_path, capsys):
