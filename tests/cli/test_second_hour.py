@@ -194,6 +194,7 @@ def test_figures_drawn_before_save_figures_are_reported(tmp_path):
 
     from attnkit.explain import figures
 
+    figures._UNSAVED.clear()  # names other tests drew outside a block would be listed too
     figure = plt.figure()
     figures.add_figure("drawn-too-early", figure)
     early = r"no figure was drawn inside the block; 1 figure\(s\) drawn before it \(drawn-too-early\) were not saved"

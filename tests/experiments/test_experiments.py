@@ -165,7 +165,7 @@ def test_experiment_command_errors(tmp_path, capsys):
     assert main(["experiment", "classification", "--data", "imdb", "--docs", str(tmp_path)]) == 2
     assert "no classification setting for imdb" in capsys.readouterr().err
     assert main(["experiment", "classification", "--only", "x", "--docs", str(tmp_path)]) == 2
-    assert "--only is for the masking, g2p, bible and luong experiments" in capsys.readouterr().err
+    assert "--only is for the masking, faithfulness, g2p, bible and luong experiments" in capsys.readouterr().err
     assert main(["experiment", "masking", "--only", "x", "--docs", str(tmp_path)]) == 2
     assert "no masking model x; choose from han, pooled" in capsys.readouterr().err
     assert main(["experiment", "bible", "--only", "lstm", "--docs", str(tmp_path)]) == 2

@@ -165,7 +165,7 @@ def test_resume_continues_the_run(files, tmp_path, capsys):
     capsys.readouterr()
     # a resumed run must keep the settings that change the numbers
     assert main([*base, "--epochs", "4", "--resume", "--lr", "0.5"]) == 2
-    assert "cannot resume" in capsys.readouterr().err
+    assert "was started differently (lr: 0.01 then, 0.5 now)" in capsys.readouterr().err
 
 
 def test_a_bad_pairs_file_is_one_line_with_file_and_line_and_nothing_is_written(tmp_path, capsys):
@@ -184,7 +184,7 @@ def test_a_bad_pairs_file_is_one_line_with_file_and_line_and_nothing_is_written(
         (["--model", "transformer", "--attention", "bahdanau"], "--attention: option(s) of --model rnn"),
         (["--model", "rnn", "--heads", "4"], "--heads: option(s) of --model transformer"),
         (["--data", "no-such-task"], "neither a built-in"),
-        (["--data", "dates", "--valid", "x.tsv"], "--valid are for pair files"),
+        (["--data", "dates", "--valid", "x.tsv"], "--valid x.tsv: no such file"),
         (["--model", "transformer", "--dim", "30", "--heads", "4"], "dim=30 is not divisible by heads=4"),
     ],
 )

@@ -14,6 +14,8 @@
 | :mod:`~attnkit.tasks.seq2seq.phonetisaurus` | Phonetisaurus, the WFST G2P peer baseline |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
+| :mod:`~attnkit.tasks.seq2seq.streamed_command` | when ``train seq2seq`` streams its pair file, and that run |
+| :mod:`~attnkit.tasks.seq2seq.streamed_training` | training on pairs read as a stream (``--streaming``) |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2` | CTranslate2 export and decoding; ``attnkit export`` (``ctranslate2.command``) |
 """
 
