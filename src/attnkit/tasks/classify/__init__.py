@@ -13,7 +13,7 @@
 | :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
 | :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
-| :mod:`~attnkit.tasks.classify.data_options` | ``--delimiter`` and the data summary training prints |
+| :mod:`~attnkit.tasks.classify.data_options` | the data summary training prints |
 | :mod:`~attnkit.tasks.classify.streamed_command` | when ``train classify`` streams its file, and that run |
 | :mod:`~attnkit.tasks.classify.streamed_training` | training on a file read as a stream (``--streaming``) |
 """

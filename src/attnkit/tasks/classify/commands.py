@@ -10,10 +10,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.classify.data_options import data_summary, delimiter_option
+from attnkit.tasks.classify.data_options import data_summary
 from attnkit.tasks.options import (
+    DELIMITER_HELP,
     add_runtime_options,
     add_training_options,
+    delimiter_option,
     fit_config_from_args,
     non_negative_float,
     non_negative_int,
@@ -62,13 +64,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
-    data.add_argument(
-        "--delimiter",
-        type=delimiter_option,
-        default=None,
-        help="column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab); default: from the "
-        "suffix (.csv comma, .tsv tab)",
-    )
+    data.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP)
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
@@ -193,11 +189,8 @@ def train(args: argparse.Namespace) -> int:
         check_embeddings(args.embeddings, config.embed_dim)
     fit_config = fit_config_from_args(args)
     if streams(args):
-        if init is not None:
-            raise ValueError("--init-from: not available on streamed data yet; add --streaming never")
-        if args.delimiter is not None:
-            raise ValueError("--delimiter: not available on streamed data yet; add --streaming never")
-        return train_streamed(args, config, fit_config, plan, summarise=_summarise)
+        chars = document_chars(config)
+        return train_streamed(args, config, fit_config, plan, summarise=_summarise, init=init, max_chars=chars)
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -271,9 +264,6 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("classifiers")
     group.add_argument("--text-column", default=None, help="column/key of the text (default: the training file's)")
     group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
-    group.add_argument(
-        "--delimiter", type=delimiter_option, default=None, help="column separator of a CSV-like file (e.g. ';')"
-    )
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:

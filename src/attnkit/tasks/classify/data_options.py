@@ -1,18 +1,9 @@
-"""Small helpers of the classify commands' data options: ``--delimiter`` and the data summary training prints."""
+"""A small helper of the classify train command: the data summary training prints (``--delimiter`` is
+:func:`attnkit.tasks.options.delimiter_option`, shared with seq2seq)."""
 
 from __future__ import annotations
 
-import argparse
-
-__all__ = ["data_summary", "delimiter_option"]
-
-
-def delimiter_option(value: str) -> str:
-    """``--delimiter``: one character; ``\\t`` and ``tab`` mean a tab."""
-    value = "\t" if value in ("\\t", "tab") else value
-    if len(value) != 1 or value in '\r\n"':
-        raise argparse.ArgumentTypeError(f"must be one character (not a quote or line break), got {value!r}")
-    return value
+__all__ = ["data_summary"]
 
 
 def data_summary(name: str, data, valid_fraction: float) -> str:

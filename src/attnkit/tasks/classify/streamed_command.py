@@ -32,9 +32,13 @@ def streams(args: argparse.Namespace) -> bool:
     return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
 
 
-def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summarise: Callable) -> int:
+def train_streamed(
+    args: argparse.Namespace, config, fit_config, plan, *, summarise: Callable, init=None, max_chars=None
+) -> int:
     """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write; ``summarise`` prints the report."""
+    guards every write; ``summarise`` prints the report; ``init`` (an
+    :class:`~attnkit.training.init_from.InitFrom`) starts from a checkpoint's weights; ``max_chars`` cuts the
+    texts as they are read."""
     from attnkit.data.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
@@ -48,6 +52,8 @@ def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summar
         limit=args.limit,
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
+        delimiter=args.delimiter,
+        max_chars=max_chars,
     )
     with plan.writing():
         report = train_classifier_streamed(
@@ -60,6 +66,7 @@ def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summar
             bucketed=not args.random_batches,
             device=args.device,
             test_path=args.test,
+            init_from=init,
         )
     summarise(report)
     return 0

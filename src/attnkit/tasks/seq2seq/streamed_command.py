@@ -47,9 +47,10 @@ def streams(args: argparse.Namespace) -> bool:
     return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
 
 
-def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) -> object:
+def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan, *, init=None) -> object:
     """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write. Returns the :class:`TrainReport`."""
+    guards every write; ``init`` (an :class:`~attnkit.training.init_from.InitFrom`) starts from a checkpoint's
+    weights and tokenisers. Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
     from attnkit.tasks.seq2seq.data import LEVELS
     from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
@@ -63,6 +64,7 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) ->
         args.data,
         source_key=args.source_column,
         target_key=args.target_column,
+        delimiter=args.delimiter,
         source_level=args.source_level,
         target_level=args.target_level,
         limit=args.limit,
@@ -86,6 +88,7 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) ->
             max_source_length=args.max_source_length,
             max_target_length=args.max_target_length,
             device=args.device,
+            init_from=init,
         )
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")

@@ -31,6 +31,7 @@ from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.task import Seq2SeqTask
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, TOKENIZER_FILES, save_run_tokenizers
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -41,7 +42,7 @@ __all__ = ["train_seq2seq_streamed"]
 def _held_data(stream: PairFileStream, valid: list, test_path: str | None, valid_path: str | None) -> Seq2SeqData:
     """The validation and test splits as :class:`Seq2SeqData` (no training pairs): each source once, with every
     target the split gives it as a reference."""
-    keys = {"source_key": stream.source_key, "target_key": stream.target_key}
+    keys = {"source_key": stream.source_key, "target_key": stream.target_key, "delimiter": stream.delimiter}
     valid_pairs = read_pairs(valid_path, **keys) if valid_path else [tuple(pair) for pair in valid]
     test_pairs = read_pairs(test_path, **keys) if test_path else []
     references: dict[str, list[str]] = {}
@@ -81,20 +82,32 @@ def train_seq2seq_streamed(
     max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     device: str | torch.device = "auto",
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train the model ``model_options`` describe on ``stream``'s training pairs; the rest as
     :func:`~attnkit.tasks.seq2seq.training.train_seq2seq` (same run directory, checkpoints and ``metrics.json``,
-    whose details add ``load_seconds`` and the pair counts).
+    whose details add ``load_seconds`` and the pair counts). ``init_from`` starts from a checkpoint's weights and
+    tokenisers, with a fresh optimiser (``model_options`` must be its model's; the stream must have its levels).
 
     Raises:
         DataError: as :meth:`PairFileStream.scan`.
+        ValueError: ``init_from`` was trained on other source/target levels.
     """
     started = time.monotonic()
     out_dir = Path(out_dir)
     rank, world = replica()
     scan, source_tok, target_tok = stream.scan(vocab_size=vocab_size)
     tokenizer_dir = out_dir / TOKENIZER_DIR
-    if resume:
+    resuming = resume and (out_dir / "last").exists()
+    if init_from is not None and not resuming:
+        levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
+        if levels != (stream.source_level, stream.target_level):
+            raise ValueError(
+                f"--init-from {init_from.given}: trained on {levels[0]} -> {levels[1]} pairs, "
+                f"{stream.path.name} has {stream.source_level} -> {stream.target_level}"
+            )
+        source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
+    elif resume:
         with contextlib.suppress(ValueError):  # interrupted before they were written: the scan's, as a fresh run
             source_tok, target_tok = load_tokenizers(tokenizer_dir)
     data = _held_data(stream, scan.valid, test_path, valid_path)
@@ -159,6 +172,7 @@ def train_seq2seq_streamed(
         resume=resume,
         model_config={"kind": KIND, **config.to_dict()},
         extra_files={name: tokenizer_dir / name for name in names},
+        init_from=None if init_from is None else init_from.checkpoint,
     )
     test_metrics = None
     if evaluate_test and data.test and rank == 0:
@@ -174,6 +188,8 @@ def train_seq2seq_streamed(
         "truncated_pairs": truncated[0],
         "steps_per_epoch": len(train_batches),
     }
+    if init_from is not None:
+        details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report
