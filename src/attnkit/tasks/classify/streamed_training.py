@@ -126,10 +126,14 @@ def train_classifier_streamed(
 
         model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
-    if config.embeddings != "random" and not (resume and (out_dir / "last").exists()) and init_from is None:
-        from attnkit.tasks.classify.embedding_init import initialise_embeddings
+    resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
+    if config.embeddings != "random" and (resuming or init_from is None):
+        from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 
-        config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
+        if resuming:
+            config = resumed_embeddings(config, out_dir / "last")
+        else:
+            config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
     result = fit(
         classification_task(model, label_smoothing=config.label_smoothing),
         train_batches,
