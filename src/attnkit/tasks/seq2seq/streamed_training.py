@@ -29,7 +29,7 @@ from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
-from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, TOKENIZER_FILES, save_run_tokenizers
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -148,10 +148,10 @@ def train_seq2seq_streamed(
     references = data.references_for("valid")[rank::world]
     valid_loader = make_loader(encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size,
                                shuffle=False)  # fmt: skip
-    task = Seq2SeqTask(model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references,
+    objective = Seq2SeqObjective(model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references,
                        beam_size=1)  # fmt: skip
     result = fit(
-        task,
+        objective,
         train_batches,
         lambda: valid_loader,
         fit_config,
