@@ -39,9 +39,10 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
+from attnkit.tasks.seq2seq.scoring import scoring_for
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -141,9 +142,8 @@ def train_seq2seq(
         raise ValueError(f"{data.name}: the validation split is empty; give a --valid file or more training pairs")
     out_dir = Path(out_dir)
     rank, world = replica()
-    kind = metric_kind(data)
-    select_metric, select_mode = SELECTION[kind]
-    fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
+    scoring = scoring_for(data)
+    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
     if init_from is not None and not (resume and (out_dir / "last").exists()):
         levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
@@ -171,7 +171,7 @@ def train_seq2seq(
     config = Seq2SeqConfig(
         model=model_config,
         data=data_name or data.name,
-        metrics=kind,
+        metrics=scoring.name,
         source_level=data.source_level,
         target_level=data.target_level,
         label_smoothing=label_smoothing,
@@ -190,7 +190,7 @@ def train_seq2seq(
         encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size, shuffle=False
     )
     objective = Seq2SeqObjective(
-        model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references, beam_size=1
+        model, target_tok, scoring=scoring, label_smoothing=label_smoothing, references=references, beam_size=1
     )
     result = fit(
         objective,
