@@ -7,7 +7,7 @@ processes, as a user runs it. Cases (``--case``, repeatable; default all):
   ``train classify --model pooled --encoder none --epochs 1 --max-minutes 1``, streamed with an empty cache
   (cold) and again (warm). Targets: the cold run done within 5 minutes at peak RSS ≤ 1.2 GB; the warm run's
   first optimiser step within 10 s.
-* ``jsonl`` — a 2 GB two-label JSONL (~9M rows; ``--quick``: 50 MB), streamed cold then warm, each stopped by
+* ``jsonl`` — a 2 GB two-label JSONL (11.2M rows; ``--quick``: 50 MB), streamed cold then warm, each stopped by
   ``--max-steps`` (default 300). Targets: peak RSS ≤ 1.5 GB; first step within 2 minutes cold, 10 s warm.
 * ``pairs`` — a 1 GB TSV of sentence pairs (~5M; ``--quick``: 50 MB), ``train seq2seq`` (a small Transformer,
   one shared subword vocabulary of 8,000), the same two runs and targets as ``jsonl``.
@@ -198,6 +198,8 @@ def table(results: dict) -> list[common.Row]:
     for case, label in (("jsonl", "JSONL 2 GB"), ("pairs", "pairs TSV 1 GB")):
         if case in results:
             cold, warm = results[case]["cold"], results[case]["warm"]
+            argv = results[case].get("argv", [])
+            label += f" (first {int(argv[argv.index('--limit') + 1]):,} rows)" if "--limit" in argv else ""
             peak = max(cold["peak_rss_mb"], warm["peak_rss_mb"])
             rows += [common.Row(NAME, f"{label}: peak RSS", peak * mb, TARGETS["big_rss_mb"] * mb, "target", "bytes", 1.0),
                      common.Row(NAME, f"{label}, cold: first step", cold["first_step_s"], TARGETS["cold_first_step_s"],

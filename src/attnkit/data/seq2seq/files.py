@@ -154,10 +154,11 @@ def load_pair_files(
     target_key: str = "target",
     delimiter: str | None = None,
 ) -> Seq2SeqData:
-    """A task from the user's files (``delimiter``: the column separator of all three, see :func:`read_pairs`). Without a validation file, ``valid_fraction`` of the training sources
+    """A task from the user's files. Without a validation file, ``valid_fraction`` of the training sources
     (chosen by a salted hash, so the same file always gives the same split) become the validation set; without
     a test file the test set is empty. A source with several targets in one file keeps them all as references.
-    ``files`` of the result records where each split came from.
+    ``files`` of the result records where each split came from. ``delimiter`` is the column separator of all
+    three files (see :func:`read_pairs`).
 
     Raises:
         ValueError: ``valid_fraction`` outside ``[0, 1)``.
