@@ -12,11 +12,13 @@ before each round beside it. CTranslate2 float32 must return attnkit's very toke
 share of tokens agreeing with float32 (random weights: judge int8's accuracy on a trained model, as
 ``attnkit experiment deploy`` does). Target: attnkit float32 at ≥ 0.6× CTranslate2 float32's tokens/s with 2
 threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32.
-Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N]``.
+Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N] [--threads 1|2]`` (``--threads``: that setting
+alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 from collections.abc import Sequence
@@ -97,8 +99,11 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
     return rows, {"figures": figures, "timings": timings.to_json(), "summary": timings.summary(where)}
 
 
-def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Row], dict[str, object]]:
-    """Export, then time every side in fresh processes at 2 threads and at 1 (core 0); rows and JSON payload."""
+def run(
+    quick: bool = False, repeats: int | None = None, threads: int | None = None
+) -> tuple[list[common.Row], dict[str, object]]:
+    """Export, then time every side in fresh processes at 2 threads and at 1 (core 0), or at ``threads`` alone;
+    rows and JSON payload."""
     torch.manual_seed(0)
     config = decoding.QUICK if quick else decoding.FULL
     rounds = repeats or (2 if quick else 5)
@@ -110,10 +115,11 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
     settings = {}
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-runtimes-") as tmp:
         sides = _sides(config, Path(tmp), sources, inner=1 if quick else 2)
-        for threads, cpus in SETTINGS[:1] if quick else SETTINGS:
-            timings = compare_processes(sides, rounds=rounds, threads=threads, cpus=cpus, quiet=quick)
-            setting_rows, settings[str(threads)] = _setting_rows(timings, config, size)
-            print(settings[str(threads)]["summary"], flush=True)
+        chosen = [s for s in SETTINGS if threads in (None, s[0])]
+        for count, cpus in chosen[:1] if quick and threads is None else chosen:
+            timings = compare_processes(sides, rounds=rounds, threads=count, cpus=cpus, quiet=quick)
+            setting_rows, settings[str(count)] = _setting_rows(timings, config, size)
+            print(settings[str(count)]["summary"], flush=True)
             rows += setting_rows
     payload = {
         "quick": quick,
@@ -132,8 +138,12 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
 
 def main(argv: Sequence[str] | None = None) -> list[common.Row]:
     """Command line: run, print the table, write ``<out>/decoding_runtimes.json``."""
-    args = common.parse_args(argv, __doc__.splitlines()[0])
-    rows, payload = run(args.quick, args.repeats)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--threads", type=int, choices=[count for count, _ in SETTINGS], help="time this setting only (default both)"
+    )
+    args = common.parse_args(argv, parser.description, parser)
+    rows, payload = run(args.quick, args.repeats, args.threads)
     print(common.format_table(rows))
     print(f"wrote {common.write_json(NAME, payload, args.out)}")
     return rows
