@@ -13,7 +13,7 @@ share of tokens agreeing with float32 (random weights: judge int8's accuracy on 
 ``attnkit experiment deploy`` does). Target: attnkit float32 at ≥ 0.6× CTranslate2 float32's tokens/s with 2
 threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32.
 Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N] [--threads 1|2]`` (``--threads``: that setting
-alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy).
+alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy; ``--workdir DIR`` keeps the export for the next run).
 """
 
 from __future__ import annotations
@@ -44,19 +44,24 @@ LABELS = {
 
 
 def _sides(config: decoding.Config, directory: Path, sources: list[list[int]], inner: int) -> dict[str, Side]:
-    """Every side's recipe: attnkit float32 and int8 on the saved weights, CTranslate2's two exports."""
+    """Every side's recipe: attnkit float32 and int8 on the saved weights, CTranslate2's two exports (weights and
+    exports already in ``directory`` are used as they are)."""
     from safetensors.torch import save_file
 
     model = decoding.build_model(config)
     weights = directory / "model.safetensors"
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
+    if not weights.exists():
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
     native = {"config": config.__dict__, "weights": str(weights), "sources": sources}
     sides = {
         "attnkit": Side(f"{SIDES}:native", native, inner=inner),
         "attnkit_int8": Side(f"{SIDES}:native", {**native, "quantize": "int8"}, inner=inner),
     }
     if ct2.missing_reason() is None:
-        for name, out in ct2.export(model, config.vocab, directory).items():
+        exports = {name: directory / name for name in ct2.QUANTIZATIONS}
+        if not all((out / "model.bin").exists() for out in exports.values()):
+            exports = ct2.export(model, config.vocab, directory)
+        for name, out in exports.items():
             recipe = {"directory": str(out), "sources": sources, "steps": config.steps}
             sides[name] = Side(f"{SIDES}:ctranslate2", recipe, inner=inner)
     return sides
@@ -100,10 +105,10 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
 
 
 def run(
-    quick: bool = False, repeats: int | None = None, threads: int | None = None
+    quick: bool = False, repeats: int | None = None, threads: int | None = None, workdir: Path | None = None
 ) -> tuple[list[common.Row], dict[str, object]]:
     """Export, then time every side in fresh processes at 2 threads and at 1 (core 0), or at ``threads`` alone;
-    rows and JSON payload."""
+    rows and JSON payload. ``workdir``: keep the weights and exports there and reuse them on the next run."""
     torch.manual_seed(0)
     config = decoding.QUICK if quick else decoding.FULL
     rounds = repeats or (2 if quick else 5)
@@ -114,7 +119,9 @@ def run(
     rows: list[common.Row] = []
     settings = {}
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-runtimes-") as tmp:
-        sides = _sides(config, Path(tmp), sources, inner=1 if quick else 2)
+        directory = Path(tmp) if workdir is None else workdir
+        directory.mkdir(parents=True, exist_ok=True)
+        sides = _sides(config, directory, sources, inner=1 if quick else 2)
         chosen = [s for s in SETTINGS if threads in (None, s[0])]
         for count, cpus in chosen[:1] if quick and threads is None else chosen:
             timings = compare_processes(sides, rounds=rounds, threads=count, cpus=cpus, quiet=quick)
@@ -142,8 +149,14 @@ def main(argv: Sequence[str] | None = None) -> list[common.Row]:
     parser.add_argument(
         "--threads", type=int, choices=[count for count, _ in SETTINGS], help="time this setting only (default both)"
     )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the saved weights and CTranslate2 exports here and reuse them when present (a run timed in a "
+        "short window can skip the export); delete it after changing the model",
+    )
     args = common.parse_args(argv, parser.description, parser)
-    rows, payload = run(args.quick, args.repeats, args.threads)
+    rows, payload = run(args.quick, args.repeats, args.threads, args.workdir)
     print(common.format_table(rows))
     print(f"wrote {common.write_json(NAME, payload, args.out)}")
     return rows
