@@ -24,7 +24,7 @@ from attnkit.data.classification import TextClassificationData, builtin_names, l
 from attnkit.data.files import load_files
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
-from attnkit.tasks.classify.embedding_init import initialise_embeddings
+from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyTask
 from attnkit.training.init_from import InitFrom
@@ -183,7 +183,9 @@ def train_classifier(
         model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and not resuming and init_from is None:
+    if config.embeddings != "random" and resuming:
+        config = resumed_embeddings(config, out_dir / "last")
+    elif config.embeddings != "random" and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
     result = fit(
         classification_task(model, label_smoothing=config.label_smoothing),
