@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.data.images import load_image_dataset
+from attnkit.data.images import load_data_set
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.training import evaluate_vision
@@ -128,7 +128,7 @@ def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", 
 
 def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:
     """Test images ``[len(indices), C, H, W]`` of the checkpoint's dataset, and their true label names."""
-    data = load_image_dataset(config.dataset)
+    data = load_data_set(config.dataset)
     count = len(data.test_images)
     bad = [index for index in indices if not 0 <= index < count]
     if bad:
