@@ -10,7 +10,7 @@ import torch
 from attnkit.decoding import DecodeOutput, Recompute, StepwiseSeq2Seq, beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble, mean_distribution_log
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 13
@@ -27,7 +27,9 @@ def one_thread():
 
 def transformer(**options):
     torch.manual_seed(0)
-    return TransformerSeq2Seq(VOCAB, VOCAB, dim=16, heads=2, encoder_layers=1, decoder_layers=2, **options).eval()
+    return build_transformer_seq2seq(
+        VOCAB, VOCAB, dim=16, heads=2, encoder_layers=1, decoder_layers=2, **options
+    ).eval()
 
 
 def rnn(attention="luong-general", cell="gru"):

@@ -9,7 +9,7 @@ import torch
 from attnkit.decoding import Recompute, beam_search, greedy
 from attnkit.models.quantize import is_quantized, quantize_model
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
 
 VOCAB = 23
 
@@ -25,7 +25,7 @@ def one_thread():
 def transformer(**options):
     torch.manual_seed(0)
     options = {"tie_output": False, **options}  # tied, a random model repeats its input token
-    model = TransformerSeq2Seq(VOCAB, VOCAB, dim=32, heads=4, encoder_layers=2, decoder_layers=2, **options)
+    model = build_transformer_seq2seq(VOCAB, VOCAB, dim=32, heads=4, encoder_layers=2, decoder_layers=2, **options)
     with torch.no_grad():  # larger output weights: argmaxes that move from step to step
         model.output.weight.mul_(8.0)
     return model.eval()

@@ -6,7 +6,14 @@ import torch
 
 from attnkit import MultiHeadAttention
 from attnkit.distributions import Sparsemax
-from attnkit.models.transformer_seq2seq import POSITIONS, TransformerSeq2Seq, attend_memory, project_memory
+from attnkit.models.transformer_positions import POSITION_SCHEMES, position_scheme
+from attnkit.models.transformer_seq2seq import (
+    POSITIONS,
+    TransformerSeq2Seq,
+    attend_memory,
+    build_transformer_seq2seq,
+    project_memory,
+)
 
 SRC_VOCAB, TGT_VOCAB = 23, 17
 
@@ -24,7 +31,7 @@ def make_model(*, positions="sinusoidal", norm_first=True, **options):
     torch.manual_seed(0)
     options = {"dim": 16, "heads": 2, "encoder_layers": 2, "decoder_layers": 2, "dropout": 0.0, **options}
     vocab = options.pop("vocab", (SRC_VOCAB, TGT_VOCAB))
-    return TransformerSeq2Seq(*vocab, positions=positions, norm_first=norm_first, **options).eval()
+    return build_transformer_seq2seq(*vocab, positions=positions, norm_first=norm_first, **options).eval()
 
 
 def make_batch(source_lengths, target_lengths, *, extra_source=0, extra_target=0, seed=1):
@@ -172,3 +179,24 @@ def test_decoding_limits_and_bad_arguments_raise_clear_errors():
         make_model(dim=10, heads=4)
     with pytest.raises(ValueError, match=r"indices must have shape \[N\]"):
         model.reorder_state(model.start_decoding(source, source_mask, beams=2, max_steps=2), torch.tensor([0]))
+
+
+@pytest.mark.parametrize("name", POSITIONS)
+def test_a_name_maps_to_its_scheme_once_and_the_builder_equals_the_constructor(name):
+    scheme = position_scheme(name)
+    assert scheme is POSITION_SCHEMES[name] and scheme.name == name
+    torch.manual_seed(0)
+    built = build_transformer_seq2seq(11, 13, dim=16, heads=2, positions=name, max_len=8)
+    torch.manual_seed(0)
+    constructed = TransformerSeq2Seq(11, 13, dim=16, heads=2, positions=scheme, max_len=8)
+    assert built.state_dict().keys() == constructed.state_dict().keys()
+    assert all(
+        torch.equal(a, b) for a, b in zip(built.state_dict().values(), constructed.state_dict().values(), strict=True)
+    )
+    assert (built.source_positions is None) == (name == "rotary")
+    assert (built.encoder_layers[0].attention.rotary is not None) == (name == "rotary")
+
+
+def test_the_constructor_takes_a_scheme_not_a_name():
+    with pytest.raises(TypeError, match="position_scheme"):
+        TransformerSeq2Seq(11, 13, dim=16, heads=2, positions="rotary")

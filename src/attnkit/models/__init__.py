@@ -7,7 +7,13 @@ from attnkit.models.pooled import PooledClassifier, PooledClassifierOutput, buil
 from attnkit.models.rnn_decoders import BahdanauDecoder, LuongDecoder, PlainDecoder, RNNEncoder
 from attnkit.models.rnn_seq2seq import ATTENTIONS, RNNSeq2Seq, RNNSeq2SeqOutput, build_rnn_attention, build_rnn_seq2seq
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq, TransformerSeq2SeqOutput
+from attnkit.models.transformer_positions import PositionScheme, position_scheme
+from attnkit.models.transformer_seq2seq import (
+    TransformerDecoderLayer,
+    TransformerSeq2Seq,
+    TransformerSeq2SeqOutput,
+    build_transformer_seq2seq,
+)
 from attnkit.models.visual import VisualAttentionClassifier, VisualAttentionOutput, visual_attention_classifier
 
 __all__ = [
@@ -20,6 +26,7 @@ __all__ = [
     "PlainDecoder",
     "PooledClassifier",
     "PooledClassifierOutput",
+    "PositionScheme",
     "RNNEncoder",
     "RNNSeq2Seq",
     "RNNSeq2SeqOutput",
@@ -36,5 +43,7 @@ __all__ = [
     "build_rnn_attention",
     "build_rnn_seq2seq",
     "build_seq2seq",
+    "build_transformer_seq2seq",
+    "position_scheme",
     "visual_attention_classifier",
 ]

@@ -31,7 +31,7 @@ from attnkit.kv_cache import KVCache
 from attnkit.models.dropout import Dropout
 from attnkit.models.encoders import TransformerEncoderLayer
 from attnkit.models.transformer_decoder import MemoryKV, TransformerDecoderLayer, attend_memory, project_memory
-from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions
+from attnkit.models.transformer_positions import POSITION_SCHEMES, SINUSOIDAL, PositionScheme, position_scheme
 
 __all__ = [
     "POSITIONS",
@@ -40,10 +40,11 @@ __all__ = [
     "TransformerSeq2Seq",
     "TransformerSeq2SeqOutput",
     "attend_memory",
+    "build_transformer_seq2seq",
     "project_memory",
 ]
 
-POSITIONS = ("sinusoidal", "learned", "rotary")
+POSITIONS = tuple(POSITION_SCHEMES)  # the names configs and the CLI store
 
 
 @dataclass
@@ -85,7 +86,8 @@ class TransformerSeq2Seq(nn.Module):
         dim: ``D``. heads: ``H``. encoder_layers, decoder_layers: stack depths. ff_dim: default ``4·D``.
         dropout: on embeddings and residual branches. attention_dropout: on attention weights.
         norm_first: pre-norm (default; final LayerNorms on both stacks) or post-norm.
-        positions: ``"sinusoidal"``, ``"learned"`` (up to ``max_len`` positions) or ``"rotary"``.
+        positions: a :class:`~attnkit.models.transformer_positions.PositionScheme`: ``SINUSOIDAL`` (default),
+            ``LEARNED`` (up to ``max_len`` positions) or ``ROTARY`` (:func:`build_transformer_seq2seq` maps a name).
         max_len: positions a learned table holds.
         share_embeddings: one embedding table for source and target (needs equal vocabulary sizes).
         tie_output: the output projection reuses the target embedding matrix.
@@ -104,15 +106,17 @@ class TransformerSeq2Seq(nn.Module):
         dropout: float = 0.1,
         attention_dropout: float = 0.0,
         norm_first: bool = True,
-        positions: str = "sinusoidal",
+        positions: PositionScheme = SINUSOIDAL,
         max_len: int = 1024,
         share_embeddings: bool = False,
         tie_output: bool = True,
         padding_idx: int = 0,
     ) -> None:
         super().__init__()
-        if positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
+        if not isinstance(positions, PositionScheme):
+            raise TypeError(
+                f"positions must be a PositionScheme (position_scheme(name) maps a name), got {positions!r}"
+            )
         if dim % heads:
             raise ValueError(f"dim={dim} is not divisible by heads={heads}")
         if share_embeddings and source_vocab_size != target_vocab_size:
@@ -120,7 +124,7 @@ class TransformerSeq2Seq(nn.Module):
                 f"share_embeddings needs one vocabulary; got source_vocab_size={source_vocab_size}, "
                 f"target_vocab_size={target_vocab_size}"
             )
-        self.dim, self.heads, self.positions_kind = dim, heads, positions
+        self.dim, self.heads, self.position_scheme = dim, heads, positions
         self.source_embedding = nn.Embedding(source_vocab_size, dim, padding_idx=padding_idx)
         self.target_embedding = (
             self.source_embedding if share_embeddings else nn.Embedding(target_vocab_size, dim, padding_idx=padding_idx)
@@ -130,15 +134,7 @@ class TransformerSeq2Seq(nn.Module):
             with torch.no_grad():
                 embedding.weight[padding_idx].zero_()
         self.embed_scale = math.sqrt(dim)
-        if positions == "sinusoidal":
-            self.source_positions = self.target_positions = SinusoidalPositions(dim)
-        elif positions == "learned":
-            self.source_positions, self.target_positions = (
-                LearnedPositions(max_len, dim),
-                LearnedPositions(max_len, dim),
-            )
-        else:
-            self.source_positions = self.target_positions = None
+        self.source_positions, self.target_positions = positions.added(dim, max_len)
         self.encoder_layers = nn.ModuleList(
             TransformerEncoderLayer(
                 dim,
@@ -147,7 +143,7 @@ class TransformerSeq2Seq(nn.Module):
                 dropout=dropout,
                 attention_dropout=attention_dropout,
                 norm_first=norm_first,
-                rotary=RotaryPositions(dim // heads) if positions == "rotary" else None,
+                rotary=positions.rotary(dim // heads),
             )
             for _ in range(encoder_layers)
         )
@@ -159,7 +155,7 @@ class TransformerSeq2Seq(nn.Module):
                 dropout=dropout,
                 attention_dropout=attention_dropout,
                 norm_first=norm_first,
-                rotary=RotaryPositions(dim // heads) if positions == "rotary" else None,
+                rotary=positions.rotary(dim // heads),
             )
             for _ in range(decoder_layers)
         )
@@ -285,3 +281,46 @@ class TransformerSeq2Seq(nn.Module):
         check_reorder_indices(indices, state.memory_mask.shape[0], state.group_size)
         for cache in state.caches:
             cache.reorder(indices)
+
+
+def build_transformer_seq2seq(
+    source_vocab_size: int,
+    target_vocab_size: int,
+    *,
+    dim: int = 256,
+    heads: int = 4,
+    encoder_layers: int = 3,
+    decoder_layers: int = 3,
+    ff_dim: int | None = None,
+    dropout: float = 0.1,
+    attention_dropout: float = 0.0,
+    norm_first: bool = True,
+    positions: str = "sinusoidal",
+    max_len: int = 1024,
+    share_embeddings: bool = False,
+    tie_output: bool = True,
+    padding_idx: int = 0,
+) -> TransformerSeq2Seq:
+    """A :class:`TransformerSeq2Seq` from JSON-ready options (what configs store): the same options, with
+    ``positions`` a name (``"sinusoidal"``, ``"learned"``, ``"rotary"``) mapped to its scheme here, once.
+
+    Raises:
+        ValueError: an unknown ``positions`` name, or options the model refuses.
+    """
+    return TransformerSeq2Seq(
+        source_vocab_size,
+        target_vocab_size,
+        dim=dim,
+        heads=heads,
+        encoder_layers=encoder_layers,
+        decoder_layers=decoder_layers,
+        ff_dim=ff_dim,
+        dropout=dropout,
+        attention_dropout=attention_dropout,
+        norm_first=norm_first,
+        positions=position_scheme(positions),
+        max_len=max_len,
+        share_embeddings=share_embeddings,
+        tie_output=tie_output,
+        padding_idx=padding_idx,
+    )

@@ -29,7 +29,7 @@ from attnkit.data.seq2seq import (
 )
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer_seq2seq import TransformerSeq2Seq, build_transformer_seq2seq
 from attnkit.tasks.seq2seq.ctranslate2.export import (
     MANIFEST_FILE,
     ExportError,
@@ -148,7 +148,7 @@ def test_an_int8_export_is_smaller_and_as_accurate(trained, tmp_path):
 def _random_model(vocab: int, **options) -> TransformerSeq2Seq:
     torch.manual_seed(1)
     layers = {"encoder_layers": 2, "decoder_layers": 2, **options}
-    return TransformerSeq2Seq(vocab, vocab, dim=32, heads=4, ff_dim=48, dropout=0.0, **layers).eval()
+    return build_transformer_seq2seq(vocab, vocab, dim=32, heads=4, ff_dim=48, dropout=0.0, **layers).eval()
 
 
 VARIANTS = {

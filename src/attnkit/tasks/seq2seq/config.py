@@ -45,7 +45,7 @@ class Seq2SeqConfig(JsonConfig):
 
 def check_model_types(model: dict[str, Any]) -> None:
     """Refuse a model config whose options have the wrong JSON type (``"dim": "32"``), naming the field; the
-    types are those of the model family's constructor (``build_rnn_seq2seq``, ``TransformerSeq2Seq``). Unknown
+    types are those of the model family's constructor (``build_rnn_seq2seq``, ``build_transformer_seq2seq``). Unknown
     options are left to :func:`~attnkit.models.seq2seq.build_seq2seq`, which names them.
 
     Raises:

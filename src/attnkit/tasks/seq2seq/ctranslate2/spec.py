@@ -105,7 +105,7 @@ def describe_transformer(model: TransformerSeq2Seq) -> dict[str, Any]:
     if len(activations) > 1:
         raise ValueError(f"export needs one feed-forward activation, got {sorted(activations)}")
     ff_dim = layers[0].feed_forward[0].out_features if layers else 4 * model.dim
-    positions = model.positions_kind
+    positions = model.position_scheme.name
     if positions == "sinusoidal":
         for module in (model.source_positions, model.target_positions):
             if not isinstance(module, SinusoidalPositions) or module.input_scale != 1.0:
