@@ -182,6 +182,8 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     from attnkit.explain.html import write_report
     from attnkit.explain.sections import visual_section
 
+    if getattr(args, "faithfulness", False):
+        raise ValueError("--faithfulness: the vision report has no faithfulness panel yet; run attnkit faithfulness")
     vision = load(checkpoint, device=args.device, precision=args.precision)
     images, titles, true_labels = _images(args, vision)
     label_names = vision.label_names
