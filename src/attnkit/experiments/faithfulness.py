@@ -23,6 +23,7 @@ import shlex
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
+from attnkit.experiments.faithfulness_measure import IG_STEPS
 
 __all__ = ["DATASETS", "DOCUMENTS", "MODELS", "SHIPPED", "run_faithfulness", "train_argv"]
 
@@ -30,7 +31,6 @@ CLASSIFIER_DATASETS = ("fine-foods", "r8", "r52", "20ng")
 OTHER_DATASETS = ("digits", "cmudict")  # measured by faithfulness_vision / faithfulness_seq2seq
 DATASETS = (*CLASSIFIER_DATASETS, *OTHER_DATASETS)
 DOCUMENTS = 200  # test documents sampled per data set x model (the interval shows what the sample costs)
-IG_STEPS = 16
 # Short recipes (minutes, not the results table's runs): GloVe 50d, one attention pooling head so that the
 # attention is one distribution per document; pooled models read at most 256 tokens.
 _FIT = "--embed-dim 50 --embeddings glove --dropout 0.5 --lr-decay 0.5 --epochs 8 --patience 2 --max-minutes 4"

@@ -95,10 +95,10 @@ def attention_argmax(loaded, word: str, phonemes: str) -> list[int]:
     return out.attention[0, : len(target)].argmax(-1).tolist()  # [T]
 
 
-def _word_record(loaded, word: str, phonemes: str, alignment: list[list[int]] | None, seed: int) -> dict:
+def _word_record(loaded, word: str, phonemes: str, alignment: list[list[int]] | None, *, seed: int, steps: int) -> dict:
     from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
 
-    steps = seq2seq_faithfulness(loaded, [word], methods=G2P_METHODS, erase="delete", seed=seed, steps=16)[0]
+    steps = seq2seq_faithfulness(loaded, [word], methods=G2P_METHODS, erase="delete", seed=seed, steps=steps)[0]
     record: dict = {"word": word, "letters": len(word), "phonemes": len(steps), "methods": {}}
     for name in G2P_METHODS:
         rows = [step.methods[name] for step in steps if name in step.methods]
@@ -135,7 +135,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
     from attnkit.data.seq2seq.registry import load_task
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness_measure import Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
@@ -153,7 +153,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
         alignments = aligned_letters(pairs, train, root / "align")
         loaded = attnkit.load(SHIPPED, device=device)
         records = [
-            _word_record(loaded, word, phonemes, alignments.get(word), seed=n)
+            _word_record(loaded, word, phonemes, alignments.get(word), seed=n, steps=IG_STEPS)
             for n, (word, phonemes) in zip(numbers, pairs, strict=True)
         ]
         minutes = clock.minutes()

@@ -48,8 +48,7 @@ def run_digits(paths, documents: int, threads: int | None, device: str) -> dict:
     from attnkit.data.images import load_image_dataset
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness import IG_STEPS
-    from attnkit.experiments.faithfulness_measure import Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
