@@ -37,9 +37,9 @@ def _train(directory: Path, reviews: int) -> Path:
     import csv
 
     from attnkit.cli import main
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
 
-    data = load_builtin("fine-foods")
+    data = load_data_set("fine-foods")
     train = directory / "train.csv"
     with train.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -72,7 +72,7 @@ def run(
     import os
 
     import attnkit
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
     from attnkit.explain.faithfulness.gradients import integrated_gradients
     from attnkit.explain.reports import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
@@ -81,7 +81,7 @@ def run(
     load_before = os.getloadavg()
     repeats = repeats or (1 if quick else 3)
     count = 5 if quick else 50
-    texts = load_builtin("fine-foods").test_texts[:count]
+    texts = load_data_set("fine-foods").test_texts[:count]
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         run_dir = Path(checkpoint) if checkpoint else _train(scratch, 200 if quick else 1000)

@@ -117,9 +117,9 @@ def _measures(data: str, models: tuple[str, ...] | None) -> list[tuple[str, obje
         return [("g2p", run_g2p)]
     from functools import partial
 
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
 
-    dataset = load_builtin(data)
+    dataset = load_data_set(data)
     chosen = [m for m in models_for(data, dataset.punctuated) if not models or m in models]
     return [(model, partial(_run_model, data, model, dataset)) for model in chosen]
 

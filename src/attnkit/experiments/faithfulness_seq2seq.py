@@ -132,14 +132,14 @@ def _mean(values: list[float]) -> float | None:
 def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
     """The G2P row: the shipped model on ``min(documents, WORDS)`` seeded validation words (reused when unchanged)."""
     import attnkit
-    from attnkit.data.seq2seq.registry import load_task
+    from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
     from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
-    data = load_task(card["data"])
+    data = load_data_set(card["data"])
     numbers = sample_documents(len(data.valid), min(documents, WORDS))
     pairs = [data.valid[n] for n in numbers]
     settings = {"model": [SHIPPED, card["measured"], card["value"]], "words": numbers, "align": ALIGN_TRAIN_WORDS}

@@ -45,14 +45,14 @@ def measure_images(loaded, images: torch.Tensor, labels: Sequence[int], *, steps
 def run_digits(paths, documents: int, threads: int | None, device: str) -> dict:
     """The digits row: the shipped model on ``min(documents, IMAGES)`` seeded test images (reused when unchanged)."""
     import attnkit
-    from attnkit.data.images import load_image_dataset
+    from attnkit.data.images import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
     from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
-    data = load_image_dataset(card["data"])
+    data = load_data_set(card["data"])
     numbers = sample_documents(len(data.test_images), min(documents, IMAGES))
     settings = {"model": [SHIPPED, card["measured"], card["value"]], "images": numbers, "steps": IG_STEPS}
     store = paths.runs / "faithfulness" / "digits" / "records.json"

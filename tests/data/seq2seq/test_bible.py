@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from attnkit.data.seq2seq import DataError, MissingSwordModulesError, load_task
+from attnkit.data.seq2seq import DataError, MissingSwordModulesError, load_data_set
 from attnkit.data.seq2seq.bible import (
     CACHE_FILENAME,
     INSTALL_HINT,
@@ -190,13 +190,13 @@ def test_conversion_aligns_and_cleans_the_whole_bible(cache):
 
 
 @needs_sword
-def test_load_task_reads_the_cache_and_splits_by_chapter(cache, monkeypatch):
+def test_load_data_set_reads_the_cache_and_splits_by_chapter(cache, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the cache exists: the SWORD modules must not be read again")
 
     monkeypatch.setattr("attnkit.data.seq2seq.bible.read_sword", refuse)
     start = time.perf_counter()
-    data = load_task("bible-en-es", cache_path=cache)
+    data = load_data_set("bible-en-es", cache_path=cache)
     assert time.perf_counter() - start < 5
     sizes = data.sizes
     assert sizes["train"] > 27_000 and 700 < sizes["valid"] < 1_300 and 900 < sizes["test"] < 1_700

@@ -4,7 +4,8 @@
 |---|---|
 | :mod:`~attnkit.tasks.classify.config` | ``ClassifierConfig`` (the checkpoint's ``config.json``) and the model it builds |
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
-| :mod:`~attnkit.tasks.classify.training` | data loading, the loss and accuracy, ``train_classifier`` |
+| :mod:`~attnkit.tasks.classify.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
+| :mod:`~attnkit.tasks.classify.training` | data loading, ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
 | :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
 | :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |

@@ -16,12 +16,12 @@ STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams files larger than th
 
 def streams(args: argparse.Namespace) -> bool:
     """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` or (auto) larger than 64 MB."""
-    from attnkit.data.classification import builtin_names
+    from attnkit.data.classification import data_set_names
 
-    if args.data in builtin_names():
+    if args.data in data_set_names():
         if args.streaming == "always" or args.skip_bad_rows:
             raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in dataset {args.data!r} is not"
+                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
             )
         return False
     if args.skip_bad_rows and args.streaming == "never":
@@ -39,7 +39,7 @@ def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summar
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
     if not Path(args.data).exists():
-        raise FileNotFoundError(f"{args.data}: neither a built-in dataset nor a file")
+        raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
     stream = TextFileStream(
         args.data,
         text_column=args.text_column,

@@ -24,7 +24,8 @@ from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
-from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR, classification_task
+from attnkit.tasks.classify.objective import classification_objective
+from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -115,12 +116,15 @@ def train_classifier_streamed(
 
         model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
-    if config.embeddings != "random" and not (resume and (out_dir / "last").exists()):
-        from attnkit.tasks.classify.embedding_init import initialise_embeddings
+    if config.embeddings != "random":
+        from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 
-        config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
+        if resume and (out_dir / "last").exists():
+            config = resumed_embeddings(config, out_dir / "last")
+        else:
+            config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
     result = fit(
-        classification_task(model, label_smoothing=config.label_smoothing),
+        classification_objective(model, label_smoothing=config.label_smoothing),
         train_batches,
         lambda: valid_batches(0),
         fit_config,
@@ -185,7 +189,7 @@ def evaluate_file(
 
     device = device_of(model)
     with autocast(device, precision):
-        return classification_task(model).evaluate(on_device(batches(), device))
+        return classification_objective(model).evaluate(on_device(batches(), device))
 
 
 def _length(item: tuple[list, int]) -> int:

@@ -20,19 +20,19 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import EncodedDataset
-from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin, stratified_split
+from attnkit.data.classification import TextClassificationData, data_set_names, load_data_set, stratified_split
 from attnkit.data.files import load_files
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
-from attnkit.tasks.classify.embedding_init import initialise_embeddings
-from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
-from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
+from attnkit.tasks.classify.encoding import TextEncoder, make_batches
+from attnkit.tasks.classify.objective import classification_objective
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["KIND", "classification_task", "evaluate_encoded", "load_data", "train_classifier"]
+__all__ = ["KIND", "evaluate_encoded", "load_data", "train_classifier"]
 
 KIND = "classifier"
 TOKENIZER_DIR = "tokenizer"
@@ -48,18 +48,18 @@ def load_data(
     delimiter: str | None = None,
     max_chars: int | None = None,
 ) -> TextClassificationData:
-    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
+    """A built-in data set name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
     ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
     characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
     character separates."""
-    if data in builtin_names():
+    if data in data_set_names():
         if test_path is not None:
-            raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
+            raise ValueError(f"--test is for user files; the built-in data set {data!r} has its own test split")
         if delimiter is not None:
-            raise ValueError(f"--delimiter is for user files; the built-in dataset {data!r} needs none")
-        return load_builtin(data)
+            raise ValueError(f"--delimiter is for user files; the built-in data set {data!r} needs none")
+        return load_data_set(data)
     if not Path(data).exists():
-        raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
+        raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
     return load_files(
         data,
         test_path,
@@ -68,14 +68,6 @@ def load_data(
         min_labels=min_labels,
         delimiter=delimiter,
         max_chars=max_chars,
-    )
-
-
-def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:
-    """Cross-entropy training (label-smoothed by ``label_smoothing``) and accuracy evaluation of a document
-    classifier (a ``Task`` for ``fit``)."""
-    return CrossEntropyTask(
-        model, lambda model, batch: forward_batch(model, batch).logits, label_smoothing=label_smoothing
     )
 
 
@@ -96,7 +88,7 @@ def evaluate_encoded(
     batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
     device = device_of(model)
     with autocast(device, precision):
-        return classification_task(model).evaluate(on_device(batches(0), device))
+        return classification_objective(model).evaluate(on_device(batches(0), device))
 
 
 def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
@@ -183,10 +175,12 @@ def train_classifier(
         model.attendable.copy_(content_word_table(tokenizer))
     place_model(model, device)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and not resuming and init_from is None:
+    if config.embeddings != "random" and resuming:
+        config = resumed_embeddings(config, out_dir / "last")
+    elif config.embeddings != "random" and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
     result = fit(
-        classification_task(model, label_smoothing=config.label_smoothing),
+        classification_objective(model, label_smoothing=config.label_smoothing),
         train_batches,
         lambda: valid_batches(0),
         fit_config,

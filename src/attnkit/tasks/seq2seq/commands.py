@@ -1,5 +1,5 @@
 """The seq2seq command hooks: ``attnkit train seq2seq`` (an RNN encoder-decoder with attention, or a Transformer, on
-a built-in task or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
+a built-in data set or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
 checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit translate`` is in
 :mod:`attnkit.tasks.seq2seq.translate_command`."""
 
@@ -18,6 +18,7 @@ from attnkit.tasks.options import (
     positive_int,
     say,
 )
+from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
 
@@ -69,7 +70,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``attnkit train seq2seq``."""
     data = parser.add_argument_group("data")
     data.add_argument(
-        "--data", required=True, help="a built-in task (cmudict, dates, bible-en-es) or a TSV/CSV/JSONL pair file"
+        "--data",
+        required=True,
+        help="a built-in data set name (cmudict, dates, bible-en-es) or a CSV/TSV/JSONL file of source/target pairs",
     )
     data.add_argument("--valid", default=None, help="validation pairs, for --data FILE (default: 5%% of it)")
     data.add_argument("--test", default=None, help="test pairs, for --data FILE (default: no test)")
@@ -88,7 +91,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=256,
         help="skip pairs whose source has more than N tokens, as the task's tokeniser counts them (default 256; "
-        "keeps every pair of the built-in tasks)",
+        "keeps every pair of the built-in data sets)",
     )
     data.add_argument(
         "--max-target-length", type=positive_int, default=256, help="the same for the target side (default 256)"
@@ -177,7 +180,7 @@ def check_model_options(options: dict) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
-    from attnkit.data.seq2seq import task_names
+    from attnkit.data.seq2seq import data_set_names
     from attnkit.tasks.run_plan import plan_run, train_writes
     from attnkit.tasks.seq2seq.config import KIND
     from attnkit.tasks.seq2seq.data import load_data, subset
@@ -187,7 +190,7 @@ def train(args: argparse.Namespace) -> int:
     plan = plan_run(
         args,
         command="train seq2seq",
-        inputs={"data": (args.data, task_names()), "valid": (args.valid, ()), "test": (args.test, ())},
+        inputs={"data": (args.data, data_set_names()), "valid": (args.valid, ()), "test": (args.test, ())},
         writes=train_writes(args, TOKENIZER_DIR),
     )
     init = resolve_init_from(args.init_from, KIND)
@@ -246,9 +249,10 @@ def train(args: argparse.Namespace) -> int:
 
 def _report(report) -> int:
     """Print the run's summary; the hook's exit code."""
-    say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
+    scoring = scoring_named(report.config.metrics)
+    say(f"best epoch {report.fit.best_epoch}: valid {scoring.summary(report.fit.best_metrics)}")
     if report.test_metrics is not None:
-        say(f"test {format_metrics(report.test_metrics)}")
+        say(f"test {scoring.summary(report.test_metrics)}")
     seconds = report.train_seconds
     took = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     epochs = len(report.fit.history)
@@ -257,14 +261,6 @@ def _report(report) -> int:
         f"; checkpoint: {report.checkpoint}"
     )
     return 0
-
-
-def format_metrics(metrics: dict[str, float]) -> str:
-    """``"WER 12.30%  PER 3.10%  on 1000 examples"`` or ``"BLEU 23.41  chrF 45.12  on 1000 examples"``."""
-    count = f"on {int(metrics.get('count', 0))} examples"
-    if "bleu" in metrics:
-        return f"BLEU {metrics['bleu']:.2f}  chrF {metrics['chrf']:.2f}  {count}"
-    return f"WER {metrics['wer']:.2f}%  PER {metrics['per']:.2f}%  {count}"
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", quantize: str | None = None):
@@ -289,7 +285,7 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("seq2seq data")
     group.add_argument("--source-column", default="source", help="column/key of the source (default: source)")
     group.add_argument("--target-column", default="target", help="column/key of the target (default: target)")
-    group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in tasks (default test)")
+    group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in data sets (default test)")
     group.add_argument(
         "--backend",
         choices=["native", "ctranslate2"],
@@ -324,7 +320,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}))
         return 0
-    say(f"{format_metrics(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
+    say(f"{scoring_named(loaded.config.metrics).summary(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0
 
 
@@ -343,6 +339,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
     device, index = check_ctranslate2_options(args)
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     config = export_config(translator.manifest, args.checkpoint[0])
+    scoring = scoring_named(config.metrics)
     pairs, references, label = evaluation_data(
         config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
     )
@@ -350,7 +347,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
         translator,
         pairs,
         references,
-        metrics=config.metrics,
+        scoring=scoring,
         beam_size=args.beam,
         batch_size=args.batch_size,
         length_penalty=args.length_penalty,
@@ -363,7 +360,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
         print(json.dumps({**record, **{k: round(v, 4) for k, v in metrics.items()}}))
         return 0
     say(
-        f"{format_metrics(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "
+        f"{scoring.summary(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "
         f"decoded in {metrics['decode_seconds']:.2f} s)"
     )
     return 0

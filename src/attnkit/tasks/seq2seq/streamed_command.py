@@ -33,11 +33,13 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
 def streams(args: argparse.Namespace) -> bool:
     """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
     larger than 64 MB."""
-    from attnkit.data.seq2seq import task_names
+    from attnkit.data.seq2seq import data_set_names
 
-    if args.data in task_names():
+    if args.data in data_set_names():
         if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(f"--streaming and --skip-bad-rows are for files; the built-in task {args.data!r} is not")
+            raise ValueError(
+                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
+            )
         return False
     if args.skip_bad_rows and args.streaming == "never":
         raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
@@ -58,7 +60,7 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) ->
         if level not in LEVELS:
             raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
     if not Path(args.data).exists():
-        raise FileNotFoundError(f"{args.data}: neither a built-in task nor a file")
+        raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
     stream = PairFileStream(
         args.data,
         source_key=args.source_column,

@@ -27,9 +27,10 @@ from attnkit.data.seq2seq.pair_stream import PairFileStream
 from attnkit.data.seq2seq.tokenization import load_tokenizers
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
-from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
+from attnkit.tasks.seq2seq.scoring import scoring_for
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, TOKENIZER_FILES, save_run_tokenizers
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -102,15 +103,14 @@ def train_seq2seq_streamed(
     if rank == 0:
         source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
         print(f"{stream.path}: {scan.train_pairs:,} training pairs, {scan.valid_pairs:,} held out ({source})")
-    kind = metric_kind(data)
-    select_metric, select_mode = SELECTION[kind]
-    fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
+    scoring = scoring_for(data)
+    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
     model_config = {**model_options, "source_vocab_size": source_tok.vocab_size,
                     "target_vocab_size": target_tok.vocab_size}  # fmt: skip
     config = Seq2SeqConfig(
         model=model_config,
         data=data_name or data.name,
-        metrics=kind,
+        metrics=scoring.name,
         source_level=data.source_level,
         target_level=data.target_level,
         label_smoothing=label_smoothing,
@@ -148,10 +148,10 @@ def train_seq2seq_streamed(
     references = data.references_for("valid")[rank::world]
     valid_loader = make_loader(encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size,
                                shuffle=False)  # fmt: skip
-    task = Seq2SeqTask(model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references,
+    objective = Seq2SeqObjective(model, target_tok, scoring=scoring, label_smoothing=label_smoothing, references=references,
                        beam_size=1)  # fmt: skip
     result = fit(
-        task,
+        objective,
         train_batches,
         lambda: valid_loader,
         fit_config,

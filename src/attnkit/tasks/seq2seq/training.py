@@ -9,7 +9,7 @@ A run directory holds ``best/`` and ``last/`` checkpoints — ``model.safetensor
 ``source_tokenizer.json`` + ``target_tokenizer.json`` — plus ``tokenizers/`` (the run's own copy, reused by
 ``resume``) and ``metrics.json``.
 
-Model selection uses the task's validation split only, every epoch: lowest WER for sequence tasks (cmudict, dates,
+Model selection uses the data set's validation split only, every epoch: lowest WER for sequence data (cmudict, dates,
 character or symbol targets), highest BLEU for text (subword targets). The test split is decoded once, after
 training, with the best weights.
 """
@@ -39,9 +39,10 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, metric_kind
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
-from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
+from attnkit.tasks.seq2seq.scoring import scoring_for
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -110,11 +111,11 @@ def train_seq2seq(
     """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
 
     Args:
-        data: the task's three splits (the test split is only decoded after training).
+        data: the data set's three splits (the test split is only decoded after training).
         model_options: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config without the vocabulary sizes
             (``{"model": "rnn", "attention": "local-p", ...}``).
-        fit_config: the loop's options; its selection metric and mode are replaced by the task's (WER min for
-            sequence tasks, BLEU max for text), its ``max_minutes`` is the time budget.
+        fit_config: the loop's options; its selection metric and mode are replaced by the objective's (WER min
+            for sequence data, BLEU max for text), its ``max_minutes`` is the time budget.
         out_dir: the run directory (see the module docstring).
         vocab_size: of subword tokenisers.
         resume: continue from ``out_dir/last`` with the run's own tokenisers.
@@ -141,9 +142,8 @@ def train_seq2seq(
         raise ValueError(f"{data.name}: the validation split is empty; give a --valid file or more training pairs")
     out_dir = Path(out_dir)
     rank, world = replica()
-    kind = metric_kind(data)
-    select_metric, select_mode = SELECTION[kind]
-    fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
+    scoring = scoring_for(data)
+    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
     if init_from is not None and not (resume and (out_dir / "last").exists()):
         levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
@@ -171,7 +171,7 @@ def train_seq2seq(
     config = Seq2SeqConfig(
         model=model_config,
         data=data_name or data.name,
-        metrics=kind,
+        metrics=scoring.name,
         source_level=data.source_level,
         target_level=data.target_level,
         label_smoothing=label_smoothing,
@@ -189,11 +189,11 @@ def train_seq2seq(
     valid_loader = make_loader(
         encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size, shuffle=False
     )
-    task = Seq2SeqTask(
-        model, target_tok, metrics=kind, label_smoothing=label_smoothing, references=references, beam_size=1
+    objective = Seq2SeqObjective(
+        model, target_tok, scoring=scoring, label_smoothing=label_smoothing, references=references, beam_size=1
     )
     result = fit(
-        task,
+        objective,
         _train_batches(train_set, batch_size, fit_config.seed, world, rank),
         lambda: valid_loader,
         fit_config,

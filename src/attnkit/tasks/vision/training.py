@@ -1,6 +1,6 @@
 """Train a visual-attention classifier: what ``attnkit train vision`` runs (layer 5).
 
-:func:`vision_task` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
+:func:`~attnkit.tasks.vision.objective.vision_objective` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
 training images (stratified, seeded by the run's seed); the fixed test split is used only for the final evaluation
 and for explaining test images.
 
@@ -19,18 +19,13 @@ from attnkit.data.classification import stratified_split
 from attnkit.data.images import ImageClassificationData, image_batches, image_keys
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.tasks.vision.objective import vision_objective
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["evaluate_vision", "train_vision", "vision_task"]
-
-
-def vision_task(model: VisualAttentionClassifier) -> CrossEntropyTask:
-    """Cross-entropy training and accuracy evaluation of a visual-attention classifier (a ``Task`` for ``fit``)."""
-    return CrossEntropyTask(model, lambda model, batch: model(batch.images).logits)
+__all__ = ["evaluate_vision", "train_vision"]
 
 
 def train_vision(
@@ -88,7 +83,7 @@ def train_vision(
     model = build_vision_model(config)
     place_model(model, device)
     result = fit(
-        vision_task(model),
+        vision_objective(model),
         train_batches,
         lambda: valid_batches(0),
         fit_config,
@@ -123,6 +118,6 @@ def evaluate_vision(
         raise ValueError("nothing to evaluate: no images")
     device = device_of(model)
     with autocast(device, precision):
-        return vision_task(model).evaluate(
+        return vision_objective(model).evaluate(
             on_device(image_batches(images, labels, batch_size, shuffle=False)(0), device)
         )

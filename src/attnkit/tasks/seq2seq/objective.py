@@ -1,13 +1,14 @@
 """Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5): the loss and the
 decoded metrics.
 
-    task = Seq2SeqTask(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
-    fit(task, train_batches, valid_batches, FitConfig(select_metric=task.select_metric, select_mode=task.select_mode))
+    objective = Seq2SeqObjective(model, target_tokenizer, scoring=scoring_for(data), references=data.references_for("valid"))
+    fit(objective, train_batches, valid_batches, FitConfig(select_metric=objective.select_metric, select_mode=objective.select_mode))
 
 Training minimises label-smoothed cross-entropy over the real target tokens. Evaluation decodes every source
-(greedy, or beam search with ``beam_size > 1``) and scores the decoded text:
+(greedy, or beam search with ``beam_size > 1``) and scores the decoded text with the objective's
+:class:`~attnkit.tasks.seq2seq.scoring.Scoring`:
 
-* ``"sequence"`` metrics (G2P, dates — any task whose outputs are short symbol or character sequences):
+* ``"sequence"`` metrics (G2P, dates — any data set whose outputs are short symbol or character sequences):
   ``wer`` (percent of outputs matching none of their references), ``per`` (edits per reference symbol,
   percent) and ``exact_match = 100 - wer``; selection by lowest ``wer``.
 * ``"text"`` metrics (translation): sacreBLEU's ``bleu`` and ``chrf``; selection by highest ``bleu``.
@@ -15,7 +16,7 @@ Training minimises label-smoothed cross-entropy over the real target tokens. Eva
 Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing),
 ``token_accuracy`` (percent) and ``count`` (examples scored).
 
-Evaluation under DDP (:class:`~attnkit.training.loop.SummableTask`): ``evaluate_sums`` returns additive
+Evaluation under DDP (:class:`~attnkit.training.loop.SummableObjective`): ``evaluate_sums`` returns additive
 statistics only, which ``fit`` sums over ranks before ``metrics_from_sums`` turns them into metrics — so N
 processes, each decoding its own shard, report exactly the metrics of one process decoding everything:
 
@@ -43,16 +44,15 @@ from torch import nn
 
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, beam_search, greedy
-from attnkit.tasks.seq2seq.config import METRIC_KINDS, SELECTION
 from attnkit.tasks.seq2seq.metrics import (
     bleu_from_statistics,
     bleu_statistics,
     chrf_from_statistics,
     chrf_statistics,
-    g2p_scores,
 )
+from attnkit.tasks.seq2seq.scoring import SEQUENCE, Scoring
 
-__all__ = ["Seq2SeqTask", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
+__all__ = ["Seq2SeqObjective", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
 
 def label_smoothed_loss(
@@ -73,19 +73,16 @@ def label_smoothed_loss(
     )
 
 
-def _symbols(text: str, tokenizer: Any) -> list[str]:
-    """The units a sequence metric compares: characters for a character-level vocabulary, else words/symbols."""
-    return list(text) if getattr(tokenizer, "level", None) == "char" else text.split()
-
-
-class Seq2SeqTask:
-    """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Task`` for ``fit``).
+class Seq2SeqObjective:
+    """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Objective`` for ``fit``).
 
     Args:
         model: a model whose ``forward(source_ids, source_mask, target_in)`` returns ``.logits [B, T, V]`` and
             that implements :class:`~attnkit.decoding.StepwiseSeq2Seq` (both attnkit families do).
         target_tokenizer: turns decoded ids into text (``decode``), attnkit's special ids.
-        metrics: ``"sequence"`` or ``"text"`` (see the module docstring; :func:`metric_kind` picks one for a task).
+        scoring: how decoded outputs are scored and the best epoch chosen (:data:`~attnkit.tasks.seq2seq.scoring.SEQUENCE`
+            or :data:`~attnkit.tasks.seq2seq.scoring.TEXT`; :func:`~attnkit.tasks.seq2seq.scoring.scoring_for` picks
+            one for a data set, :func:`~attnkit.tasks.seq2seq.scoring.scoring_named` maps a config's name).
         label_smoothing: ``ε`` of the training loss.
         references: every acceptable target text of each example of the evaluated split, indexed like its
             :class:`~attnkit.data.seq2seq.PairDataset` (``data.references_for("valid")``); default: each pair's
@@ -100,24 +97,22 @@ class Seq2SeqTask:
         model: nn.Module,
         target_tokenizer: Any,
         *,
-        metrics: str = "sequence",
+        scoring: Scoring = SEQUENCE,
         label_smoothing: float = 0.1,
         references: Sequence[Sequence[str]] | None = None,
         beam_size: int = 1,
         length_penalty: float = 1.0,
         max_len: int | None = None,
     ) -> None:
-        if metrics not in METRIC_KINDS:
-            raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {metrics!r}")
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
         self.model = model
         self.target_tokenizer = target_tokenizer
-        self.metrics = metrics
+        self.scoring = scoring
         self.label_smoothing = label_smoothing
         self.references = None if references is None else [list(r) for r in references]
         self.beam_size, self.length_penalty, self.max_len = beam_size, length_penalty, max_len
-        self.select_metric, self.select_mode = SELECTION[metrics]
+        self.select_metric, self.select_mode = scoring.select_metric, scoring.select_mode
 
     def loss(self, batch: Seq2SeqBatch) -> torch.Tensor:
         """Mean label-smoothed cross-entropy per real target token (``<eos>`` included)."""
@@ -127,7 +122,7 @@ class Seq2SeqTask:
         return label_smoothed_loss(logits, batch.target_out, smoothing=self.label_smoothing)
 
     def decode(self, batch: Seq2SeqBatch) -> DecodeOutput:
-        """Decode the batch's sources with the task's decoder settings (the model should be in eval mode)."""
+        """Decode the batch's sources with the objective's decoder settings (the model should be in eval mode)."""
         if self.beam_size == 1:
             return greedy(
                 self.model,
@@ -152,7 +147,7 @@ class Seq2SeqTask:
         """Additive statistics of ``batches`` (see the module docstring): teacher-forced loss and token counts,
         then the decoded outputs' error counts (``"sequence"``) or sacreBLEU statistics (``"text"``).
 
-        ``references`` overrides the task's own for this call (e.g. the test split's).
+        ``references`` overrides the objective's own for this call (e.g. the test split's).
         """
         references = self.references if references is None else [list(r) for r in references]
         was_training = self.model.training
@@ -195,7 +190,7 @@ class Seq2SeqTask:
             "token_accuracy": 100.0 * sums["correct_tokens"] / tokens,
             "count": sums["examples"],
         }
-        metrics.update(self._decoded_metrics(sums))
+        metrics.update(self.scoring.metrics(sums))
         return metrics
 
     def evaluate(
@@ -203,7 +198,7 @@ class Seq2SeqTask:
     ) -> dict[str, float]:
         """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
 
-        ``references`` overrides the task's own for this call (e.g. the test split's).
+        ``references`` overrides the objective's own for this call (e.g. the test split's).
         """
         return self.metrics_from_sums(self.evaluate_sums(batches, references=references))
 
@@ -220,36 +215,12 @@ class Seq2SeqTask:
         """The additive statistics of decoded ``hypotheses`` against each example's acceptable ``references``."""
         if len(hypotheses) != len(references):
             raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
-        if self.metrics == "text":
-            firsts = [refs[0] for refs in references]
-            return {**sacrebleu_sums("bleu", hypotheses, firsts), **sacrebleu_sums("chrf", hypotheses, firsts)}
-        tok = self.target_tokenizer
-        scores = g2p_scores(
-            [_symbols(h, tok) for h in hypotheses], [[_symbols(r, tok) for r in refs] for refs in references]
-        )
-        return {
-            "word_errors": float(scores.word_errors),
-            "phoneme_edits": float(scores.phoneme_edits),
-            "reference_phonemes": float(scores.reference_phonemes),
-        }
-
-    def _decoded_metrics(self, sums: Mapping[str, float]) -> dict[str, float]:
-        examples = sums["examples"]
-        if self.metrics == "text":
-            if not examples:
-                return {"bleu": 0.0, "chrf": 0.0}
-            return {"bleu": sacrebleu_score("bleu", sums), "chrf": sacrebleu_score("chrf", sums)}
-        if not examples:
-            return {"wer": 100.0, "per": 100.0, "exact_match": 0.0}
-        wer = 100.0 * sums["word_errors"] / examples
-        phonemes = sums["reference_phonemes"]
-        per = 100.0 * sums["phoneme_edits"] / phonemes if phonemes else 0.0
-        return {"wer": wer, "per": per, "exact_match": 100.0 - wer}
+        return self.scoring.sums(hypotheses, references, self.target_tokenizer)
 
     def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
         """The decoded metrics of ``hypotheses`` against each example's acceptable ``references``."""
         sums = {"examples": float(len(hypotheses)), **self.decoded_sums(hypotheses, references)}
-        return self._decoded_metrics(sums)
+        return self.scoring.metrics(sums)
 
 
 def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
