@@ -8,8 +8,11 @@
 The model is ``--checkpoint RUN`` (a classifier checkpoint, e.g. ``attnkit train classify --data fine-foods``);
 without it a HAN is trained first on 1,000 fine-foods reviews for one epoch (200 and 5 reviews with ``--quick``),
 which is not timed. The figures are medians of ``--repeats`` rounds (default 3; 1 with ``--quick``) in wall-clock
-seconds; the JSON also keeps each round's CPU seconds (all threads), the figure to read on a loaded machine.
-Run: ``python -m bench.faithfulness [--checkpoint RUN] [--quick]``.
+seconds; the JSON also keeps each round's CPU seconds (all threads), the figure to read on a loaded machine, and
+the load average before and after. ``--threads`` defaults to 1: on the shared machine the second core carries a
+long training run, and two OpenMP threads then wait on the starved one (a HAN forward was 30x slower with 2
+threads than with 1 there, 2026-11-25).
+Run: ``python -m bench.faithfulness --checkpoint fine-foods-han [--threads 1] [--quick]``.
 """
 
 from __future__ import annotations
@@ -62,15 +65,20 @@ def _median_seconds(work: Callable[[], object], repeats: int) -> tuple[float, li
     return statistics.median(samples), samples, cpu
 
 
-def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tuple[list[common.Row], dict[str, object]]:
+def run(
+    quick: bool, repeats: int | None, checkpoint: str | None = None, threads: int = 1
+) -> tuple[list[common.Row], dict[str, object]]:
     """Time explain with and without the tests, and IG alone; returns the rows and the JSON payload."""
+    import os
+
     import attnkit
     from attnkit.data.classification import load_data_set
     from attnkit.explain.faithfulness.gradients import integrated_gradients
     from attnkit.explain.reports import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
 
-    common.setup()
+    common.setup(threads)
+    load_before = os.getloadavg()
     repeats = repeats or (1 if quick else 3)
     count = 5 if quick else 50
     texts = load_data_set("fine-foods").test_texts[:count]
@@ -108,6 +116,8 @@ def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tupl
     ]
     payload = {
         "quick": quick,
+        "threads": threads,
+        "load_average": {"before": list(load_before), "after": list(os.getloadavg())},
         "checkpoint": str(checkpoint) if checkpoint else "a HAN trained 1 epoch on fine-foods (see the docstring)",
         "reviews": count,
         "tokens": tokens,
@@ -127,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> list[common.Row]:
     """``python -m bench.faithfulness``: print the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=None, help="a classifier run to time (default: train a small HAN)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1; see the docstring)")
     args = common.parse_args(argv, parser.description, parser)
-    rows, payload = run(args.quick, args.repeats, args.checkpoint)
+    rows, payload = run(args.quick, args.repeats, args.checkpoint, args.threads)
     print(common.format_table(rows))
     print(f"wrote {common.write_json(NAME, payload, args.out)}")
     return rows

@@ -57,9 +57,8 @@ def test_every_training_command_parses_within_its_budget(model, uniform):
 
 
 def test_the_section_says_what_is_not_run():
-    assert "_Not run yet: `attnkit experiment faithfulness --data fine-foods r8 r52 20ng`._" in render_faithfulness(
-        None
-    )
+    command = "attnkit experiment faithfulness --data fine-foods r8 r52 20ng digits cmudict"
+    assert f"_Not run yet: `{command}`._" in render_faithfulness(None)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +104,7 @@ def test_a_run_measures_records_renders_and_is_reused(tmp_path, monkeypatch, tin
     assert row["uniform"]["difference"]["mean"] == 0.0  # the same weights stood in for the uniform twin
     page = (paths.docs / "results.md").read_text()
     assert "## Faithfulness of attention" in page and "| pooled + Transformer | rollout |" in page
-    assert "`attnkit experiment faithfulness --data r8`" in page
+    assert "`attnkit experiment faithfulness --data r8 --documents 4`" in page
 
     def no_measuring(*args, **kwargs):
         raise AssertionError("the records of an unchanged run are reused")
@@ -122,3 +121,41 @@ def test_experiment_command_errors(tmp_path, capsys):
     assert "no faithfulness model cnn" in capsys.readouterr().err
     assert main(["experiment", "masking", "--documents", "5", "--docs", str(tmp_path)]) == 2
     assert "--documents is for the faithfulness experiment" in capsys.readouterr().err
+
+
+def test_phonetisaurus_alignment_lines_by_hand():
+    """``p|h}F o}OW n}N e}_``: F from letters 0-1, OW from 2, N from 3, the silent e aligned to no phoneme; a
+    two-phoneme chunk gives both phonemes the chunk's letters."""
+    from attnkit.experiments.faithfulness_seq2seq import parse_alignment
+
+    assert parse_alignment("p|h}F o}OW n}N e}_") == ("phone", [[0, 1], [2], [3]])
+    assert parse_alignment("x}K|S i}IH") == ("xi", [[0], [0], [1]])
+
+
+def _interval(mean):
+    return {"mean": mean, "low": mean - 0.1, "high": mean + 0.1, "n": 3}
+
+
+def test_the_digits_and_g2p_sections_render():
+    methods = {"attention": {"deletion_auc": _interval(0.4), "insertion_auc": _interval(0.9)}}
+    digits = {"label": "visual attention (shipped digits)", "documents": 3, "cells": 64, "methods": methods,
+              "minutes": {"measure": 0.5}}  # fmt: skip
+    figures = ("aopc_comprehensiveness", "aopc_sufficiency", "flip_fraction", "tau_leave_one_out")
+    g2p = {
+        "label": "RNN (shipped g2p)", "documents": 3, "mean_tokens": 6.0, "mean_phonemes": 5.0,
+        "methods": {"attention": {f: _interval(0.5) for f in figures}},
+        "alignment": {"words": 3, "agreement": _interval(90.0), "chance": _interval(20.0)},
+    }  # fmt: skip
+    table = {
+        "integrated_gradients_steps": 16,
+        "data": {
+            "digits": {"command": "attnkit experiment faithfulness --data digits", "models": {"digits": digits}},
+            "cmudict": {"command": "attnkit experiment faithfulness --data cmudict", "models": {"g2p": g2p}},
+        },
+    }
+    page = render_faithfulness(table)
+    assert (
+        "| visual attention (shipped digits) | 3 (64) | attention | 0.400 [0.300, 0.500] | 0.900 [0.800, 1.000]" in page
+    )
+    assert "| RNN (shipped g2p) | 3 (6.0, 5.0) | 90.0 [89.9, 90.1] | 20.0 [19.9, 20.1] |" in page
+    assert "| RNN (shipped g2p) | attention | 0.500 [0.400, 0.600] |" in page

@@ -133,6 +133,26 @@ def test_integrated_gradients_is_complete():
     assert delta.convergence_delta < 1e-3 and len(delta.scores) == 5
 
 
+def test_convergence_delta_equals_captums():
+    """The delta computed from one forward of both path ends is Captum's ``return_convergence_delta``, at a step
+    count coarse enough for the delta to be far from zero."""
+    from captum.attr import IntegratedGradients
+
+    from attnkit.explain.faithfulness.gradients import integrated_gradients
+
+    subject = pooled_subject(pooled_model("bigru"), [4, 9, 17, 3, 22, 8, 5])
+    inputs = subject.gradient_inputs()
+    ours = integrated_gradients(inputs, subject.label, steps=2)
+    _, captums = IntegratedGradients(inputs.forward).attribute(
+        inputs.embeddings.clone(),
+        baselines=torch.zeros_like(inputs.embeddings),
+        target=subject.label,
+        n_steps=2,
+        return_convergence_delta=True,
+    )
+    assert ours.convergence_delta == pytest.approx(float(captums.abs().max()), rel=1e-4, abs=1e-7)
+
+
 def test_flow_through_one_layer_is_the_min_of_edge_and_output_capacity():
     weights = torch.softmax(torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(0)), -1)  # [H, T, T]
     output = torch.tensor([0.1, 0.5, 0.3, 0.1])

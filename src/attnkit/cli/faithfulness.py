@@ -15,6 +15,8 @@ EXAMPLES = """examples:
   attnkit faithfulness --checkpoint runs/ff --text "Stale and overpriced, never again."
   attnkit faithfulness --checkpoint runs/ff --file reviews.txt --json > faithfulness.jsonl
   attnkit faithfulness --checkpoint runs/ff --text "Lovely tea." --erase mask --methods attention,leave_one_out,random
+  attnkit faithfulness --checkpoint digits --index 0 --index 7 --json
+                            over the grid cells of a vision model (also deletion / insertion AUC per method)
   attnkit faithfulness --hf-model ./my-bert-sst2 --text "A gripping, funny film." --report report.html
                             any local AutoModelForSequenceClassification directory (save_pretrained; never downloads)
 
@@ -52,7 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to test (repeatable)")
-    source.add_argument("--file", help="one text per line")
+    source.add_argument("--file", help="one text per line (a vision checkpoint: an image file, .npy or PNG)")
+    parser.add_argument(
+        "--index", type=int, action="append", help="a vision checkpoint's test image by index (repeatable)"
+    )
     parser.add_argument(
         "--erase",
         choices=ERASURES,
@@ -91,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         raise ValueError("--report is for --hf-model; for a checkpoint use attnkit explain --faithfulness")
     task, checkpoint = task_for_checkpoint(args.checkpoint)
+    if args.index and task.kind != "vision":
+        raise ValueError(f"--index picks test images of a vision checkpoint; {checkpoint} is {task.kind}: use --text")
     if task.faithfulness is None:
         raise ValueError(f"{checkpoint}: attnkit faithfulness does not support {task.kind} checkpoints yet")
     return task.faithfulness(args, checkpoint)

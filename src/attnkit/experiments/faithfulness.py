@@ -1,15 +1,19 @@
 """The faithfulness experiment: does each classifier's attention explain its predictions, on real data?
 
 For each data set and model (HAN where the texts keep their sentences; pooled attention over the embeddings;
-pooled over a BiGRU; pooled over a Transformer encoder) it trains a short model and the same model with uniform
-attention (``--uniform-attention``), then, on a seeded sample of test documents, runs the tests of
+pooled over a BiGRU; pooled over a Transformer encoder) it takes the shipped model where one exists
+(:data:`SHIPPED`: ``attnkit models``) or trains a short one, and trains the same recipe with uniform attention
+(``--uniform-attention``), then, on a seeded sample of test documents, runs the tests of
 :mod:`attnkit.explain.faithfulness` with deletion as the erasure: per method, AOPC comprehensiveness and
 sufficiency, the fraction erased before the decision flips and Kendall τ with leave-one-out; Jain & Wallace's
 permutation test; and, on the whole test split, Wiegreffe & Pinter's accuracy difference between learned and
 uniform attention. Every figure carries a 95 % bootstrap interval over the documents.
 
 ``attnkit experiment faithfulness --data fine-foods`` writes ``docs/results/faithfulness.json`` (then
-``docs/results.md``). The per-document records stay beside the runs (``documents.json``) and are reused when the
+``docs/results.md``). ``--data digits`` (deletion / insertion AUC over the shipped vision model's grid cells) and
+``--data cmudict`` (the shipped G2P model, per emitted phoneme, and its attention against Phonetisaurus's EM
+alignment) are measured by :mod:`~attnkit.experiments.faithfulness_vision` and
+:mod:`~attnkit.experiments.faithfulness_seq2seq`. The per-document records stay beside the runs (``documents.json``) and are reused when the
 run and the settings have not changed.
 """
 
@@ -19,12 +23,14 @@ import shlex
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
+from attnkit.experiments.faithfulness_measure import IG_STEPS
 
-__all__ = ["DATASETS", "DOCUMENTS", "MODELS", "run_faithfulness", "train_argv"]
+__all__ = ["DATASETS", "DOCUMENTS", "MODELS", "SHIPPED", "run_faithfulness", "train_argv"]
 
-DATASETS = ("fine-foods", "r8", "r52", "20ng")
+CLASSIFIER_DATASETS = ("fine-foods", "r8", "r52", "20ng")
+OTHER_DATASETS = ("digits", "cmudict")  # measured by faithfulness_vision / faithfulness_seq2seq
+DATASETS = (*CLASSIFIER_DATASETS, *OTHER_DATASETS)
 DOCUMENTS = 200  # test documents sampled per data set x model (the interval shows what the sample costs)
-IG_STEPS = 16
 # Short recipes (minutes, not the results table's runs): GloVe 50d, one attention pooling head so that the
 # attention is one distribution per document; pooled models read at most 256 tokens.
 _FIT = "--embed-dim 50 --embeddings glove --dropout 0.5 --lr-decay 0.5 --epochs 8 --patience 2 --max-minutes 4"
@@ -38,6 +44,10 @@ MODELS: dict[str, list[str]] = {
         "pooled_transformer": f"{_POOLED} --encoder transformer",
     }.items()
 }
+# The rows measured on a shipped model (``attnkit models``) instead of a short run: (data, model) -> its name.
+# No uniform twin is trained for them (the shipped recipes take 3-8 minutes of a quiet core each; none was free on
+# 2026-11-25): their rows give the card's test accuracy and leave the uniform-attention difference empty.
+SHIPPED = {("fine-foods", "han"): "fine-foods-han", ("r8", "pooled_bigru"): "r8", ("r52", "pooled_bigru"): "r52"}
 LABELS = {
     "han": "HAN",
     "pooled": "pooled",
@@ -79,25 +89,57 @@ def run_faithfulness(
         import torch
 
         torch.set_num_threads(threads)
-    from attnkit.data.classification import load_data_set
-
     summary_path = paths.results / "faithfulness.json"
     summary = read_json(summary_path) or {"data": {}}
-    summary["documents"] = documents
     summary["integrated_gradients_steps"] = IG_STEPS
     for data in datasets:
-        dataset = load_data_set(data)
         section = summary["data"].setdefault(data, {"models": {}})
-        for model in models_for(data, dataset.punctuated):
-            if models and model not in models:
-                continue
-            section["models"][model] = _run_model(data, model, dataset, paths, documents, threads, device)
-            section["command"] = command_line(["experiment", "faithfulness", "--data", data])
+        section["command"] = command_line(["experiment", "faithfulness", "--data", data, "--documents", str(documents)])
+        for model, measure in _measures(data, models):
+            section["models"][model] = measure(paths, documents, threads, device)
             write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
 
     render_results(paths)
     return summary
+
+
+def _measures(data: str, models: tuple[str, ...] | None) -> list[tuple[str, object]]:
+    """``(model, measure(paths, documents, threads, device) -> row)`` for each model of ``data`` (``models``: only
+    these, for the classifiers)."""
+    if data == "digits":
+        from attnkit.experiments.faithfulness_vision import run_digits
+
+        return [("digits", run_digits)]
+    if data == "cmudict":
+        from attnkit.experiments.faithfulness_seq2seq import run_g2p
+
+        return [("g2p", run_g2p)]
+    from functools import partial
+
+    from attnkit.data.classification import load_data_set
+
+    dataset = load_data_set(data)
+    chosen = [m for m in models_for(data, dataset.punctuated) if not models or m in models]
+    return [(model, partial(_run_model, data, model, dataset)) for model in chosen]
+
+
+def _learned(data: str, model: str, root: Path, threads, device) -> tuple[object, dict, str]:
+    """The learned model of a row (shipped, or a short run trained now), an id of its weights, its command."""
+    from attnkit.tasks.classify.inference import load_classifier
+    from attnkit.training.checkpointing import resolve_checkpoint
+
+    name = SHIPPED.get((data, model))
+    if name is not None:
+        from attnkit.pretrained import read_card
+
+        card = read_card(name)
+        metrics = {"train_seconds": f"shipped {name} {card['measured']} {card['value']}"}
+        return load_classifier(resolve_checkpoint(name), device=device), metrics, f"attnkit models  # {name}"
+    # the learned model is measured before its uniform twin trains: an interrupted experiment keeps the records
+    metrics = ensure_run(train_argv(data, model, root / "learned"), root / "learned", threads=threads, device=device)
+    command = command_line(train_argv(data, model, _published(data, model) / "learned"))
+    return load_classifier(root / "learned" / "best", device=device), metrics, command
 
 
 def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents: int, threads, device) -> dict:
@@ -114,9 +156,7 @@ def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents
 
     clock = Stopwatch()
     root = paths.runs / "faithfulness" / data / model
-    # the learned model is measured before its uniform twin trains: an interrupted experiment keeps the records
-    metrics = ensure_run(train_argv(data, model, root / "learned"), root / "learned", threads=threads, device=device)
-    classifier = load_classifier(root / "learned" / "best", device=device)
+    classifier, metrics, learned_command = _learned(data, model, root, threads, device)
     numbers = sample_documents(len(dataset.test_texts), documents)
     settings = {"run": metrics["train_seconds"], "documents": numbers, "steps": IG_STEPS, "methods": list(METHODS)}
     stored = read_json(root / "documents.json")
@@ -128,23 +168,37 @@ def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents
         records = measure_documents(classifier, texts, labels, numbers, methods=METHODS, steps=IG_STEPS)
         measured = measuring.minutes()
         write_json(root / "documents.json", {"settings": settings, "minutes": measured, "records": records})
-    uniform_argv = train_argv(data, model, root / "uniform", uniform=True)
-    uniform_metrics = ensure_run(uniform_argv, root / "uniform", threads=threads, device=device)
-    both = {"learned": metrics["train_seconds"], "uniform": uniform_metrics["train_seconds"]}
-    stored = read_json(root / "uniform.json")
-    if stored and stored.get("runs") == both:
-        baseline = stored["result"]
+    shipped = SHIPPED.get((data, model))
+    if shipped is None:
+        uniform_argv = train_argv(data, model, root / "uniform", uniform=True)
+        uniform_metrics = ensure_run(uniform_argv, root / "uniform", threads=threads, device=device)
+        both = {"learned": metrics["train_seconds"], "uniform": uniform_metrics["train_seconds"]}
+        stored = read_json(root / "uniform.json")
+        if stored and stored.get("runs") == both:
+            baseline = stored["result"]
+        else:
+            uniform = load_classifier(root / "uniform" / "best", device=device)
+            baseline = uniform_difference(classifier, uniform, dataset.test_texts, dataset.test_labels)
+            write_json(root / "uniform.json", {"runs": both, "result": baseline})
+        trained = round((metrics["train_seconds"] + uniform_metrics["train_seconds"]) / 60, 1)
+        uniform_command = command_line([*uniform_argv[:-3], "--out", str(_published(data, model) / "uniform")])
     else:
-        uniform = load_classifier(root / "uniform" / "best", device=device)
-        baseline = uniform_difference(classifier, uniform, dataset.test_texts, dataset.test_labels)
-        write_json(root / "uniform.json", {"runs": both, "result": baseline})
-    trained = round((metrics["train_seconds"] + uniform_metrics["train_seconds"]) / 60, 1)
-    learned_out = Path(f"runs/experiments/faithfulness/{data}/{model}/learned")
+        from attnkit.pretrained import read_card
+
+        baseline = {"accuracy": read_card(shipped)["value"], "uniform_accuracy": None, "difference": None}
+        trained, uniform_command = 0.0, None
     return {
-        "label": LABELS[model],
-        "run_command": command_line(train_argv(data, model, learned_out)),
-        "test_accuracy": round(100 * metrics["test"]["accuracy"], 2),
+        "label": LABELS[model] if shipped is None else f"{LABELS[model]} (shipped {shipped})",
+        "shipped": shipped,
+        "run_command": learned_command,
+        "uniform_command": uniform_command,
+        "test_accuracy": baseline["accuracy"],
         "uniform": baseline,
         "minutes": {"train": trained, "measure": measured, "this_command": clock.minutes()},
         **summarise_documents(records),
     }
+
+
+def _published(data: str, model: str) -> Path:
+    """Where a row's runs go under the default ``--runs`` (the path its published commands name)."""
+    return Path(f"runs/experiments/faithfulness/{data}/{model}")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 __all__ = ["PERMUTATIONS", "measure_documents", "sample_documents", "summarise_documents", "uniform_difference"]
 
+IG_STEPS = 16  # integrated gradients' steps in every row of the experiment
 PERMUTATIONS = 50  # shuffles of the attention per document (Jain & Wallace used 100)
 FIGURES = ("aopc_comprehensiveness", "aopc_sufficiency", "flip_fraction", "tau_leave_one_out")
 

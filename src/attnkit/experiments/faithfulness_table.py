@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["render_faithfulness"]
 
-COMMAND = "attnkit experiment faithfulness --data fine-foods r8 r52 20ng"
+COMMAND = "attnkit experiment faithfulness --data fine-foods r8 r52 20ng digits cmudict"
 METHOD_ORDER = (
     "attention",
     "rollout",
@@ -15,8 +15,9 @@ METHOD_ORDER = (
     "random",
 )
 MODEL_ORDER = ("han", "pooled", "pooled_bigru", "pooled_transformer")
-INTRO = """Does the attention explain the prediction? Short models (GloVe 50d, one attention pooling, at most 4
-minutes of training each), tested on a seeded sample of {documents} test documents per model with deletion as the
+INTRO = """Does the attention explain the prediction? The shipped models where they exist (`attnkit models`;
+the row names them) and short models otherwise (GloVe 50d, one attention pooling, at most 4 minutes of training
+each), tested on a seeded sample of test documents per model (the count is in each row) with deletion as the
 erasure (a deleted token leaves the sequence). Per method: AOPC comprehensiveness (the mean drop in p(predicted
 class) when its top 1/5/10/20/50 % tokens are deleted; higher = more faithful), AOPC sufficiency (the drop when only
 they are kept; lower = more faithful), the fraction of tokens deleted, most important first, before the decision
@@ -38,7 +39,6 @@ def render_faithfulness(table: dict | None) -> str:
         return "\n".join(lines) + f"\n_Not run yet: `{COMMAND}`._\n"
     lines += [
         INTRO.format(
-            documents=table["documents"],
             permutations=PERMUTATIONS,
             resamples=RESAMPLES,
             steps=table["integrated_gradients_steps"],
@@ -47,9 +47,52 @@ def render_faithfulness(table: dict | None) -> str:
     ]
     for data, section in table["data"].items():
         lines += [f"### {data}", "", f"`{section['command']}`", ""]
+        if data in OTHER_SECTIONS:
+            lines += [*OTHER_SECTIONS[data](section["models"]), ""]
+            continue
         models = dict(sorted(section["models"].items(), key=lambda item: _place(item[0])))
         lines += [*_model_table(models), "", *_method_table(models), ""]
     return "\n".join(lines)
+
+
+def _vision_table(models: dict) -> list[str]:
+    lines = [
+        "Deletion / insertion over the grid cells (Petsiuk et al. 2018 over cells, not pixels): p(predicted "
+        "class) as the cells leave the attention pooling, most important first (deletion AUC: lower = more "
+        "faithful) or enter an empty grid in that order (insertion AUC: higher = more faithful).",
+        "",
+        "| model | images (cells) | method | deletion AUC ↓ | insertion AUC ↑ | minutes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in models.values():
+        for method in METHOD_ORDER:
+            found = row["methods"].get(method)
+            if found is not None:
+                lines.append(
+                    f"| {row['label']} | {row['documents']} ({row['cells']}) | {method.replace('_', ' ')} "
+                    f"| {_interval(found['deletion_auc'])} | {_interval(found['insertion_auc'])} "
+                    f"| {row['minutes']['measure']:.1f} |"
+                )
+    return lines
+
+
+def _g2p_table(models: dict) -> list[str]:
+    lines = [
+        "Per emitted phoneme over the word's letters (greedy decoding, deletion), averaged over each word's "
+        "phonemes; intervals over the words. Alignment: teacher-forced on the reference pronunciation, the share "
+        "of phonemes whose most-attended letter is one Phonetisaurus's EM aligner gives them (a phoneme aligned to "
+        "no letter is not counted), against a letter drawn at random.",
+        "",
+        "| model | words (letters, phonemes) | attention argmax = EM alignment (%) | random letter (%) |",
+        "|---|---|---|---|",
+    ]
+    for row in models.values():
+        alignment = row["alignment"]
+        lines.append(
+            f"| {row['label']} | {row['documents']} ({row['mean_tokens']:.1f}, {row['mean_phonemes']:.1f}) "
+            f"| {_interval(alignment['agreement'], digits=1)} | {_interval(alignment['chance'], digits=1)} |"
+        )
+    return [*lines, "", *_method_table(models)]
 
 
 def _model_table(models: dict) -> list[str]:
@@ -64,7 +107,7 @@ def _model_table(models: dict) -> list[str]:
         flipped = _interval(permutation.get("flipped"), digits=3)
         minutes = row["minutes"]
         lines.append(
-            f"| {row['label']} | {row['uniform']['accuracy']:.2f} | {row['uniform']['uniform_accuracy']:.2f} "
+            f"| {row['label']} | {row['uniform']['accuracy']:.2f} | {_number(row['uniform']['uniform_accuracy'])} "
             f"| {_interval(row['uniform']['difference'], digits=2)} | {tvd} | {flipped} "
             f"| {row['documents']} ({row['mean_tokens']:.0f}) | {minutes['train']:.1f} / {minutes['measure']:.1f} |"
         )
@@ -89,9 +132,17 @@ def _method_table(models: dict) -> list[str]:
     return lines
 
 
+OTHER_SECTIONS = {"digits": _vision_table, "cmudict": _g2p_table}
+
+
 def _place(model: str) -> int:
     """The models in the experiment's order (HAN, pooled, + BiGRU, + Transformer), whatever order they ran in."""
     return MODEL_ORDER.index(model) if model in MODEL_ORDER else len(MODEL_ORDER)
+
+
+def _number(value: float | None) -> str:
+    """``79.30``; ``not trained`` for a shipped model's missing uniform twin."""
+    return "not trained" if value is None else f"{value:.2f}"
 
 
 def _interval(value: dict | None, *, digits: int = 3) -> str:

@@ -20,6 +20,7 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.permutation` | swapping attention distributions: permuted, uniform |
 | :mod:`~attnkit.explain.faithfulness.baselines` | Jain & Wallace's permutation test, Wiegreffe & Pinter's uniform-attention difference |
 | :mod:`~attnkit.explain.faithfulness.summary` | per-data-set means of the per-prediction results |
+| :mod:`~attnkit.explain.faithfulness.steps` | one text's emitted tokens averaged into one result (the seq2seq panel) |
 | :mod:`~attnkit.explain.faithfulness.table` | the text table, the plain sentence, the demo's line |
 | :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel and its curves |
 | :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces) |

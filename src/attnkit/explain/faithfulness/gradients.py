@@ -52,12 +52,12 @@ def integrated_gradients(inputs: GradientInputs, label: int, *, steps: int = 32)
         raise ValueError(f"steps must be >= 1, got {steps}")
     attr = _captum().IntegratedGradients(inputs.forward)
     embeddings = inputs.embeddings.detach().clone()
+    baseline = torch.zeros_like(embeddings)
     with torch.enable_grad():
-        attributions, delta = attr.attribute(
-            embeddings,
-            baselines=torch.zeros_like(embeddings),
-            target=label,
-            n_steps=steps,
-            return_convergence_delta=True,
-        )
-    return GradientScores(inputs.to_units(attributions.detach()).to(torch.float32), float(delta.abs().max()))
+        attributions = attr.attribute(embeddings, baselines=baseline, target=label, n_steps=steps)  # [1, ..., E]
+    # completeness: sum(attributions) = f(x) - f(0), both ends in one forward of two (Captum's
+    # return_convergence_delta runs each end alone, under autograd)
+    with torch.no_grad():
+        ends = inputs.forward(torch.cat([embeddings, baseline]))[:, label].double()  # [2]
+    delta = float(attributions.detach().double().sum() - (ends[0] - ends[1]))
+    return GradientScores(inputs.to_units(attributions.detach()).to(torch.float32), abs(delta))

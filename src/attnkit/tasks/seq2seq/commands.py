@@ -375,15 +375,16 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: the source x target alignment; for the Transformer every layer and head too."""
     from attnkit.tasks.options import read_texts
     from attnkit.tasks.seq2seq.explain import seq2seq_report
+    from attnkit.tasks.seq2seq.faithfulness import text_faithfulness
 
     if getattr(args, "index", None):
         raise ValueError(
             "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
         )
-    if getattr(args, "faithfulness", False):
-        raise ValueError("--faithfulness: the seq2seq report has no faithfulness panel yet; run attnkit faithfulness")
+    texts = read_texts(args)
     loaded = load(checkpoint, device=args.device, precision=args.precision)
-    return seq2seq_report(loaded, read_texts(args), args.out, title=args.title)
+    tests = text_faithfulness(loaded, texts, erase=args.erase, seed=args.seed) if args.faithfulness else None
+    return seq2seq_report(loaded, texts, args.out, title=args.title, faithfulness=tests)
 
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:

@@ -21,11 +21,25 @@ from attnkit.training.precision import autocast, to_host
 __all__ = ["seq2seq_report"]
 
 
-def seq2seq_report(loaded: LoadedSeq2Seq, texts: Sequence[str], out: str | Path, *, title: str | None = None) -> Path:
-    """Translate ``texts`` with their attention and write the report to ``out``; returns the path written."""
+def seq2seq_report(
+    loaded: LoadedSeq2Seq,
+    texts: Sequence[str],
+    out: str | Path,
+    *,
+    title: str | None = None,
+    faithfulness: Sequence | None = None,
+) -> Path:
+    """Translate ``texts`` with their attention and write the report to ``out``; returns the path written.
+
+    ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text
+    (its emitted tokens' tests averaged, :func:`~attnkit.tasks.seq2seq.faithfulness.text_faithfulness`), shown as
+    the classifiers' panel under the text's alignment."""
+    if faithfulness is not None and len(faithfulness) != len(texts):
+        raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(texts)} text(s)")
     translations = loaded.translate(texts, need_weights=True)
-    sections = []
+    sections, starts = [], []  # starts: each text's first section (where its panel goes)
     for number, (text, translation) in enumerate(zip(texts, translations, strict=True), start=1):
+        starts.append(len(sections))
         source_tokens = loaded.source_tokenizer.tokens(text)
         target_tokens = [loaded.target_tokenizer.id_to_token(i) for i in translation.token_ids or []]
         heading = f"{number}. {text} → {translation.text}"
@@ -60,4 +74,20 @@ def seq2seq_report(loaded: LoadedSeq2Seq, texts: Sequence[str], out: str | Path,
                 title=f"{number}. every layer and head",
             )
         )
+    for start, result in zip(starts, faithfulness or [], strict=False):
+        sections[start] = _with_panel(sections[start], result)
     return write_report(out, sections, title=title or "What the translation model attended to")
+
+
+STEPS_NOTE = (
+    "Each figure is the mean over the emitted tokens: each token's prediction is tested over the source tokens "
+    "(the decoder reads the decoded prefix), then averaged. attnkit faithfulness gives each token's own tests."
+)
+
+
+def _with_panel(section, result) -> object:
+    """``section`` with the faithfulness panel of ``result`` under its body."""
+    from attnkit.explain.faithfulness.panel import faithfulness_panel
+    from attnkit.explain.html import Section, caption_html
+
+    return Section(section.title, section.body + "\n" + faithfulness_panel(result) + caption_html(STEPS_NOTE))

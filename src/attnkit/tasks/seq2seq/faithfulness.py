@@ -19,7 +19,7 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.tasks.seq2seq.faithfulness_subjects import Seq2SeqStepSubject
 
-__all__ = ["checkpoint_faithfulness", "faithfulness_command", "seq2seq_faithfulness"]
+__all__ = ["checkpoint_faithfulness", "faithfulness_command", "seq2seq_faithfulness", "text_faithfulness"]
 
 
 def seq2seq_faithfulness(
@@ -52,6 +52,23 @@ def seq2seq_faithfulness(
             faithfulness_of(subjects, texts=labels, methods=methods, erase=erase, seed=seed + number, steps=steps)
         )
     return results
+
+
+def text_faithfulness(
+    loaded,
+    texts: Sequence[str],
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    erase: str = "delete",
+    seed: int = 0,
+    steps: int = 32,
+) -> list[DocumentFaithfulness]:
+    """One result per text for ``attnkit explain --faithfulness``: the tests of every emitted token averaged
+    (:func:`~attnkit.explain.faithfulness.steps.mean_over_steps`); ``label`` says "each emitted token"."""
+    from attnkit.explain.faithfulness.steps import mean_over_steps
+
+    per_text = seq2seq_faithfulness(loaded, texts, methods=methods, erase=erase, seed=seed, steps=steps)
+    return [mean_over_steps(found, text=text) for text, found in zip(texts, per_text, strict=True)]
 
 
 def faithfulness_command(args: argparse.Namespace, loaded) -> int:

@@ -6,8 +6,8 @@
 | :mod:`~attnkit.tasks.vision.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
 | :mod:`~attnkit.tasks.vision.training` | ``train_vision`` |
 | :mod:`~attnkit.tasks.vision.inference` | ``load_vision`` -> ``VisionModel`` (``predict``, ``evaluate``) |
-| :mod:`~attnkit.tasks.vision.faithfulness` | grid cells as a faithfulness subject; ``vision_faithfulness`` |
-| :mod:`~attnkit.tasks.vision.commands` | the command hooks (``attnkit train vision``, evaluate, predict, explain) |
+| :mod:`~attnkit.tasks.vision.faithfulness` | grid cells as a faithfulness subject; ``vision_faithfulness``; the command's output |
+| :mod:`~attnkit.tasks.vision.commands` | the command hooks (``attnkit train vision``, evaluate, predict, explain, faithfulness) |
 """
 
 from attnkit.tasks.spec import TaskSpec
@@ -27,4 +27,5 @@ SPEC = TaskSpec(
     add_predict_arguments=commands.add_image_arguments,
     explain=commands.explain,
     add_explain_arguments=commands.add_image_arguments,
+    faithfulness=commands.faithfulness,
 )

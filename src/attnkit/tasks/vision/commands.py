@@ -182,6 +182,8 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     from attnkit.explain.html import write_report
     from attnkit.explain.sections import visual_section
 
+    if getattr(args, "faithfulness", False):
+        raise ValueError("--faithfulness: the vision report has no faithfulness panel yet; run attnkit faithfulness")
     vision = load(checkpoint, device=args.device, precision=args.precision)
     images, titles, true_labels = _images(args, vision)
     label_names = vision.label_names
@@ -197,3 +199,14 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
         for prediction, heading, gold in zip(vision.predict(images), titles, true_labels, strict=True)
     ]
     return write_report(args.out, sections, title=args.title or "What the visual attention model looked at")
+
+
+def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
+    """``attnkit faithfulness``: the tests over each image's grid cells (``--index N`` or ``--file F``)."""
+    from attnkit.tasks.vision.faithfulness import faithfulness_command
+
+    if getattr(args, "text", None):
+        raise ValueError("--text is for text checkpoints; test a vision checkpoint with --index N or --file F")
+    vision = load(checkpoint, device=args.device, precision=args.precision)
+    images, titles, _ = _images(args, vision)
+    return faithfulness_command(args, vision, images, titles)
