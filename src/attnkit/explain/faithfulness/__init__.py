@@ -22,7 +22,8 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.summary` | per-data-set means of the per-prediction results |
 | :mod:`~attnkit.explain.faithfulness.steps` | one text's emitted tokens averaged into one result (the seq2seq panel) |
 | :mod:`~attnkit.explain.faithfulness.table` | the text table, the plain sentence, the demo's line |
-| :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel and its curves |
+| :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel (and matplotlib's curves for `--save-figures`) |
+| :mod:`~attnkit.explain.faithfulness.curves_svg` | the panel's curves as inline SVG (one chart per document, no matplotlib) |
 | :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces) |
 | :mod:`~attnkit.explain.faithfulness.huggingface_report` | the offline HTML report of a Hugging Face classifier |
 

@@ -1,7 +1,7 @@
 """The faithfulness panel of a report's document (layer 5): one plain sentence, the tokens shaded by attention
 (and rollout, where an encoder mixes them), integrated gradients and leave-one-out side by side in the one colour
-map, the comprehensiveness / sufficiency curves of each method against random (kept by ``--save-figures`` as
-``NN-faithfulness-curves``), and a small table of the metrics.
+map, the comprehensiveness / sufficiency curves of each method against random (inline SVG; ``--save-figures`` also
+keeps matplotlib's ``NN-faithfulness-curves``), and a small table of the metrics.
 
 Shape glossary:
     T  tokens   K  erasure sizes
@@ -14,10 +14,11 @@ import io
 import torch
 
 from attnkit.explain import figures
+from attnkit.explain.faithfulness.curves_svg import curves_svg
 from attnkit.explain.faithfulness.names import PERCENTS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.table import erasure_sentence
-from attnkit.explain.html import caption_html, colour_scale_html, escape, image_html, shaded_tokens
+from attnkit.explain.html import caption_html, colour_scale_html, escape, shaded_tokens
 
 __all__ = ["CAPTION", "SHADED_METHODS", "curves_figure", "faithfulness_panel"]
 
@@ -55,7 +56,11 @@ def faithfulness_panel(result: DocumentFaithfulness) -> str:
     parts.append(colour_scale_html("0", "the row's largest score"))
     parts.append('<div class="attn-rows">' + "\n".join(rows) + "</div>")
     if result.methods:
-        parts.append(image_html(curves_figure(result), alt="comprehensiveness and sufficiency curves"))
+        parts.append(curves_svg(result))
+        if figures.active():  # --save-figures keeps matplotlib's PNG/SVG; the page itself needs none
+            curves_figure(result)
+        else:
+            figures.add_figure("faithfulness-curves", None)  # records the name for the save_figures warning
         parts.append(_metrics_table(result))
     parts.append("</div>")
     return "\n".join(parts)
