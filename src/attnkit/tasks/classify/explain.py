@@ -1,0 +1,74 @@
+"""The classifier's explanation: one report section per prediction (HAN documents, pooled token rows), written as
+one self-contained HTML page (layer 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.explain.html import Section, write_report
+from attnkit.explain.sections import han_section, pooling_section
+
+__all__ = ["classifier_report"]
+
+
+def classifier_report(
+    predictions: Sequence,
+    label_names: Sequence[str],
+    path: str | Path,
+    *,
+    title: str = "What the classifier attended to",
+    true_labels: Sequence[str | None] | None = None,
+    faithfulness: Sequence | None = None,
+    word_shading: str = "document",
+) -> Path:
+    """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
+
+    HAN predictions become document sections (sentence and word shading: ``word_shading`` ``"document"``, word ×
+    sentence weight, or ``"sentence"``, see :func:`~attnkit.explain.sections.han_section`); pooled-classifier
+    predictions token rows, one per pooling head. The caption and colour scale are shown once, above the first
+    document. ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness`
+    per prediction, each shown as a panel under its document. Returns the path written (a
+    :class:`~attnkit.explain.html.ReportPath`).
+    """
+    if faithfulness is not None and len(faithfulness) != len(predictions):
+        raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
+    true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
+    sections: list[Section] = []
+    for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
+        probabilities = [prediction.probabilities[name] for name in label_names]
+        heading = f"Document {number}"
+        if prediction.sentences is not None:
+            sections.append(
+                han_section(
+                    prediction.sentences,
+                    prediction.word_weights,
+                    prediction.sentence_weights,
+                    label_names=label_names,
+                    probabilities=probabilities,
+                    true_label=gold,
+                    title=heading,
+                    word_shading=word_shading,
+                    caption=number == 1,
+                    unknown=getattr(prediction, "unknown_words", None),
+                )
+            )
+        else:
+            sections.append(
+                pooling_section(
+                    prediction.tokens,
+                    prediction.token_weights,
+                    label_names=label_names,
+                    probabilities=probabilities,
+                    true_label=gold,
+                    title=heading,
+                    caption=number == 1,
+                    unknown=getattr(prediction, "unknown_tokens", None),
+                )
+            )
+        if faithfulness is not None:
+            from attnkit.explain.faithfulness.panel import faithfulness_panel
+
+            section = sections[-1]
+            sections[-1] = Section(section.title, section.body + "\n" + faithfulness_panel(faithfulness[number - 1]))
+    return write_report(path, sections, title=title)
