@@ -67,7 +67,7 @@ def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tupl
     import attnkit
     from attnkit.data.classification import load_builtin
     from attnkit.explain.faithfulness.gradients import integrated_gradients
-    from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.explain import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
 
     common.setup()

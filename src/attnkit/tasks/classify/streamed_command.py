@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 
 from attnkit.tasks.options import is_main_process
@@ -32,9 +31,11 @@ def streams(args: argparse.Namespace) -> bool:
     return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
 
 
-def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summarise: Callable) -> int:
-    """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write; ``summarise`` prints the report."""
+def train_streamed(args: argparse.Namespace, start, options: dict):
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
+    checked) holds the config and guards every write; ``options`` are what the in-memory trainer takes too
+    (:func:`attnkit.tasks.classify.commands.trainer_options`). Returns the
+    :class:`~attnkit.training.run_report.TrainReport`."""
     from attnkit.data.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
@@ -49,17 +50,5 @@ def train_streamed(args: argparse.Namespace, config, fit_config, plan, *, summar
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
     )
-    with plan.writing():
-        report = train_classifier_streamed(
-            stream,
-            config,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            resume=args.resume,
-            bucketed=not args.random_batches,
-            device=args.device,
-            test_path=args.test,
-        )
-    summarise(report)
-    return 0
+    with start.plan.writing():
+        return train_classifier_streamed(stream, start.config, start.fit_config, test_path=args.test, **options)

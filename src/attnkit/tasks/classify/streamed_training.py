@@ -22,9 +22,9 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
-from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR, classification_task
+from attnkit.tasks.classify.training import TOKENIZER_DIR, classification_task
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics

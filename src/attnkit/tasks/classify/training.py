@@ -20,10 +20,9 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import EncodedDataset
-from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin, stratified_split
-from attnkit.data.files import load_files
+from attnkit.data.classification import TextClassificationData, stratified_split
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyTask
@@ -32,43 +31,9 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["KIND", "classification_task", "evaluate_encoded", "load_data", "train_classifier"]
+__all__ = ["TOKENIZER_DIR", "classification_task", "evaluate_encoded", "train_classifier"]
 
-KIND = "classifier"
 TOKENIZER_DIR = "tokenizer"
-
-
-def load_data(
-    data: str,
-    *,
-    test_path: str | None = None,
-    text_column: str = "text",
-    label_column: str = "label",
-    min_labels: int = 2,
-    delimiter: str | None = None,
-    max_chars: int | None = None,
-) -> TextClassificationData:
-    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
-    characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
-    character separates."""
-    if data in builtin_names():
-        if test_path is not None:
-            raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
-        if delimiter is not None:
-            raise ValueError(f"--delimiter is for user files; the built-in dataset {data!r} needs none")
-        return load_builtin(data)
-    if not Path(data).exists():
-        raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
-    return load_files(
-        data,
-        test_path,
-        text_column=text_column,
-        label_column=label_column,
-        min_labels=min_labels,
-        delimiter=delimiter,
-        max_chars=max_chars,
-    )
 
 
 def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:

@@ -2,7 +2,7 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.tasks.seq2seq.config` | ``Seq2SeqConfig`` (the checkpoint's ``config.json``), metric kinds |
+| :mod:`~attnkit.tasks.seq2seq.config` | ``KIND``, ``Seq2SeqConfig`` (the checkpoint's ``config.json``) from the arguments, metric kinds |
 | :mod:`~attnkit.tasks.seq2seq.data` | built-in tasks and pair files; references per source |
 | :mod:`~attnkit.tasks.seq2seq.task` | the label-smoothed loss and the decoded metrics (WER/PER, BLEU/chrF) |
 | :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |

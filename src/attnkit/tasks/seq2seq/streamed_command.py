@@ -47,9 +47,10 @@ def streams(args: argparse.Namespace) -> bool:
     return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
 
 
-def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) -> object:
-    """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write. Returns the :class:`TrainReport`."""
+def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
+    checked) holds the config and guards every write; ``options`` are what the in-memory trainer takes too
+    (:func:`attnkit.tasks.seq2seq.commands.trainer_options`). Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
     from attnkit.tasks.seq2seq.data import LEVELS
     from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
@@ -69,23 +70,9 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan) ->
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
     )
-    with plan.writing():
+    with start.plan.writing():
         report = train_seq2seq_streamed(
-            stream,
-            options,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            vocab_size=args.vocab_size,
-            label_smoothing=args.label_smoothing,
-            resume=args.resume,
-            evaluate_test=not args.no_test,
-            data_name=args.data,
-            valid_path=args.valid,
-            test_path=args.test,
-            max_source_length=args.max_source_length,
-            max_target_length=args.max_target_length,
-            device=args.device,
+            stream, start.config, start.fit_config, valid_path=args.valid, test_path=args.test, **options
         )
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")

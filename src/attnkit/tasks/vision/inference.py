@@ -14,14 +14,13 @@ from pathlib import Path
 
 import torch
 
-from attnkit.data.images import load_image_dataset
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.training import evaluate_vision
 from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
-__all__ = ["ImagePrediction", "VisionModel", "load_test_images", "load_vision", "predict_images"]
+__all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
 
 
 @dataclass
@@ -116,17 +115,3 @@ def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", 
         raise CheckpointError(f"{Path(checkpoint) / CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
     return VisionModel(ready_for_inference(model, device, precision), config, precision)
-
-
-def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:
-    """Test images ``[len(indices), C, H, W]`` of the checkpoint's dataset, and their true label names."""
-    data = load_image_dataset(config.dataset)
-    count = len(data.test_images)
-    bad = [index for index in indices if not 0 <= index < count]
-    if bad:
-        raise ValueError(
-            f"test image index {bad[0]} is out of range: "
-            f"the {config.dataset} test split has {count} images (0..{count - 1})"
-        )
-    chosen = torch.as_tensor(list(indices), dtype=torch.long)
-    return data.test_images[chosen], [data.label_names[int(label)] for label in data.test_labels[chosen]]

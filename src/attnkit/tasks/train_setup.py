@@ -1,0 +1,89 @@
+"""The start every ``attnkit train TASK`` hook shares (layer 5; no torch at import): the run plan checked, the
+``--init-from`` checkpoint resolved, the task's config built once (from the checkpoint, or from the arguments by the
+task's ``config_from_args``), the :class:`~attnkit.training.fit_config.FitConfig`, and whether ``--data`` is read as
+a stream — with the options a streamed run cannot take yet refused before anything is read or written.
+
+    start = start_training(args, command="train classify", kind=KIND, inputs={...}, writes=(...),
+                           config_from_args=config_from_args, config_from_init=ClassifierConfig.from_dict,
+                           streams=streams)
+    with start.plan.writing():
+        ...  # train on start.config, start.fit_config
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from attnkit.tasks.options import fit_config_from_args
+
+__all__ = ["TrainingStart", "start_training"]
+
+
+@dataclass(frozen=True)
+class TrainingStart:
+    """What a train hook knows before it reads its data.
+
+    Attributes:
+        plan: the checked :class:`~attnkit.tasks.run_plan.RunPlan` (``plan.writing()`` guards every write).
+        init: the ``--init-from`` checkpoint (:class:`~attnkit.training.init_from.InitFrom`), or None.
+        config: the task's config, from the checkpoint when ``init`` is given, else from the arguments.
+        fit_config: the loop's options.
+        streamed: whether ``--data`` is trained on as a stream.
+    """
+
+    plan: Any
+    init: Any
+    config: Any
+    fit_config: Any
+    streamed: bool
+
+
+def start_training(
+    args: argparse.Namespace,
+    *,
+    command: str,
+    kind: str,
+    inputs: Mapping[str, tuple[str | None, Sequence[str]]],
+    writes: Sequence[str],
+    config_from_args: Callable[[argparse.Namespace], Any],
+    config_from_init: Callable[[Any], Any],
+    streams: Callable[[argparse.Namespace], bool] | None = None,
+    not_streamed: Sequence[str] = (),
+    fit_overrides: Mapping[str, Any] | None = None,
+) -> TrainingStart:
+    """Check and build everything ``args`` asks of one training run, in the order its errors are reported.
+
+    Args:
+        command: ``"train classify"``, as the run's manifest records it.
+        kind: the task's checkpoint kind (``--init-from`` must name a checkpoint of it).
+        inputs, writes: what :func:`~attnkit.tasks.run_plan.plan_run` checks (input files, the run's own
+            directories).
+        config_from_args: the task's ``config_from_args`` (its ``config`` module).
+        config_from_init: the task's config from an ``--init-from`` checkpoint
+            (:class:`~attnkit.training.init_from.InitFrom`).
+        streams: whether the arguments ask for a streamed run (None: the task never streams).
+        not_streamed: argument dests a streamed run does not take yet (``"delimiter"``): given, they are refused.
+        fit_overrides: the task's own :class:`FitConfig` fields (``select_metric``, ...).
+
+    Raises:
+        ValueError, OSError: the run plan's refusals, a bad config, ``--init-from`` or an option on streamed data.
+    """
+    from attnkit.tasks.run_plan import plan_run
+    from attnkit.training.init_from import resolve_init_from
+
+    plan = plan_run(args, command=command, inputs=inputs, writes=writes)
+    init = resolve_init_from(args.init_from, kind)
+    config = config_from_init(init) if init is not None else config_from_args(args)
+    fit_config = fit_config_from_args(args, **(fit_overrides or {}))
+    streamed = streams is not None and streams(args)
+    if streamed:
+        refused = ["init_from"] * (init is not None) + [
+            dest for dest in not_streamed if getattr(args, dest) is not None
+        ]
+        for dest in refused:
+            option = "--" + dest.replace("_", "-")
+            raise ValueError(f"{option}: not available on streamed data yet; add --streaming never")
+    return TrainingStart(plan, init, config, fit_config, streamed)
