@@ -15,11 +15,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from attnkit.tasks.options import fit_config_from_args
 
-__all__ = ["TrainingStart", "start_training"]
+__all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "start_training", "streams_file"]
+
+STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams training files larger than this
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,26 @@ def start_training(
             option = "--" + dest.replace("_", "-")
             raise ValueError(f"{option}: not available on streamed data yet; add --streaming never")
     return TrainingStart(plan, init, config, fit_config, streamed)
+
+
+def streams_file(args: argparse.Namespace, builtins: Sequence[str], *, builtin: str) -> bool:
+    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
+    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data names (``builtin`` says what
+    one is called in a message: ``"dataset"``).
+
+    Raises:
+        ValueError: ``--streaming always`` or ``--skip-bad-rows`` with built-in data, or ``--skip-bad-rows`` with
+            ``--streaming never``.
+    """
+    if args.data in builtins:
+        if args.streaming == "always" or args.skip_bad_rows:
+            raise ValueError(
+                f"--streaming and --skip-bad-rows are for files; the built-in {builtin} {args.data!r} is not"
+            )
+        return False
+    if args.skip_bad_rows and args.streaming == "never":
+        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
+    if args.streaming == "always" or args.skip_bad_rows:
+        return True
+    path = Path(args.data)
+    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES

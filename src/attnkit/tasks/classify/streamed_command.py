@@ -8,27 +8,15 @@ from pathlib import Path
 
 from attnkit.tasks.options import is_main_process
 
-__all__ = ["STREAM_ABOVE_BYTES", "streams", "train_streamed"]
-
-STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams files larger than this
+__all__ = ["streams", "train_streamed"]
 
 
 def streams(args: argparse.Namespace) -> bool:
-    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` or (auto) larger than 64 MB."""
+    """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
     from attnkit.data.classification import builtin_names
+    from attnkit.tasks.train_setup import streams_file
 
-    if args.data in builtin_names():
-        if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in dataset {args.data!r} is not"
-            )
-        return False
-    if args.skip_bad_rows and args.streaming == "never":
-        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
-    path = Path(args.data)
-    if args.streaming == "always" or args.skip_bad_rows:
-        return True
-    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+    return streams_file(args, builtin_names(), builtin="dataset")
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict):

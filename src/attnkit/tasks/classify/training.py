@@ -31,7 +31,14 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import autocast, device_of, on_device, place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "classification_task", "evaluate_encoded", "train_classifier"]
+__all__ = [
+    "TOKENIZER_DIR",
+    "classification_task",
+    "evaluate_encoded",
+    "fit_classifier",
+    "placed_model",
+    "train_classifier",
+]
 
 TOKENIZER_DIR = "tokenizer"
 
@@ -140,26 +147,12 @@ def train_classifier(
     )
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
 
-    torch.manual_seed(fit_config.seed)
-    model = build_classifier(config, tokenizer.vocab_size)
-    if config.attend == "content":
-        from attnkit.tasks.classify.attended_words import content_word_table
-
-        model.attendable.copy_(content_word_table(tokenizer))
-    place_model(model, device)
+    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
     if config.embeddings != "random" and not resuming and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
-    result = fit(
-        classification_task(model, label_smoothing=config.label_smoothing),
-        train_batches,
-        lambda: valid_batches(0),
-        fit_config,
-        checkpoint_dir=out_dir,
-        resume=resume,
-        model_config={"kind": KIND, **config.to_dict()},
-        extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
-        init_from=None if init_from is None else init_from.checkpoint,
+    result = fit_classifier(
+        model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
     test_metrics = None
     if data.test_texts:  # fit has left the best epoch's weights in the model
@@ -174,3 +167,45 @@ def train_classifier(
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
+
+
+def placed_model(
+    config: ClassifierConfig, tokenizer: TextTokenizer, device: str | torch.device, *, seed: int
+) -> nn.Module:
+    """``config``'s untrained model for ``tokenizer``'s vocabulary, seeded by ``seed``, its word attention limited
+    to content words when ``config.attend`` says so, on ``device`` (what the in-memory and streamed trainers share)."""
+    torch.manual_seed(seed)
+    model = build_classifier(config, tokenizer.vocab_size)
+    if config.attend == "content":
+        from attnkit.tasks.classify.attended_words import content_word_table
+
+        model.attendable.copy_(content_word_table(tokenizer))
+    place_model(model, device)
+    return model
+
+
+def fit_classifier(
+    model: nn.Module,
+    config: ClassifierConfig,
+    train_batches,
+    valid_batches,
+    fit_config: FitConfig,
+    *,
+    out_dir: Path,
+    resume: bool,
+    init_from: InitFrom | None = None,
+):
+    """:func:`~attnkit.training.loop.fit` on a classifier: the label-smoothed loss, validation accuracy, and
+    checkpoints holding ``config`` and the run's tokeniser (``out_dir/tokenizer``). Returns fit's result."""
+    tokenizer_file = out_dir / TOKENIZER_DIR / TextTokenizer.FILENAME
+    return fit(
+        classification_task(model, label_smoothing=config.label_smoothing),
+        train_batches,
+        lambda: valid_batches(0),
+        fit_config,
+        checkpoint_dir=out_dir,
+        resume=resume,
+        model_config={"kind": KIND, **config.to_dict()},
+        extra_files={TextTokenizer.FILENAME: tokenizer_file},
+        init_from=None if init_from is None else init_from.checkpoint,
+    )

@@ -8,9 +8,7 @@ from pathlib import Path
 
 from attnkit.tasks.options import is_main_process, say
 
-__all__ = ["STREAM_ABOVE_BYTES", "add_streaming_arguments", "streams", "train_streamed"]
-
-STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams pair files larger than this
+__all__ = ["add_streaming_arguments", "streams", "train_streamed"]
 
 
 def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
@@ -31,20 +29,11 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def streams(args: argparse.Namespace) -> bool:
-    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
-    larger than 64 MB."""
+    """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
     from attnkit.data.seq2seq import task_names
+    from attnkit.tasks.train_setup import streams_file
 
-    if args.data in task_names():
-        if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(f"--streaming and --skip-bad-rows are for files; the built-in task {args.data!r} is not")
-        return False
-    if args.skip_bad_rows and args.streaming == "never":
-        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
-    if args.streaming == "always" or args.skip_bad_rows:
-        return True
-    path = Path(args.data)
-    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+    return streams_file(args, task_names(), builtin="task")
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
