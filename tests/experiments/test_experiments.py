@@ -290,7 +290,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
         return {"test": {"wer": 30.0, "per": 7.0}, "best_valid": {"wer": 29.0}, "best_epoch": 9, "epochs_run": 9 + len(trained),
                 "train_seconds": 60 * minutes, "num_parameters": 1000}  # fmt: skip
 
-    class FakeTask:
+    class FakeDataSet:
         def split(self, split):
             return [(split, "x")]
 
@@ -309,7 +309,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
     monkeypatch.setattr(seq2seq, "_beam_test", lambda out, beam: {"wer": 29.5, "per": 7.25})
     monkeypatch.setattr(seq2seq_inference, "load_seq2seq_ensemble", fake_load)
     monkeypatch.setattr(seq2seq_inference, "evaluate_seq2seq", fake_evaluate)
-    monkeypatch.setattr(seq2seq_data, "load_task", lambda data: FakeTask())
+    monkeypatch.setattr(seq2seq_data, "load_data_set", lambda data: FakeDataSet())
     summary = seq2seq.run_seq2seq_experiment("g2p", paths, runs=[name])
     assert trained == [seq2seq.slug(member) for member in members]  # the members first
     assert loaded == [[str(paths.runs / "g2p" / seq2seq.slug(member) / "best") for member in members]]
@@ -340,7 +340,7 @@ def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkey
         calls.append((task, Path(workdir).name, order))
         return {"wer": 25.79, "per": 6.18, "order": order, "version": "0.3.0", "train_cpu_seconds": 204.5}
 
-    monkeypatch.setattr(seq2seq_data, "load_task", lambda name: name)
+    monkeypatch.setattr(seq2seq_data, "load_data_set", lambda name: name)
     monkeypatch.setattr(phonetisaurus, "phonetisaurus_baseline", fake_baseline)
     monkeypatch.setattr(phonetisaurus, "phonetisaurus_version", lambda: "0.3.0")
     summary = seq2seq.run_seq2seq_experiment("g2p", paths, runs=["phonetisaurus"])
@@ -377,7 +377,7 @@ def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path,
     monkeypatch.setattr(masking, "ensure_run", fake_ensure_run)
     monkeypatch.setattr(masking, "padding_statistics", fake_statistics)
     monkeypatch.setattr(
-        classification_data, "load_builtin", lambda data: SimpleNamespace(test_texts=[], test_labels=[])
+        classification_data, "load_data_set", lambda data: SimpleNamespace(test_texts=[], test_labels=[])
     )
     masking.run_masking("fine-foods", 2, paths, models=("pooled",))
     assert trained == ["pooled"] * 6  # 3 modes x 2 seeds

@@ -91,7 +91,7 @@ def test_a_run_measures_records_renders_and_is_reused(tmp_path, monkeypatch, tin
     texts = POSITIVE + NEGATIVE
     data = SimpleNamespace(test_texts=texts, test_labels=[1, 1, 1, 0, 0, 0], punctuated=False)
     monkeypatch.setattr(faithfulness, "ensure_run", fake_ensure_run)
-    monkeypatch.setattr(classification_data, "load_builtin", lambda name: data)
+    monkeypatch.setattr(classification_data, "load_data_set", lambda name: data)
     faithfulness.run_faithfulness(["r8"], paths, models=("pooled_transformer",), documents=4)
     assert trained == [(False, "transformer"), (True, "transformer")]
     summary = json.loads((paths.results / "faithfulness.json").read_text())

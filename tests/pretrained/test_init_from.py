@@ -22,7 +22,7 @@ VISION = ["--data", "digits", "--limit", "40", "--no-progress", "--threads", "1"
 
 
 class Line:
-    """``Linear(2, 1)`` fitted to 1 (a Task for fit)."""
+    """``Linear(2, 1)`` fitted to 1 (a Objective for fit)."""
 
     def __init__(self, seed: int):
         torch.manual_seed(seed)
@@ -40,17 +40,17 @@ def test_fit_starts_a_new_run_from_the_given_weights_and_a_resumed_run_from_its_
     save_checkpoint(tmp_path / "from", trained.model)
     start = {name: value.clone() for name, value in trained.model.state_dict().items()}
     settings = FitConfig(epochs=1, lr=1e-9, patience=None, select_metric="loss", select_mode="min", progress=False)
-    task = Line(seed=2)
+    objective = Line(seed=2)
     batches = [torch.ones(4, 2)]
     fit(
-        task,
+        objective,
         lambda epoch: batches,
         lambda: batches,
         settings,
         checkpoint_dir=tmp_path / "run",
         init_from=tmp_path / "from",
     )
-    for name, value in task.model.state_dict().items():
+    for name, value in objective.model.state_dict().items():
         torch.testing.assert_close(value, start[name], atol=1e-7, rtol=0)  # one step of 1e-9 away
     settings.epochs = 2  # resuming: the run's last/ wins over the init weights
     save_checkpoint(tmp_path / "from", Line(seed=3).model)

@@ -80,9 +80,9 @@ def test_shipping_a_run_in_float16_measures_the_shipped_files_and_writes_both_ca
 
 
 def _test_split():
-    from attnkit.data.images import load_image_dataset
+    from attnkit.data.images import load_data_set
 
-    data = load_image_dataset("digits")
+    data = load_data_set("digits")
     return data.test_images, data.test_labels
 
 

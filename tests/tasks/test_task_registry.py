@@ -41,7 +41,7 @@ def features(texts: Sequence[str]) -> torch.Tensor:
     return torch.tensor([[len(text) / 10.0, 1.0] for text in texts])  # [B, 2]
 
 
-class ToyTask:
+class ToyObjective:
     def __init__(self, model: nn.Module) -> None:
         self.model = model
 
@@ -75,7 +75,7 @@ def train(args: argparse.Namespace) -> int:
     model = nn.Linear(2, 2)
     batches = [(x[i : i + args.batch_size], y[i : i + args.batch_size]) for i in range(0, len(y), args.batch_size)]
     result = fit(
-        ToyTask(model),
+        ToyObjective(model),
         lambda epoch: batches,
         lambda: [(x, y)],
         fit_config,

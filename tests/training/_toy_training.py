@@ -1,4 +1,4 @@
-"""A toy classification task for the training-loop tests, importable and runnable as a training script.
+"""A toy classification objective for the training-loop tests, importable and runnable as a training script.
 
 Three Gaussian clusters in 8 dimensions, a 2-layer MLP with dropout, cross-entropy. ``python _toy_training.py
 --checkpoint-dir D --out result.json [--resume] [--sleep S]`` trains it with ``fit`` (under ``torchrun`` too: each
@@ -48,7 +48,7 @@ class ToyModel(nn.Module):
         return self.net(x)
 
 
-class ToyTask:
+class ToyObjective:
     """Cross-entropy training; accuracy and mean loss from additive sums (exact under DDP)."""
 
     def __init__(self, model: nn.Module, *, sleep: float = 0.0):
@@ -134,7 +134,7 @@ def run(
         shuffle_with_global_rng=shuffle_with_global_rng,
     )
     result = fit(
-        ToyTask(model, sleep=sleep),
+        ToyObjective(model, sleep=sleep),
         train_batches,
         valid_batches,
         config,

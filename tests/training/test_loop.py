@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import pytest
 import torch
-from _toy_training import ToyModel, ToyTask, batch_functions, make_data, run
+from _toy_training import ToyModel, ToyObjective, batch_functions, make_data, run
 from safetensors.torch import load_file
 from torch import nn
 
@@ -52,7 +52,7 @@ def test_fit_learns_selects_the_best_epoch_and_returns_its_weights(tmp_path):
     _, valid_batches = batch_functions(valid, valid, 16)
     model.eval()
     with torch.no_grad():
-        assert ToyTask(model).evaluate(valid_batches()) == result.best_metrics
+        assert ToyObjective(model).evaluate(valid_batches()) == result.best_metrics
     best = ToyModel()
     load_model_weights(best, tmp_path / "best")
     assert_same_weights(weights(best), weights(model))
@@ -115,8 +115,8 @@ def test_a_stale_best_checkpoint_is_rewritten(tmp_path):
     assert read_metadata(tmp_path / "best")["metadata"]["epoch"] == first.best_epoch
 
 
-class ScriptedTask:
-    """A task whose validation metric follows a script; it snapshots the weights at every evaluation."""
+class ScriptedObjective:
+    """A objective whose validation metric follows a script; it snapshots the weights at every evaluation."""
 
     def __init__(self, losses: list[float]):
         torch.manual_seed(0)
@@ -138,14 +138,14 @@ def constant_batches(steps: int = 3):
 
 
 def test_early_stopping_after_patience_epochs_without_improvement():
-    task = ScriptedTask([1.0, 0.8, 0.9, 0.8, 0.7, 0.1])
+    objective = ScriptedObjective([1.0, 0.8, 0.9, 0.8, 0.7, 0.1])
     config = FitConfig(epochs=6, patience=2, select_metric="loss", select_mode="min", progress=False)
-    result = fit(task, constant_batches(), lambda: [], config)
+    result = fit(objective, constant_batches(), lambda: [], config)
     assert [r.epoch for r in result.history] == [1, 2, 3, 4]  # 0.9 and 0.8 do not beat 0.8
     assert result.best_epoch == 2 and result.best_metrics == {"loss": 0.8, "other": 1.0}
     assert result.stopped_early and result.stop_reason == "early_stopping"
-    assert_same_weights(weights(task.model), task.snapshots[1])
-    assert task.model.training  # the mode it came in with
+    assert_same_weights(weights(objective.model), objective.snapshots[1])
+    assert objective.model.training  # the mode it came in with
 
 
 def test_lr_decay_multiplies_the_rate_after_each_epoch_without_improvement_and_survives_a_resume(tmp_path):
@@ -154,9 +154,9 @@ def test_lr_decay_multiplies_the_rate_after_each_epoch_without_improvement_and_s
     config.progress = False
     lrs = []
     for epochs in range(1, 6):  # one epoch per call, resumed each time: the rate must come back from the checkpoint
-        task = ScriptedTask(scripted[epochs - 1 :])
+        objective = ScriptedObjective(scripted[epochs - 1 :])
         config.epochs = epochs
-        fit(task, constant_batches(), lambda: [], config, checkpoint_dir=tmp_path, resume=True)
+        fit(objective, constant_batches(), lambda: [], config, checkpoint_dir=tmp_path, resume=True)
         lrs.append(read_trainer_state(tmp_path / "last")["optimizer"]["param_groups"][0]["lr"])
     assert lrs == pytest.approx([0.1, 0.05, 0.05, 0.025, 0.0125])
     with pytest.raises(ValueError, match=r"lr_decay must be in \(0, 1\], got 1.5"):
@@ -178,7 +178,7 @@ def test_warmup_raises_the_rate_linearly_over_the_first_steps_across_a_plateau_a
     for epochs in range(1, 4):  # one epoch per call, resumed each time: the warm-up carries on from the checkpoint
         config.epochs = epochs
         fit(
-            ScriptedTask(scripted[epochs - 1 :]),
+            ScriptedObjective(scripted[epochs - 1 :]),
             constant_batches(),
             lambda: [],
             config,
@@ -193,9 +193,9 @@ def test_warmup_raises_the_rate_linearly_over_the_first_steps_across_a_plateau_a
 
 
 def test_a_nan_metric_never_counts_as_an_improvement():
-    task = ScriptedTask([math.nan, 0.5, math.nan])
+    objective = ScriptedObjective([math.nan, 0.5, math.nan])
     result = fit(
-        task,
+        objective,
         constant_batches(),
         lambda: [],
         FitConfig(epochs=3, select_metric="loss", select_mode="min", progress=False),
@@ -216,7 +216,7 @@ def test_the_time_budget_stops_mid_epoch_validates_and_checkpoints(tmp_path):
 
 def test_a_task_without_sums_is_evaluated_with_evaluate():
     class Plain:
-        def __init__(self, inner: ToyTask):
+        def __init__(self, inner: ToyObjective):
             self.model, self.inner = inner.model, inner
 
         def loss(self, batch):
@@ -229,7 +229,7 @@ def test_a_task_without_sums_is_evaluated_with_evaluate():
     model = ToyModel()
     train, valid = make_data()
     train_batches, valid_batches = batch_functions(train, valid, 16)
-    result = fit(Plain(ToyTask(model)), train_batches, valid_batches, FitConfig(epochs=2, **QUIET))
+    result = fit(Plain(ToyObjective(model)), train_batches, valid_batches, FitConfig(epochs=2, **QUIET))
     assert result.best_metrics["accuracy"] > 50
 
 
@@ -300,18 +300,18 @@ def test_the_optimizer_is_fused_adamw_and_steps_like_the_default_implementation(
 
 
 def test_clear_errors():
-    task = ScriptedTask([1.0])
+    objective = ScriptedObjective([1.0])
     with pytest.raises(ValueError, match=r"metrics \['loss', 'other'\] have no 'accuracy'"):
-        fit(task, constant_batches(), lambda: [], FitConfig(epochs=1, progress=False))
+        fit(objective, constant_batches(), lambda: [], FitConfig(epochs=1, progress=False))
 
-    class Vector(ScriptedTask):
+    class Vector(ScriptedObjective):
         def loss(self, batch):
             return self.model(batch["x"]).squeeze(-1)
 
     with pytest.raises(ValueError, match=r"must return a scalar tensor .* got \[4\]"):
         fit(Vector([1.0]), constant_batches(), lambda: [], FitConfig(epochs=1, select_metric="loss", progress=False))
 
-    class Diverging(ScriptedTask):
+    class Diverging(ScriptedObjective):
         def loss(self, batch):
             return self.model(batch["x"]).mean() * math.inf
 
@@ -320,7 +320,10 @@ def test_clear_errors():
 
     with pytest.raises(ValueError, match="gave no batches"):
         fit(
-            ScriptedTask([1.0]), lambda epoch: [], lambda: [], FitConfig(epochs=1, select_metric="loss", progress=False)
+            ScriptedObjective([1.0]),
+            lambda epoch: [],
+            lambda: [],
+            FitConfig(epochs=1, select_metric="loss", progress=False),
         )
 
     with pytest.raises(ValueError, match=r"FitConfig: lr must be > 0, got 0; select_mode must be 'max' or 'min'"):

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 
 import pytest
 import torch
-from _toy_training import ToyModel, ToyTask, batch_functions, make_data
+from _toy_training import ToyModel, ToyObjective, batch_functions, make_data
 from torch import nn
 
 from attnkit.tasks.options import PRECISIONS as CLI_PRECISIONS
@@ -108,13 +108,13 @@ def test_batches_stay_put_on_the_cpu_and_results_come_home_in_float32():
     torch.testing.assert_close(home["w"][1][0], torch.full((2, 3), 2.0))
 
 
-def train_toy(config: FitConfig, *, task_class=ToyTask, checkpoint_dir=None, resume=False):
+def train_toy(config: FitConfig, *, objective_class=ToyObjective, checkpoint_dir=None, resume=False):
     torch.manual_seed(config.seed)
     model = ToyModel(dropout=0.0)
     train, valid = make_data(n_train=64, n_valid=32)
     train_batches, valid_batches = batch_functions(train, valid, 16)
-    task = task_class(model)
-    result = fit(task, train_batches, valid_batches, config, checkpoint_dir=checkpoint_dir, resume=resume)
+    objective = objective_class(model)
+    result = fit(objective, train_batches, valid_batches, config, checkpoint_dir=checkpoint_dir, resume=resume)
     return result, model
 
 
@@ -138,8 +138,8 @@ def test_every_precision_trains_float32_weights_close_to_fp32(precision):
         torch.testing.assert_close(got, want, atol=atol, rtol=0.0)
 
 
-class InfiniteOnce(ToyTask):
-    """The toy task whose first batch has an infinite loss (so inf/NaN gradients), then behaves; it keeps a copy of
+class InfiniteOnce(ToyObjective):
+    """The toy objective whose first batch has an infinite loss (so inf/NaN gradients), then behaves; it keeps a copy of
     the weights at every validation."""
 
     calls = 0
@@ -162,7 +162,7 @@ def test_fp16_skips_a_step_with_inf_gradients_where_fp32_and_bf16_raise():
     for precision in ("fp32", "bf16"):
         InfiniteOnce.calls = 0
         with pytest.raises(FloatingPointError, match="epoch 1, step 1: gradient norm"):
-            train_toy(FitConfig(epochs=1, precision=precision, **QUIET), task_class=InfiniteOnce)
+            train_toy(FitConfig(epochs=1, precision=precision, **QUIET), objective_class=InfiniteOnce)
 
     InfiniteOnce.calls = 0
     torch.manual_seed(QUIET["seed"])
@@ -170,22 +170,22 @@ def test_fp16_skips_a_step_with_inf_gradients_where_fp32_and_bf16_raise():
     initial = {name: value.clone() for name, value in model.state_dict().items()}
     train, valid = make_data(n_train=64, n_valid=32)
     train_batches, valid_batches = batch_functions(train, valid, 16)
-    task = InfiniteOnce(model)
+    objective = InfiniteOnce(model)
     # epoch 1 is the infinite batch alone; epoch 2 the ordinary ones
     batches = lambda epoch: list(train_batches(epoch))[:1] if epoch == 1 else train_batches(epoch)  # noqa: E731
-    result = fit(task, batches, valid_batches, FitConfig(epochs=2, precision="fp16", **QUIET))
+    result = fit(objective, batches, valid_batches, FitConfig(epochs=2, precision="fp16", **QUIET))
     assert [record.steps for record in result.history] == [1, 4]  # the skipped step counts as a step
     assert math.isinf(result.history[0].train_loss) and math.isfinite(result.history[1].train_loss)
     for name, value in initial.items():
-        assert torch.equal(task.snapshots[0][name], value), name  # the skipped step changed nothing
-        assert not torch.equal(task.snapshots[1][name], value), name  # the next ones trained
-        assert torch.isfinite(task.snapshots[1][name]).all(), name
+        assert torch.equal(objective.snapshots[0][name], value), name  # the skipped step changed nothing
+        assert not torch.equal(objective.snapshots[1][name], value), name  # the next ones trained
+        assert torch.isfinite(objective.snapshots[1][name]).all(), name
 
 
 def test_the_fp16_scaler_state_is_saved_in_last_and_resumed(tmp_path):
     InfiniteOnce.calls = 0
     config = FitConfig(epochs=1, precision="fp16", **QUIET)
-    train_toy(config, task_class=InfiniteOnce, checkpoint_dir=tmp_path)
+    train_toy(config, objective_class=InfiniteOnce, checkpoint_dir=tmp_path)
     saved = read_trainer_state(tmp_path / "last")["grad_scaler"]
     assert saved["scale"] == 65536.0 * 0.5  # the default start, halved once by the skipped step
     resumed, _ = train_toy(FitConfig(epochs=2, precision="fp16", **QUIET), checkpoint_dir=tmp_path, resume=True)
@@ -223,5 +223,5 @@ def test_fit_trains_where_the_model_is_on_cuda():
     place_model(model, "cuda")
     train, valid = make_data(n_train=64, n_valid=32)
     train_batches, valid_batches = batch_functions(train, valid, 16)  # CPU batches: fit moves them
-    result = fit(ToyTask(model), train_batches, valid_batches, FitConfig(epochs=1, precision="fp16", **QUIET))
+    result = fit(ToyObjective(model), train_batches, valid_batches, FitConfig(epochs=1, precision="fp16", **QUIET))
     assert result.device.startswith("cuda") and all(p.is_cuda for p in model.parameters())

@@ -14,7 +14,7 @@ from attnkit.decoding import Recompute, beam_search, greedy
 from attnkit.models import HierarchicalAttentionClassifier
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.multihead import MultiHeadAttention
-from attnkit.tasks.seq2seq.task import label_smoothed_loss
+from attnkit.tasks.seq2seq.objective import label_smoothed_loss
 from attnkit.training.optim import make_optimizer
 from attnkit.training.precision import autocast, to_device
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SI
 
 
 def launch(script: Path, directory: Path, *extra: str) -> subprocess.Popen:
-    """Train the toy task in a fresh interpreter, one thread (so that every run does identical arithmetic)."""
+    """Train the toy objective in a fresh interpreter, one thread (so that every run does identical arithmetic)."""
     command = [sys.executable, str(script), "--checkpoint-dir", str(directory), "--out", f"{directory}.json"]
     command += ["--epochs", str(EPOCHS), *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

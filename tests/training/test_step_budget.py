@@ -19,7 +19,7 @@ class Crash(Exception):
     """Raised by a batch function to interrupt a run, as a killed process would."""
 
 
-class LineTask:
+class LineObjective:
     """``Linear(2, 1)`` fitted to 1; validation reports the training loss of the last batch seen."""
 
     def __init__(self) -> None:
@@ -67,8 +67,8 @@ def config(**options) -> FitConfig:
 def test_the_step_budget_stops_mid_epoch_and_is_the_cosine_horizon_across_a_crash(tmp_path, rates):
     settings = config(epochs=100, schedule="cosine", warmup_steps=2, min_lr=0.01, max_steps=7)
     with pytest.raises(Crash):
-        fit(LineTask(), batches_of(3, crash_at=2), lambda: [], settings, checkpoint_dir=tmp_path)
-    result = fit(LineTask(), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
+        fit(LineObjective(), batches_of(3, crash_at=2), lambda: [], settings, checkpoint_dir=tmp_path)
+    result = fit(LineObjective(), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
     # 2 warm-up steps, then p = (s - 2) / (7 - 2) up to the budget's last step, whatever the clock says
     expected = [0.05, 0.1] + [0.01 + 0.09 * (1 + math.cos(math.pi * (s - 2) / 5)) / 2 for s in range(3, 8)]
     assert rates == pytest.approx(expected, rel=1e-12)
@@ -76,17 +76,17 @@ def test_the_step_budget_stops_mid_epoch_and_is_the_cosine_horizon_across_a_cras
     assert result.stop_reason == "max_steps" and result.stopped_early
     assert [record.steps for record in result.history] == [3, 3, 1]
     assert [record.partial for record in result.history] == [False, False, True]
-    again = fit(LineTask(), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
+    again = fit(LineObjective(), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
     assert len(again.history) == 3 and again.stop_reason == "max_steps"  # nothing left to train
     longer = config(**{**vars(settings), "max_steps": 9})
     with pytest.raises(ValueError, match=r"different settings \(max_steps=7 then, 9 now\)"):
-        fit(LineTask(), batches_of(3), lambda: [], longer, checkpoint_dir=tmp_path, resume=True)
+        fit(LineObjective(), batches_of(3), lambda: [], longer, checkpoint_dir=tmp_path, resume=True)
 
 
 def test_the_same_step_budget_gives_the_same_weights_and_stops_other_schedules_too(rates):
-    first, second = LineTask(), LineTask()
-    for task in (first, second):
-        result = fit(task, batches_of(4), lambda: [], config(epochs=10, max_steps=6))
+    first, second = LineObjective(), LineObjective()
+    for objective in (first, second):
+        result = fit(objective, batches_of(4), lambda: [], config(epochs=10, max_steps=6))
         assert result.stop_reason == "max_steps" and sum(record.steps for record in result.history) == 6
     assert rates == [0.1] * 12  # plateau with lr_decay 1: the budget only stops the run
     for a, b in zip(first.model.parameters(), second.model.parameters(), strict=True):

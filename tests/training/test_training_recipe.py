@@ -27,7 +27,7 @@ class Crash(Exception):
     """Raised by a batch function to interrupt a run after some epochs, as a killed process would."""
 
 
-class LineTask:
+class LineObjective:
     """``Linear(2, 1)`` fitted to 1; validation returns ``scripted`` losses in turn (then the last one) and keeps
     a copy of the weights it was shown; training losses are recorded; ``clock`` (if any) advances one second per
     training batch."""
@@ -53,7 +53,7 @@ class LineTask:
 
 
 class FakeTime:
-    """Stands in for the ``time`` module of the loop: the clock only moves when a task moves it."""
+    """Stands in for the ``time`` module of the loop: the clock only moves when a objective moves it."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -111,7 +111,7 @@ def test_inverse_sqrt_rate_at_every_step_across_resumes(tmp_path, rates):
     settings = config(epochs=1, schedule="inverse-sqrt", warmup_steps=4)
     for epochs in (1, 2, 3):  # one epoch per call, resumed each time: the step count comes back from last/
         settings.epochs = epochs
-        fit(LineTask([1.0, 2.0, 3.0]), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
+        fit(LineObjective([1.0, 2.0, 3.0]), batches_of(3), lambda: [], settings, checkpoint_dir=tmp_path, resume=True)
     # Steps 1-4 climb by 0.1 / 4; then 0.1 * sqrt(4 / s), counted over the whole run.
     expected = [0.025, 0.05, 0.075, 0.1, 0.1 * math.sqrt(4 / 5), 0.1 * math.sqrt(4 / 6)]
     expected += [0.1 * math.sqrt(4 / s) for s in (7, 8, 9)]
@@ -121,7 +121,7 @@ def test_inverse_sqrt_rate_at_every_step_across_resumes(tmp_path, rates):
 
 def test_cosine_over_epochs_of_steps_at_every_step_across_a_crash(tmp_path, rates):
     settings = config(epochs=3, schedule="cosine", warmup_steps=2, min_lr=0.01)
-    fit_crashing_then_resumed(tmp_path, LineTask, settings, steps=3, crash_at=3)
+    fit_crashing_then_resumed(tmp_path, LineObjective, settings, steps=3, crash_at=3)
     # Horizon S = 3 epochs x 3 steps = 9; after the 2 warm-up steps p = (s - 2) / 7.
     expected = [0.05, 0.1] + [0.01 + 0.09 * (1 + math.cos(math.pi * (s - 2) / 7)) / 2 for s in range(3, 10)]
     assert rates == pytest.approx(expected, rel=1e-12)
@@ -129,14 +129,14 @@ def test_cosine_over_epochs_of_steps_at_every_step_across_a_crash(tmp_path, rate
     assert read_trainer_state(tmp_path / "last")["schedule"]["horizon_steps"] == 9
     longer = config(**{**vars(settings), "epochs": 4})
     with pytest.raises(ValueError, match=r"different settings \(epochs=3 then, 4 now\)"):
-        fit(LineTask(), batches_of(3), lambda: [], longer, checkpoint_dir=tmp_path, resume=True)
+        fit(LineObjective(), batches_of(3), lambda: [], longer, checkpoint_dir=tmp_path, resume=True)
 
 
 def test_cosine_over_the_time_budget_at_every_step_across_a_crash(tmp_path, rates, monkeypatch):
     clock = FakeTime()
     monkeypatch.setattr(loop, "time", clock)
     settings = config(epochs=100, schedule="cosine", warmup_steps=2, max_minutes=10 / 60)  # a 10 s budget
-    result = fit_crashing_then_resumed(tmp_path, lambda: LineTask(clock=clock), settings, steps=3, crash_at=3)
+    result = fit_crashing_then_resumed(tmp_path, lambda: LineObjective(clock=clock), settings, steps=3, crash_at=3)
     # Step s is taken s seconds into training (each batch takes 1 s); the warm-up ends at t = 2 s, so
     # p = (s - 2) / (10 - 2), and the step that spends the budget (s = 10) runs at min_lr = 0.
     expected = [0.05, 0.1] + [0.05 * (1 + math.cos(math.pi * (s - 2) / 8)) for s in range(3, 11)]
@@ -173,7 +173,7 @@ def test_a_step_counted_cosine_needs_batches_with_a_length():
         yield {"x": torch.ones(4, 2)}
 
     with pytest.raises(ValueError, match=r"must have a len\(\), or set max_minutes"):
-        fit(LineTask(), generator, lambda: [], config(epochs=2, schedule="cosine"))
+        fit(LineObjective(), generator, lambda: [], config(epochs=2, schedule="cosine"))
 
 
 @pytest.mark.parametrize(
@@ -181,10 +181,10 @@ def test_a_step_counted_cosine_needs_batches_with_a_length():
     [("schedule", "plateau", "inverse-sqrt"), ("accumulate", 1, 2), ("average_last", 1, 3)],
 )
 def test_a_resumed_run_keeps_the_recipe_it_started_with(tmp_path, option, then, now):
-    fit(LineTask(), batches_of(2), lambda: [], config(epochs=1, **{option: then}), checkpoint_dir=tmp_path)
+    fit(LineObjective(), batches_of(2), lambda: [], config(epochs=1, **{option: then}), checkpoint_dir=tmp_path)
     other = config(epochs=2, **{option: now})
     with pytest.raises(ValueError, match=rf"cannot resume .* \({option}={then!r} then, {now!r} now\)"):
-        fit(LineTask(), batches_of(2), lambda: [], other, checkpoint_dir=tmp_path, resume=True)
+        fit(LineObjective(), batches_of(2), lambda: [], other, checkpoint_dir=tmp_path, resume=True)
 
 
 # ------------------------------------------------------------------------------------------- accumulation
@@ -205,7 +205,7 @@ def test_accumulated_steps_equal_steps_on_the_concatenated_batches(monkeypatch):
     big.append(small[4])
     results, tasks = [], []
     for batches, accumulate in ((small, 2), (big, 1)):
-        tasks.append(LineTask())
+        tasks.append(LineObjective())
         settings = config(epochs=2, accumulate=accumulate, grad_clip=None)  # clipping would hide a scale error
         results.append(fit(tasks[-1], lambda epoch, b=batches: b, lambda: [], settings))
     assert len(grads) == 12  # 2 epochs of 3 steps in each run
@@ -236,17 +236,17 @@ def test_average_weights_by_hand():
 
 def test_the_model_validated_kept_and_shipped_is_the_average_of_the_last_k_epochs(tmp_path):
     raw: dict[int, dict[str, torch.Tensor]] = {}
-    task = LineTask([1.0, 0.5, 0.7, 0.9])  # epoch 2's average is the best
+    objective = LineObjective([1.0, 0.5, 0.7, 0.9])  # epoch 2's average is the best
 
     def train_batches(epoch: int) -> list[Batch]:
-        raw[epoch - 1] = snapshot(task.model)  # the weights training ended epoch - 1 with
+        raw[epoch - 1] = snapshot(objective.model)  # the weights training ended epoch - 1 with
         return batches_of(3)(epoch)
 
     settings = config(epochs=4, average_last=3)
-    result = fit(task, train_batches, lambda: [], settings, checkpoint_dir=tmp_path)
+    result = fit(objective, train_batches, lambda: [], settings, checkpoint_dir=tmp_path)
     raw[4] = load_file(tmp_path / "last" / "model.safetensors")  # last/ holds the epoch's own weights
     for epoch, window in ((1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (4, [2, 3, 4])):
-        for name, shown in task.shown[epoch - 1].items():
+        for name, shown in objective.shown[epoch - 1].items():
             by_hand = sum(raw[e][name] for e in window) / len(window)
             torch.testing.assert_close(shown, by_hand, rtol=1e-6, atol=1e-7)
     assert result.best_epoch == 2 and result.best_metrics == {"loss": 0.5}
@@ -254,7 +254,7 @@ def test_the_model_validated_kept_and_shipped_is_the_average_of_the_last_k_epoch
     best = nn.Linear(2, 1)
     load_model_weights(best, tmp_path / "best")
     for name, value in best.state_dict().items():
-        assert torch.equal(value, task.shown[1][name]) and torch.equal(task.model.state_dict()[name], value)
+        assert torch.equal(value, objective.shown[1][name]) and torch.equal(objective.model.state_dict()[name], value)
     assert read_metadata(tmp_path / "best")["metadata"]["metrics"] == {"loss": 0.5}
     state = read_trainer_state(tmp_path / "last")
     assert len(state["recent_weights"]) == 2 and torch.equal(state["recent_weights"][0]["weight"], raw[2]["weight"])

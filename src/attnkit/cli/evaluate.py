@@ -12,12 +12,12 @@ from attnkit.tasks.options import add_runtime_options, add_task_arguments, posit
 EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/ff --data fine-foods                a run directory means its best/
   attnkit evaluate --checkpoint runs/mine/best --data held_out.csv --label-column topic
-  attnkit evaluate --checkpoint runs/g2p                      seq2seq: the test split of the task it was trained on
+  attnkit evaluate --checkpoint runs/g2p                      seq2seq: the test split of the data set it was trained on
   attnkit evaluate --checkpoint runs/g2p --beam 5 --split valid
   attnkit evaluate --checkpoint runs/bible/best --beam 4 --length-penalty 1.0
   attnkit evaluate --checkpoint runs/mine --data test_pairs.tsv  seq2seq: every pair of a file
   attnkit evaluate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5   seq2seq: an ensemble of both
-  attnkit evaluate --checkpoint runs/digits                   vision: the test split of its dataset
+  attnkit evaluate --checkpoint runs/digits                   vision: the test split of its data set
   attnkit evaluate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --threads 2   an `attnkit export` dir
 """
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "evaluate",
         help="evaluate a checkpoint",
-        description="Evaluate a trained model on a built-in dataset's test split or on a file.",
+        description="Evaluate a trained model on a built-in data set's test split or on a file.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--data",
         default=None,
-        help="a built-in dataset/task or a file (CSV/TSV/JSONL); classifiers need it, seq2seq and vision models "
+        help="a built-in data set name or a CSV/TSV/JSONL file; classifiers need it, seq2seq and vision models "
         "default to the built-in data they were trained on",
     )
     parser.add_argument("--batch-size", type=positive_int, default=64)

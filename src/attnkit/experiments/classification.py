@@ -104,10 +104,10 @@ def _run(data: str, seed: int, out: Path, threads: int | None, device: str = "au
 
 def _baseline(data: str) -> dict:
     """TF-IDF + logistic regression on the full training split, scored on test (seed 0)."""
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
 
-    dataset = load_builtin(data)
+    dataset = load_data_set(data)
     started = time.perf_counter()
     accuracy = tfidf_logreg_accuracy(
         dataset.train_texts, dataset.train_labels, dataset.test_texts, dataset.test_labels, seed=0

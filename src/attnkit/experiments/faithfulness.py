@@ -79,14 +79,14 @@ def run_faithfulness(
         import torch
 
         torch.set_num_threads(threads)
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
 
     summary_path = paths.results / "faithfulness.json"
     summary = read_json(summary_path) or {"data": {}}
     summary["documents"] = documents
     summary["integrated_gradients_steps"] = IG_STEPS
     for data in datasets:
-        dataset = load_builtin(data)
+        dataset = load_data_set(data)
         section = summary["data"].setdefault(data, {"models": {}})
         for model in models_for(data, dataset.punctuated):
             if models and model not in models:

@@ -63,9 +63,9 @@ def run_masking(
     unknown = sorted(set(models) - set(MODELS))
     if unknown:
         raise ValueError(f"no masking model {', '.join(unknown)}; choose from {', '.join(MODELS)}")
-    from attnkit.data.classification import load_builtin
+    from attnkit.data.classification import load_data_set
 
-    dataset = load_builtin(data)
+    dataset = load_data_set(data)
     summary_path = paths.results / "masking.json"
     previous = read_json(summary_path) or {}
     summary: dict = {

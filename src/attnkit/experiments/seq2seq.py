@@ -107,16 +107,16 @@ def _curve_metric(experiment: Seq2SeqExperiment) -> str:
 
 
 def _peer_row(experiment: Seq2SeqExperiment, paths: ExperimentPaths, previous: dict | None) -> dict:
-    """The classical peer's row: Phonetisaurus trained on the task's training split, decoded on its test words and
+    """The classical peer's row: Phonetisaurus trained on the data set's training split, decoded on its test words and
     scored by attnkit's scorer (reused while its package version and n-gram order are unchanged)."""
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
     from attnkit.tasks.seq2seq.phonetisaurus import phonetisaurus_baseline, phonetisaurus_version
 
     order = 8
     if previous and previous.get("order") == order and previous.get("version") == phonetisaurus_version():
         return previous
     workdir = paths.runs / experiment.name / experiment.peer
-    row = phonetisaurus_baseline(load_task(experiment.data), workdir, order=order)
+    row = phonetisaurus_baseline(load_data_set(experiment.data), workdir, order=order)
     row["command"] = command_line(["experiment", experiment.name, "--only", experiment.peer])
     return row
 
@@ -129,7 +129,7 @@ def _header(experiment: Seq2SeqExperiment, name: str) -> dict[str, str]:
 def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, ensemble: str) -> dict:
     """The table row of ``ensemble`` (its members' runs in ``outs``, their rows in ``rows``): test (greedy and,
     with ``experiment.beam``, beam) and valid metrics, reused while the members' commands are unchanged."""
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
     from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq_ensemble
 
     checkpoints = [str(out / "best") for out in outs]
@@ -139,10 +139,10 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
     if previous.get("members") == {m: r["command"] for m, r in member_rows.items()}:
         return previous
     loaded = load_seq2seq_ensemble(checkpoints)
-    task = load_task(loaded.config.data)
+    data = load_data_set(loaded.config.data)
 
     def scores(split: str, beam: int) -> dict[str, float]:
-        metrics = evaluate_seq2seq(loaded, task.split(split), task.references_for(split), beam_size=beam)
+        metrics = evaluate_seq2seq(loaded, data.split(split), data.references_for(split), beam_size=beam)
         return {key: round(float(value), 2) for key, value in metrics.items()}
 
     row = {
@@ -163,23 +163,23 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
 
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
     """The best checkpoint's test metrics with beam search (``beam`` hypotheses, length penalty 1)."""
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
     from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(out / "best")
-    task = load_task(loaded.config.data)
-    metrics = evaluate_seq2seq(loaded, task.split("test"), task.references_for("test"), beam_size=beam)
+    data = load_data_set(loaded.config.data)
+    metrics = evaluate_seq2seq(loaded, data.split("test"), data.references_for("test"), beam_size=beam)
     return {key: round(float(value), 2) for key, value in metrics.items()}
 
 
 def bleu_by_length(checkpoint: Path) -> list[dict]:
     """Corpus BLEU of the test split in each source-length bucket (greedy decoding)."""
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
     from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq
 
     loaded = load_seq2seq(checkpoint)
-    task = load_task(loaded.config.data)
-    pairs, references = task.split("test"), task.references_for("test")
+    data = load_data_set(loaded.config.data)
+    pairs, references = data.split("test"), data.references_for("test")
     buckets = []
     for low, high in LENGTH_BUCKETS:
         chosen = [i for i, (source, _) in enumerate(pairs) if low <= len(source.split()) <= high]

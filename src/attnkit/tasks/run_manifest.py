@@ -38,7 +38,7 @@ LEGACY_RUN_ENTRIES = ("best", "last", "metrics.json", "metrics.csv", "tokenizer"
 
 @dataclass
 class InputRecord(JsonConfig):
-    """One input of a run: a built-in dataset's name (no hash), or a file's absolute path, size and SHA-256."""
+    """One input of a run: a built-in data set's name (no hash), or a file's absolute path, size and SHA-256."""
 
     kind_name: ClassVar[str] = "run manifest input"
 

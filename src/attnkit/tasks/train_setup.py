@@ -92,10 +92,9 @@ def start_training(
     return TrainingStart(plan, init, config, fit_config, streamed)
 
 
-def streams_file(args: argparse.Namespace, builtins: Sequence[str], *, builtin: str) -> bool:
+def streams_file(args: argparse.Namespace, builtins: Sequence[str]) -> bool:
     """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
-    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data names (``builtin`` says what
-    one is called in a message: ``"dataset"``).
+    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data set names.
 
     Raises:
         ValueError: ``--streaming always`` or ``--skip-bad-rows`` with built-in data, or ``--skip-bad-rows`` with
@@ -104,7 +103,7 @@ def streams_file(args: argparse.Namespace, builtins: Sequence[str], *, builtin: 
     if args.data in builtins:
         if args.streaming == "always" or args.skip_bad_rows:
             raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in {builtin} {args.data!r} is not"
+                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
             )
         return False
     if args.skip_bad_rows and args.streaming == "never":

@@ -7,7 +7,7 @@
 | :mod:`~attnkit.training._run_state` | the loop's counters and the checkpoints that persist them |
 | :mod:`~attnkit.training._progress` | the progress line |
 | :mod:`~attnkit.training.fit_config` | ``FitConfig``: the recipe's settings |
-| :mod:`~attnkit.training.task` | the protocol of a loss with summable metrics |
+| :mod:`~attnkit.training.objective` | the protocol of a loss with summable metrics |
 | :mod:`~attnkit.training.schedule` | learning-rate schedules |
 | :mod:`~attnkit.training.averaging` | checkpoint averaging: the model validated and shipped |
 | :mod:`~attnkit.training.optim` | AdamW, the linear warm-up and the plateau schedule's moves |

@@ -15,9 +15,9 @@ from attnkit.training._progress import Reporter
 from attnkit.training._run_state import RunState
 from attnkit.training.distributed import DistributedContext, all_reduce_sums, check_replicas_in_sync
 from attnkit.training.fit_config import FitConfig
+from attnkit.training.objective import Batch, Objective, is_summable
 from attnkit.training.precision import autocast, on_device, to_device
 from attnkit.training.schedule import LearningRateSchedule
-from attnkit.training.task import Batch, Task, is_summable
 
 __all__ = ["EpochTotals", "batch_count", "improves", "running", "stop_reason", "to_device", "train_epoch", "validate"]
 
@@ -32,7 +32,7 @@ class EpochTotals(NamedTuple):
 
 
 def train_epoch(
-    task: Task,
+    objective: Objective,
     train_model: nn.Module,
     optimizer: torch.optim.Optimizer,
     schedule: LearningRateSchedule,
@@ -50,7 +50,7 @@ def train_epoch(
 ) -> EpochTotals:
     """One pass over ``batches``, an optimiser step every ``config.accumulate`` batches (and after the last).
 
-    ``task.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
+    ``objective.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
     run's optimiser steps in earlier epochs (for the schedule); the time and step budgets are checked after every
     step.
     Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
@@ -75,10 +75,10 @@ def train_epoch(
             boundary = last or pending + 1 == accumulate
             with nullcontext() if boundary else _no_sync(train_model):
                 with autocast(device, config.precision):
-                    loss = task.loss(to_device(batch, device))
+                    loss = objective.loss(to_device(batch, device))
                 if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
                     shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-                    raise ValueError(f"Task.loss must return a scalar tensor (the batch's mean loss), got {shape}")
+                    raise ValueError(f"Objective.loss must return a scalar tensor (the batch's mean loss), got {shape}")
                 if pending == 0:
                     optimizer.zero_grad(set_to_none=True)
                 scaled = loss if accumulate == 1 else loss / accumulate
@@ -119,28 +119,28 @@ def train_epoch(
 
 
 def validate(
-    task: Task, batches: Iterable[Batch], config: FitConfig, context: DistributedContext, device: torch.device
+    objective: Objective, batches: Iterable[Batch], config: FitConfig, context: DistributedContext, device: torch.device
 ) -> dict[str, float]:
-    """The task's metrics on the validation split (reduced exactly over ranks), with the selection metric checked;
-    the batches are moved to ``device`` and the task evaluates under autocast in ``config.precision``."""
-    model = task.model
+    """The objective's metrics on the validation split (reduced exactly over ranks), with the selection metric checked;
+    the batches are moved to ``device`` and the objective evaluates under autocast in ``config.precision``."""
+    model = objective.model
     model.eval()
     try:
         with torch.no_grad(), autocast(device, config.precision):
             moved = on_device(batches, device)
-            if is_summable(task):
-                raw = task.metrics_from_sums(all_reduce_sums(task.evaluate_sums(moved), context))
+            if is_summable(objective):
+                raw = objective.metrics_from_sums(all_reduce_sums(objective.evaluate_sums(moved), context))
             else:
-                raw = task.evaluate(moved)
+                raw = objective.evaluate(moved)
     finally:
         model.train()
     try:
         metrics = {str(name): float(value) for name, value in raw.items()}
     except (AttributeError, TypeError, ValueError) as error:
-        raise ValueError(f"the task's evaluation must return {{name: number}}, got {raw!r}") from error
+        raise ValueError(f"the objective's evaluation must return {{name: number}}, got {raw!r}") from error
     if config.select_metric not in metrics:
         raise ValueError(
-            f"the task's metrics {sorted(metrics)} have no {config.select_metric!r} (FitConfig.select_metric)"
+            f"the objective's metrics {sorted(metrics)} have no {config.select_metric!r} (FitConfig.select_metric)"
         )
     return metrics
 
@@ -167,17 +167,17 @@ def improves(value: float, best: float | None, mode: str) -> bool:
 
 
 @contextmanager
-def running(task: Task, train_model: nn.Module) -> Iterator[None]:
-    """Point ``task.model`` at the DDP wrapper for the training steps, and back at the plain model afterwards."""
-    plain = task.model
+def running(objective: Objective, train_model: nn.Module) -> Iterator[None]:
+    """Point ``objective.model`` at the DDP wrapper for the training steps, and back at the plain model afterwards."""
+    plain = objective.model
     if train_model is plain:
         yield
         return
-    task.model = train_model
+    objective.model = train_model
     try:
         yield
     finally:
-        task.model = plain
+        objective.model = plain
 
 
 def batch_count(batches: Iterable[Batch]) -> int | None:

@@ -1,4 +1,4 @@
-"""The loss and metrics of every single-label classifier (documents, images): a ``Task`` for
+"""The loss and metrics of every single-label classifier (documents, images): a ``Objective`` for
 :func:`~attnkit.training.loop.fit` built from a function that gives a batch's logits (layer 5).
 
 Shape glossary:
@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CrossEntropyTask"]
+__all__ = ["CrossEntropyObjective"]
 
 
-class CrossEntropyTask:
-    """Cross-entropy training and accuracy evaluation (a :class:`~attnkit.training.task.SummableTask`).
+class CrossEntropyObjective:
+    """Cross-entropy training and accuracy evaluation (a :class:`~attnkit.training.objective.SummableObjective`).
 
     Args:
         model: the classifier.

@@ -157,7 +157,7 @@ def check_replicas_in_sync(model: nn.Module, context: DistributedContext, *, whe
     """Raise on every rank if the replicas' parameters differ (their sums are compared in float64).
 
     Replicas drift apart when gradients are not averaged — typically because the forward pass bypassed the
-    DistributedDataParallel wrapper (a task that calls ``self.model.encoder(...)`` rather than ``self.model(...)``).
+    DistributedDataParallel wrapper (an objective that calls ``self.model.encoder(...)`` rather than ``self.model(...)``).
     """
     if not context.is_distributed:
         return
@@ -169,7 +169,7 @@ def check_replicas_in_sync(model: nn.Module, context: DistributedContext, *, whe
     if spread[0] != -spread[1]:
         raise RuntimeError(
             f"{where}: the model replicas have diverged across ranks (parameter sums from {-spread[1].item()!r} to "
-            f"{spread[0].item()!r}). Gradients were not averaged: Task.loss must run the model as "
+            f"{spread[0].item()!r}). Gradients were not averaged: Objective.loss must run the model as "
             "`self.model(...)`, which fit() points at the DistributedDataParallel wrapper during training; each "
             "rank must also see the same number of batches per epoch"
         )

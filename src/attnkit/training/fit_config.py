@@ -44,7 +44,7 @@ class FitConfig:
             weights themselves (checkpoint averaging; see :mod:`attnkit.training.averaging`). 1 uses each epoch's
             own weights.
         patience: stop after this many epochs in a row without improvement; None trains every epoch.
-        select_metric: the validation metric that picks the best epoch (a key of the task's metrics).
+        select_metric: the validation metric that picks the best epoch (a key of the objective's metrics).
         select_mode: ``"max"`` (accuracy, BLEU) or ``"min"`` (loss, WER).
         seed: seeds every epoch's random generators (with the epoch and the rank).
         progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).

@@ -2,7 +2,7 @@
 validation every epoch, best-model selection (optionally of averaged checkpoints), early stopping, a time budget,
 resumable atomic checkpoints, and multi-process DDP (layer 5).
 
-A :class:`Task` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics. The
+A :class:`Objective` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics. The
 loop knows nothing else about the model, so classifiers and sequence-to-sequence models share it.
 
 Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.training.checkpointing` for the format)::
@@ -33,8 +33,8 @@ validation under :func:`torch.autocast` (bf16, fp16) with a ``GradScaler`` for f
 Distributed: under ``torchrun --nproc-per-node N`` each process calls ``fit`` with its own shard of the data
 (``train_batches`` and ``valid_batches`` must give every rank the same number of batches, of equal size, so
 that averaging gradients over ranks equals one process on the global batch). ``fit`` joins the process group,
-wraps the model in DDP for training, reduces validation statistics exactly (the task must implement
-:class:`SummableTask`), and lets rank 0 alone print and write checkpoints. Ranks draw different random streams
+wraps the model in DDP for training, reduces validation statistics exactly (the objective must implement
+:class:`SummableObjective`), and lets rank 0 alone print and write checkpoints. Ranks draw different random streams
 (different dropout masks), so the shuffle that decides each rank's shard must use its own generator seeded by the
 epoch (``DistributedSampler``, attnkit's batch samplers with ``num_replicas``/``rank``), not the global one.
 """
@@ -63,13 +63,13 @@ from attnkit.training.distributed import (
     wrap_model,
 )
 from attnkit.training.fit_config import SCHEDULES, FitConfig
+from attnkit.training.objective import Batch, Objective, SummableObjective, is_summable
 from attnkit.training.optim import make_optimizer
 from attnkit.training.precision import check_precision, device_of, grad_scaler
 from attnkit.training.schedule import LearningRateSchedule
 from attnkit.training.seeding import derive_seed, seed_everything
-from attnkit.training.task import Batch, SummableTask, Task, is_summable
 
-__all__ = ["SCHEDULES", "EpochRecord", "FitConfig", "FitResult", "SummableTask", "Task", "fit"]
+__all__ = ["SCHEDULES", "EpochRecord", "FitConfig", "FitResult", "Objective", "SummableObjective", "fit"]
 
 
 @dataclass
@@ -103,7 +103,7 @@ class FitResult:
 
 
 def fit(
-    task: Task,
+    objective: Objective,
     train_batches: Callable[[int], Iterable[Batch]],
     valid_batches: Callable[[], Iterable[Batch]],
     config: FitConfig,
@@ -114,10 +114,10 @@ def fit(
     extra_files: dict[str, str | Path] | None = None,
     init_from: str | Path | None = None,
 ) -> FitResult:
-    """Train ``task.model`` with AdamW, validate every epoch, keep the best weights, stop early on a plateau.
+    """Train ``objective.model`` with AdamW, validate every epoch, keep the best weights, stop early on a plateau.
 
     Args:
-        task: the model with its loss and evaluation (see :class:`Task`).
+        objective: the model with its loss and evaluation (see :class:`Objective`).
         train_batches: ``train_batches(epoch)`` gives epoch ``epoch``'s batches (epochs count from 1); the caller's
             sampler reshuffles by epoch. Under DDP, this rank's shard.
         valid_batches: the validation batches (this rank's shard under DDP).
@@ -134,25 +134,25 @@ def fit(
             a run resumed from ``checkpoint_dir/last`` keeps its own weights instead.
 
     Returns:
-        A :class:`FitResult`; ``task.model`` holds the best epoch's weights (averaged when ``average_last > 1``).
+        A :class:`FitResult`; ``objective.model`` holds the best epoch's weights (averaged when ``average_last > 1``).
 
     Raises:
-        ValueError: bad arguments, a selection metric the task does not report, settings that differ from the
-            resumed run's, DDP with a task that is not a :class:`SummableTask`, a model on another device than
+        ValueError: bad arguments, a selection metric the objective does not report, settings that differ from the
+            resumed run's, DDP with an objective that is not a :class:`SummableObjective`, a model on another device than
             the process group's, or a precision the model's device cannot compute in.
         CheckpointError: ``checkpoint_dir/last`` is not a valid resumable checkpoint for this model.
         FloatingPointError: the gradient norm became NaN or infinite (fp32, bf16; fp16's scaler skips the step).
     """
     started = time.monotonic()
     context = init_distributed()
-    if context.is_distributed and not is_summable(task):
+    if context.is_distributed and not is_summable(objective):
         raise ValueError(
-            f"distributed training needs exact metrics across ranks: {type(task).__name__} must implement "
-            "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableTask)"
+            f"distributed training needs exact metrics across ranks: {type(objective).__name__} must implement "
+            "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableObjective)"
         )
     if resume and checkpoint_dir is None:
         raise ValueError("resume=True needs a checkpoint_dir to resume from")
-    model = task.model
+    model = objective.model
     was_training = model.training
     device = _training_device(model, context)
     check_precision(config.precision, device)
@@ -193,9 +193,9 @@ def fit(
         seed_everything(derive_seed(config.seed, epoch, context.rank))
         batches = train_batches(epoch)
         schedule.start_epoch(batch_count(batches))
-        with running(task, train_model):
+        with running(objective, train_model):
             totals = train_epoch(
-                task,
+                objective,
                 train_model,
                 optimizer,
                 schedule,
@@ -219,7 +219,7 @@ def fit(
             run.recent_weights = push_window(run.recent_weights, cpu_copy(model), config.average_last)
             averaged = average_weights(run.recent_weights)
         with holding(model, averaged):
-            metrics = validate(task, valid_batches(), config, context, device)
+            metrics = validate(objective, valid_batches(), config, context, device)
         improved = improves(metrics[config.select_metric], run.best_value, config.select_mode)
         if improved:
             run.best_epoch, run.best_value, run.best_metrics = epoch, metrics[config.select_metric], metrics

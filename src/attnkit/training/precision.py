@@ -3,7 +3,7 @@
     device = resolve_device("auto")                 # cuda:0 when CUDA is available, else the CPU (never mps)
     check_precision("bf16", device)
     with autocast(device, "bf16"):                  # fp32: a nullcontext, nothing else happens
-        loss = task.loss(to_device(batch, device))
+        loss = objective.loss(to_device(batch, device))
     scaler = grad_scaler(device, "fp16")            # None unless fp16
 
 Devices: ``auto`` (CUDA when ``torch.cuda.is_available()``, else the CPU; ``auto`` never picks ``mps``: ask for it),

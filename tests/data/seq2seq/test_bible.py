@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from attnkit.data.seq2seq import DataError, MissingSwordModulesError, load_task
+from attnkit.data.seq2seq import DataError, MissingSwordModulesError, load_data_set
 from attnkit.data.seq2seq.bible import (
     CACHE_FILENAME,
     INSTALL_HINT,
@@ -196,7 +196,7 @@ def test_load_task_reads_the_cache_and_splits_by_chapter(cache, monkeypatch):
 
     monkeypatch.setattr("attnkit.data.seq2seq.bible.read_sword", refuse)
     start = time.perf_counter()
-    data = load_task("bible-en-es", cache_path=cache)
+    data = load_data_set("bible-en-es", cache_path=cache)
     assert time.perf_counter() - start < 5
     sizes = data.sizes
     assert sizes["train"] > 27_000 and 700 < sizes["valid"] < 1_300 and 900 < sizes["test"] < 1_700

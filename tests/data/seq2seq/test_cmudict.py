@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from attnkit.data.seq2seq import build_tokenizers, load_task
+from attnkit.data.seq2seq import build_tokenizers, load_data_set
 from attnkit.data.seq2seq.cmudict import strip_stress
 from attnkit.tasks.seq2seq.metrics import g2p_scores
 
@@ -16,7 +16,7 @@ ARPABET = set(_PHONEMES.split(" "))
 
 @pytest.fixture(scope="module")
 def data():
-    return load_task("cmudict")
+    return load_data_set("cmudict")
 
 
 def test_strip_stress():

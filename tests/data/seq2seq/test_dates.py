@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from attnkit.data.seq2seq import build_tokenizers, load_task
+from attnkit.data.seq2seq import build_tokenizers, load_data_set
 from attnkit.data.seq2seq.dates import FORMATS, generate_dates, load_dates
 
 pytest.importorskip("faker", reason="faker (attnkit[data]) is not installed")
@@ -26,7 +26,7 @@ def test_sizes_and_iso_targets(data):
 
 
 def test_same_seed_same_pairs_other_seed_other_pairs(data):
-    assert load_task("dates", train_size=400, valid_size=60, test_size=60, seed=1) == data
+    assert load_data_set("dates", train_size=400, valid_size=60, test_size=60, seed=1) == data
     assert load_dates(train_size=400, valid_size=60, test_size=60, seed=2).test != data.test
 
 

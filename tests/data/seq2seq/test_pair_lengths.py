@@ -12,8 +12,8 @@ from attnkit.data.seq2seq import (
     encode_pairs,
     find_long_pairs,
     limit_pair_lengths,
+    load_data_set,
     load_pair_files,
-    load_task,
 )
 
 CHARS = Vocab.build(["abcdefghijklmnopqrstuvwxyz "], level="char")  # one token per character
@@ -123,7 +123,7 @@ def test_limits_are_checked(bad):
 )
 def test_defaults_keep_every_pair_of_the_builtin_tasks(name):
     try:
-        data = load_task(name)
+        data = load_data_set(name)
     except (DataError, ImportError) as error:  # missing package or SWORD modules
         pytest.skip(f"{name} is not available here: {error}")
     source_tok, target_tok = build_tokenizers(data)

@@ -19,12 +19,12 @@ TEXTS = ["4 March 1997", "03/04/1997", "July 1st, 2001", "1 janvier 2010", "Sund
 @pytest.fixture(scope="module")
 def exported(dates_transformer, tmp_path_factory):
     """``(run directory, its float32 export, a TSV of 40 dates pairs)``."""
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
 
     root = dates_transformer
     out = tmp_path_factory.mktemp("backend") / "ct2"
     assert main(["export", "--checkpoint", str(root / "run"), "--out", str(out)]) == 0
-    pairs = load_task("dates", train_size=0, valid_size=0, test_size=40).test
+    pairs = load_data_set("dates", train_size=0, valid_size=0, test_size=40).test
     tsv = out.parent / "pairs.tsv"
     tsv.write_text("source\ttarget\n" + "".join(f"{s}\t{t}\n" for s, t in pairs))
     return root / "run", out, tsv

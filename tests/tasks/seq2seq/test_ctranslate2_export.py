@@ -18,7 +18,15 @@ import torch.nn.functional as F
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install 'attnkit[deploy]')")
 
-from attnkit.data.seq2seq import PAD_ID, Vocab, build_tokenizers, collate_pairs, encode_pairs, load_task, make_loader
+from attnkit.data.seq2seq import (
+    PAD_ID,
+    Vocab,
+    build_tokenizers,
+    collate_pairs,
+    encode_pairs,
+    load_data_set,
+    make_loader,
+)
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
@@ -46,7 +54,7 @@ def trained(tmp_path_factory):
     and the 64 reference dates."""
     threads = torch.get_num_threads()  # module fixtures start before the function-scoped one_thread
     torch.set_num_threads(1)
-    data = load_task("dates", train_size=1500, valid_size=64, test_size=0)
+    data = load_data_set("dates", train_size=1500, valid_size=64, test_size=0)
     source_tok, target_tok = build_tokenizers(data)
     torch.manual_seed(0)
     model = TransformerSeq2Seq(

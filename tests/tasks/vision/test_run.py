@@ -12,21 +12,22 @@ from attnkit.data.files import DataError
 from attnkit.data.images import (
     image_batches,
     image_keys,
-    load_image_dataset,
+    load_data_set,
     random_shift,
     read_image_file,
 )
 from attnkit.tasks.vision.config import VisionConfig, build_vision_model
 from attnkit.tasks.vision.data import load_test_images
 from attnkit.tasks.vision.inference import load_vision, predict_images
-from attnkit.tasks.vision.training import evaluate_vision, train_vision
+from attnkit.tasks.vision.objective import evaluate_vision
+from attnkit.tasks.vision.training import train_vision
 from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.loop import FitConfig
 
 
 @pytest.fixture(scope="module")
 def digits():
-    return load_image_dataset("digits")
+    return load_data_set("digits")
 
 
 def test_digits_split_is_fixed_stratified_and_disjoint(digits):
@@ -36,13 +37,13 @@ def test_digits_split_is_fixed_stratified_and_disjoint(digits):
     test_counts = torch.bincount(digits.test_labels, minlength=10)
     all_counts = test_counts + torch.bincount(digits.train_labels, minlength=10)
     assert ((test_counts.float() / all_counts.float() - 0.2).abs() < 0.01).all()
-    again = load_image_dataset("digits")
+    again = load_data_set("digits")
     assert torch.equal(again.test_images, digits.test_images) and torch.equal(again.test_labels, digits.test_labels)
     train_rows = {tuple(row.tolist()) for row in digits.train_images.flatten(1)}
     shared = sum(tuple(row.tolist()) in train_rows for row in digits.test_images.flatten(1))
     assert shared <= 2  # digits holds a few exact duplicates; the split is by image, not by pixels
-    with pytest.raises(DataError, match="built-in image datasets: digits"):
-        load_image_dataset("mnist")
+    with pytest.raises(DataError, match="built-in data sets: digits"):
+        load_data_set("mnist")
 
 
 def test_stratified_indices_are_deterministic_and_keep_each_class_share():

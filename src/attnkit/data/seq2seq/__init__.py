@@ -1,8 +1,8 @@
-"""Sequence-to-sequence data: built-in tasks, user pair files, tokenisers and batches (layer 5).
+"""Sequence-to-sequence data: built-in data sets, user pair files, tokenisers and batches (layer 5).
 
-    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, limit_pair_lengths, load_task, make_loader
+    from attnkit.data.seq2seq import build_tokenizers, encode_pairs, limit_pair_lengths, load_data_set, make_loader
 
-    data = load_task("dates", train_size=2000)           # or "cmudict", "bible-en-es", or load_pair_files(...)
+    data = load_data_set("dates", train_size=2000)           # or "cmudict", "bible-en-es", or load_pair_files(...)
     source_tok, target_tok = build_tokenizers(data)      # trained on data.train only
     data = limit_pair_lengths(data, source_tok, target_tok).data   # drop pairs over 256 / 256 tokens
     train = encode_pairs(data.train, source_tok, target_tok)
@@ -34,7 +34,7 @@ from attnkit.data.seq2seq.lengths import (
     find_long_pairs,
     limit_pair_lengths,
 )
-from attnkit.data.seq2seq.registry import TASKS, load_task, task_names
+from attnkit.data.seq2seq.registry import DATA_SETS, data_set_names, load_data_set
 from attnkit.data.seq2seq.subword import SubwordTokenizer
 from attnkit.data.seq2seq.tokenization import (
     Tokenizer,
@@ -48,11 +48,11 @@ from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 
 __all__ = [
     "BOS_ID",
+    "DATA_SETS",
     "DEFAULT_MAX_SOURCE_LENGTH",
     "DEFAULT_MAX_TARGET_LENGTH",
     "EOS_ID",
     "PAD_ID",
-    "TASKS",
     "UNK_ID",
     "BucketBatchSampler",
     "DataError",
@@ -70,19 +70,19 @@ __all__ = [
     "build_tokenizers",
     "cache_dir",
     "collate_pairs",
+    "data_set_names",
     "encode_pairs",
     "find_long_pairs",
     "limit_pair_lengths",
     "load_bible",
     "load_cmudict",
+    "load_data_set",
     "load_dates",
     "load_pair_files",
-    "load_task",
     "load_tokenizer",
     "load_tokenizers",
     "make_loader",
     "read_numbered_pairs",
     "read_pairs",
     "save_tokenizers",
-    "task_names",
 ]

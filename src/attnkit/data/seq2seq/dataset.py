@@ -1,4 +1,4 @@
-"""The container every sequence-to-sequence task returns, and the hash that makes splits deterministic (layer 5)."""
+"""The container every sequence-to-sequence data set loads into, and the hash that makes splits deterministic (layer 5)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Seq2SeqData:
             separated: phonemes, words) or ``"subword"`` (BPE trained on the training split).
         shared_vocab: whether one tokeniser serves both sides (the subword translation task).
         files: for data read from user files, the :class:`PairFile` each split came from (a validation split
-            carved out of the training file names the training file); empty for built-in tasks.
+            carved out of the training file names the training file); empty for built-in data sets.
     """
 
     name: str

@@ -13,7 +13,7 @@ hands the encodings back, so nothing is encoded twice:
         print(limited.message())       # "skipped 3 pairs longer than 256 source / 256 target tokens (train 3)"
     data, train_set = limited.data, limited.encoded["train"]     # = encode_pairs(data.train, ...)
 
-The defaults, 256 source and 256 target tokens, keep every pair of the built-in tasks, with room: the longest
+The defaults, 256 source and 256 target tokens, keep every pair of the built-in data sets, with room: the longest
 are 38 / 10 tokens (``dates``), 28 / 28 (``cmudict``) and 116 / 108 subwords (``bible-en-es``, 528 / 448
 characters).
 """
@@ -140,7 +140,7 @@ def limit_pair_lengths(
         ValueError: a limit below 1.
         DataError: with ``strict``, one line for the first long pair — ``file:line: the source has 5012
             tokens, over the limit of 256 source tokens (3 pairs in all are over the limits)``; ``task split pair
-            N: ...`` for a built-in task — and, without ``strict``, when no training pair would be left.
+            N: ...`` for a built-in data set — and, without ``strict``, when no training pair would be left.
     """
     _check_limits(max_source_length, max_target_length)
     ids = {

@@ -5,7 +5,8 @@
 | :mod:`~attnkit.tasks.classify.config` | ``KIND``, ``ClassifierConfig`` (the checkpoint's ``config.json``) from the arguments, the model it builds |
 | :mod:`~attnkit.tasks.classify.data` | built-in data sets and labelled files (``load_data``), ``--delimiter``, the data summary |
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
-| :mod:`~attnkit.tasks.classify.training` | the loss and accuracy, ``train_classifier`` |
+| :mod:`~attnkit.tasks.classify.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
+| :mod:`~attnkit.tasks.classify.training` | ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
 | :mod:`~attnkit.tasks.classify.explain` | the HTML report of what the classifier attended to (``classifier_report``) |
 | :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |

@@ -36,7 +36,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``attnkit train classify``."""
     data = parser.add_argument_group("data")
     data.add_argument(
-        "--data", required=True, help="a built-in dataset (20ng, r8, r52, fine-foods, bbc) or a CSV/TSV/JSONL file"
+        "--data",
+        required=True,
+        help="a built-in data set name (20ng, r8, r52, fine-foods, bbc) or a CSV/TSV/JSONL file of labelled texts",
     )
     data.add_argument("--test", default=None, help="a test file, for --data FILE")
     data.add_argument("--text-column", default="text", help="column/key holding the text (default: text)")
@@ -140,7 +142,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
-    from attnkit.data.classification import builtin_names
+    from attnkit.data.classification import data_set_names
     from attnkit.tasks.classify.config import KIND, ClassifierConfig, config_from_args
     from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.streamed_command import streams, train_streamed
@@ -154,7 +156,7 @@ def train(args: argparse.Namespace) -> int:
         command="train classify",
         kind=KIND,
         inputs={
-            "data": (args.data, builtin_names()),
+            "data": (args.data, data_set_names()),
             "test": (args.test, ()),
             "embeddings": (embeddings_file, ()),
         },
@@ -256,13 +258,13 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
     a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
-    from attnkit.data.classification import builtin_names
+    from attnkit.data.classification import data_set_names
     from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.report import format_report
 
     (checkpoint,) = checkpoints
     if args.data is None:
-        raise ValueError("a classifier checkpoint needs --data (a built-in dataset or a labelled file)")
+        raise ValueError("a classifier checkpoint needs --data (a built-in data set name or a file of labelled texts)")
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
@@ -275,7 +277,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         delimiter=delimiter,
         max_chars=document_chars(classifier.config),
     )
-    if args.data in builtin_names():
+    if args.data in data_set_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
         texts, labels = data.train_texts, data.train_labels

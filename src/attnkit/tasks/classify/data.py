@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.data.classification import TextClassificationData, builtin_names, load_builtin
+from attnkit.data.classification import TextClassificationData, data_set_names, load_data_set
 from attnkit.data.files import load_files
 
 __all__ = ["data_summary", "delimiter_option", "load_data"]
@@ -46,18 +46,18 @@ def load_data(
     delimiter: str | None = None,
     max_chars: int | None = None,
 ) -> TextClassificationData:
-    """A built-in dataset name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
+    """A built-in data set name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
     ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
     characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
     character separates."""
-    if data in builtin_names():
+    if data in data_set_names():
         if test_path is not None:
-            raise ValueError(f"--test is for user files; the built-in dataset {data!r} has its own test split")
+            raise ValueError(f"--test is for user files; the built-in data set {data!r} has its own test split")
         if delimiter is not None:
-            raise ValueError(f"--delimiter is for user files; the built-in dataset {data!r} needs none")
-        return load_builtin(data)
+            raise ValueError(f"--delimiter is for user files; the built-in data set {data!r} needs none")
+        return load_data_set(data)
     if not Path(data).exists():
-        raise FileNotFoundError(f"{data}: neither a built-in dataset ({', '.join(builtin_names())}) nor a file")
+        raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
     return load_files(
         data,
         test_path,

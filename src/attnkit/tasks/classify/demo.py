@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  attnkit demo\n  attnkit demo --epochs 3 --out /tmp/demo\n  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data", default="fine-foods", help="built-in dataset (default: fine-foods)")
+    parser.add_argument("--data", default="fine-foods", help="a built-in data set name (default: fine-foods)")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--max-minutes", type=float, default=3.5, help="training budget (default 3.5)")
     parser.add_argument(
@@ -68,7 +68,7 @@ def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
-    from attnkit.data.classification import load_builtin, subset
+    from attnkit.data.classification import load_data_set, subset
     from attnkit.explain.faithfulness.table import summary_line
     from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from attnkit.training.loop import FitConfig
 
     started = time.perf_counter()
-    data = load_builtin(args.data)
+    data = load_data_set(args.data)
     if args.limit:
         data = subset(data, args.limit, max(args.limit // 4, 1))
     print(

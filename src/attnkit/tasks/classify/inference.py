@@ -23,7 +23,7 @@ from attnkit.data.inputs import as_texts
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
-from attnkit.tasks.classify.training import evaluate_encoded
+from attnkit.tasks.classify.objective import evaluate_encoded
 from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 

@@ -13,10 +13,10 @@ __all__ = ["streams", "train_streamed"]
 
 def streams(args: argparse.Namespace) -> bool:
     """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
-    from attnkit.data.classification import builtin_names
+    from attnkit.data.classification import data_set_names
     from attnkit.tasks.train_setup import streams_file
 
-    return streams_file(args, builtin_names(), builtin="dataset")
+    return streams_file(args, data_set_names())
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict):
@@ -28,7 +28,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict):
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
     if not Path(args.data).exists():
-        raise FileNotFoundError(f"{args.data}: neither a built-in dataset nor a file")
+        raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
     stream = TextFileStream(
         args.data,
         text_column=args.text_column,

@@ -24,7 +24,8 @@ from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
-from attnkit.tasks.classify.training import TOKENIZER_DIR, classification_task, fit_classifier, placed_model
+from attnkit.tasks.classify.objective import classification_objective
+from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
 from attnkit.training.loop import FitConfig
 from attnkit.training.precision import autocast, device_of, on_device
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -170,7 +171,7 @@ def evaluate_file(
 
     device = device_of(model)
     with autocast(device, precision):
-        return classification_task(model).evaluate(on_device(batches(), device))
+        return classification_objective(model).evaluate(on_device(batches(), device))
 
 
 def _length(item: tuple[list, int]) -> int:

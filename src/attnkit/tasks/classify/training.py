@@ -24,51 +24,16 @@ from attnkit.data.classification import TextClassificationData, stratified_split
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings
-from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
-from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.tasks.classify.encoding import TextEncoder, make_batches
+from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = [
-    "TOKENIZER_DIR",
-    "classification_task",
-    "evaluate_encoded",
-    "fit_classifier",
-    "placed_model",
-    "train_classifier",
-]
+__all__ = ["TOKENIZER_DIR", "fit_classifier", "placed_model", "train_classifier"]
 
 TOKENIZER_DIR = "tokenizer"
-
-
-def classification_task(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyTask:
-    """Cross-entropy training (label-smoothed by ``label_smoothing``) and accuracy evaluation of a document
-    classifier (a ``Task`` for ``fit``)."""
-    return CrossEntropyTask(
-        model, lambda model, batch: forward_batch(model, batch).logits, label_smoothing=label_smoothing
-    )
-
-
-def evaluate_encoded(
-    model: nn.Module,
-    encoder: TextEncoder,
-    texts: list[str],
-    labels: list[int],
-    *,
-    batch_size: int = 64,
-    precision: str = "fp32",
-) -> dict[str, float]:
-    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling), on the
-    model's device, under autocast in ``precision``."""
-    if not texts:
-        raise ValueError("nothing to evaluate: the test split is empty")
-    dataset = EncodedDataset(encoder.encode(texts), labels)
-    batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
-    device = device_of(model)
-    with autocast(device, precision):
-        return classification_task(model).evaluate(on_device(batches(0), device))
 
 
 def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
@@ -199,7 +164,7 @@ def fit_classifier(
     checkpoints holding ``config`` and the run's tokeniser (``out_dir/tokenizer``). Returns fit's result."""
     tokenizer_file = out_dir / TOKENIZER_DIR / TextTokenizer.FILENAME
     return fit(
-        classification_task(model, label_smoothing=config.label_smoothing),
+        classification_objective(model, label_smoothing=config.label_smoothing),
         train_batches,
         lambda: valid_batches(0),
         fit_config,

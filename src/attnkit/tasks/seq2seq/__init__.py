@@ -3,8 +3,8 @@
 | module | holds |
 |---|---|
 | :mod:`~attnkit.tasks.seq2seq.config` | ``KIND``, ``Seq2SeqConfig`` (the checkpoint's ``config.json``) from the arguments, metric kinds |
-| :mod:`~attnkit.tasks.seq2seq.data` | built-in tasks and pair files; references per source |
-| :mod:`~attnkit.tasks.seq2seq.task` | the label-smoothed loss and the decoded metrics (WER/PER, BLEU/chrF) |
+| :mod:`~attnkit.tasks.seq2seq.data` | built-in data sets and pair files; references per source |
+| :mod:`~attnkit.tasks.seq2seq.objective` | the objective ``fit`` trains on: label-smoothed loss, decoded metrics |
 | :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |
 | :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |

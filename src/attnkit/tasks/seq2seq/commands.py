@@ -1,5 +1,5 @@
 """The seq2seq command hooks: ``attnkit train seq2seq`` (an RNN encoder-decoder with attention, or a Transformer, on
-a built-in task or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
+a built-in data set or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
 checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit translate`` is in
 :mod:`attnkit.tasks.seq2seq.translate_command`."""
 
@@ -43,7 +43,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``attnkit train seq2seq``."""
     data = parser.add_argument_group("data")
     data.add_argument(
-        "--data", required=True, help="a built-in task (cmudict, dates, bible-en-es) or a TSV/CSV/JSONL pair file"
+        "--data",
+        required=True,
+        help="a built-in data set name (cmudict, dates, bible-en-es) or a CSV/TSV/JSONL file of source/target pairs",
     )
     data.add_argument("--valid", default=None, help="validation pairs, for --data FILE (default: 5%% of it)")
     data.add_argument("--test", default=None, help="test pairs, for --data FILE (default: no test)")
@@ -62,7 +64,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=256,
         help="skip pairs whose source has more than N tokens, as the task's tokeniser counts them (default 256; "
-        "keeps every pair of the built-in tasks)",
+        "keeps every pair of the built-in data sets)",
     )
     data.add_argument(
         "--max-target-length", type=positive_int, default=256, help="the same for the target side (default 256)"
@@ -109,7 +111,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
-    from attnkit.data.seq2seq import task_names
+    from attnkit.data.seq2seq import data_set_names
     from attnkit.tasks.run_plan import train_writes
     from attnkit.tasks.seq2seq.config import KIND, config_from_args
     from attnkit.tasks.seq2seq.data import load_data, subset
@@ -120,7 +122,7 @@ def train(args: argparse.Namespace) -> int:
         args,
         command="train seq2seq",
         kind=KIND,
-        inputs={"data": (args.data, task_names()), "valid": (args.valid, ()), "test": (args.test, ())},
+        inputs={"data": (args.data, data_set_names()), "valid": (args.valid, ()), "test": (args.test, ())},
         writes=train_writes(args, TOKENIZER_DIR),
         config_from_args=config_from_args,
         config_from_init=lambda init: config_from_args(args, init),
@@ -222,7 +224,7 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("seq2seq data")
     group.add_argument("--source-column", default="source", help="column/key of the source (default: source)")
     group.add_argument("--target-column", default="target", help="column/key of the target (default: target)")
-    group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in tasks (default test)")
+    group.add_argument("--split", choices=["valid", "test"], default=None, help="built-in data sets (default test)")
     group.add_argument(
         "--backend",
         choices=["native", "ctranslate2"],

@@ -37,7 +37,7 @@ class Seq2SeqConfig(JsonConfig):
 
     Attributes:
         model: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config, vocabulary sizes included.
-        data: the built-in task name, or the training file as given.
+        data: the built-in data set name, or the training file as given.
         metrics: ``"sequence"`` (WER/PER) or ``"text"`` (BLEU/chrF).
         source_level, target_level: how each side was tokenised (``char``, ``symbol``, ``subword``).
         label_smoothing: of the training loss.

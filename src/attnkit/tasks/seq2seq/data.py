@@ -1,4 +1,4 @@
-"""The pairs a seq2seq run trains and is evaluated on (layer 5): a built-in task (``cmudict``, ``dates``,
+"""The pairs a seq2seq run trains and is evaluated on (layer 5): a built-in data set (``cmudict``, ``dates``,
 ``bible-en-es``) or the user's TSV/CSV/JSONL pair files, and the references each source is scored against."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.data.seq2seq import Seq2SeqData, load_pair_files, load_task, read_pairs, task_names
+from attnkit.data.seq2seq import Seq2SeqData, data_set_names, load_data_set, load_pair_files, read_pairs
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 
@@ -26,26 +26,28 @@ def load_data(
     source_level: str = "char",
     target_level: str = "char",
 ) -> Seq2SeqData:
-    """A built-in task by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file.
+    """A built-in data set by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file.
 
     For a file: ``valid`` and ``test`` files are optional (without ``valid``, a hashed 5% of the training sources
     is held out; without ``test`` nothing is tested); the levels say how to tokenise each side.
 
     Raises:
-        ValueError: file options given with a built-in task, or an unknown level.
+        ValueError: file options given with a built-in data set, or an unknown level.
         DataError / PairFileError: unreadable or bad files (``file:line: ...``).
-        FileNotFoundError: ``data`` is neither a built-in task nor a file.
+        FileNotFoundError: ``data`` is neither a built-in data set nor a file.
     """
-    if data in task_names():
+    if data in data_set_names():
         given = [flag for flag, value in (("--valid", valid), ("--test", test)) if value is not None]
         if given:
-            raise ValueError(f"{' and '.join(given)} are for pair files; the built-in task {data!r} has its own splits")
-        return load_task(data)
+            raise ValueError(
+                f"{' and '.join(given)} are for pair files; the built-in data set {data!r} has its own splits"
+            )
+        return load_data_set(data)
     for name, level in (("source_level", source_level), ("target_level", target_level)):
         if level not in LEVELS:
             raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
     if not Path(data).exists():
-        raise FileNotFoundError(f"{data}: neither a built-in task ({', '.join(task_names())}) nor a file")
+        raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
     return load_pair_files(
         data,
         valid,
@@ -85,21 +87,21 @@ def evaluation_data(
 ) -> tuple[list[Pair], list[list[str]], str]:
     """The pairs to evaluate a checkpoint on, each one's acceptable references, and a label for them.
 
-    ``data`` is a built-in task (its ``split``: ``test`` by default, or ``valid``) or a pair file (every distinct
-    source in it, with all its targets as references); None means the task the checkpoint was trained on.
+    ``data`` is a built-in data set (its ``split``: ``test`` by default, or ``valid``) or a pair file (every distinct
+    source in it, with all its targets as references); None means the data set the checkpoint was trained on.
     """
     name = config.data if data is None else data
-    if name in task_names():
+    if name in data_set_names():
         split = split or "test"
         if split not in ("valid", "test"):
             raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
-        task = load_task(name)
-        return task.split(split), task.references_for(split), f"{name} {split} split"
+        built_in = load_data_set(name)
+        return built_in.split(split), built_in.references_for(split), f"{name} {split} split"
     if data is None:
         raise ValueError(
-            f"the checkpoint was trained on {config.data!r}, not a built-in task: give the pairs with --data FILE"
+            f"the checkpoint was trained on {config.data!r}, not a built-in data set: give the pairs with --data FILE"
         )
     if split is not None:
-        raise ValueError(f"--split is for built-in tasks; the file {data} is evaluated whole")
+        raise ValueError(f"--split is for built-in data sets; the file {data} is evaluated whole")
     pairs, references = pairs_with_references(read_pairs(data, source_key=source_column, target_key=target_column))
     return pairs, references, data

@@ -32,7 +32,7 @@ from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
-from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.training.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
@@ -181,8 +181,8 @@ def load_seq2seq_ensemble(
     """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
     gives :func:`load_seq2seq`'s model itself.
 
-    The members must have been trained on one task, with identical tokenisers on both sides (the same vocabulary
-    in the same order: a built-in task gives that to every run). The result carries the first member's config.
+    The members must have been trained on one data set, with identical tokenisers on both sides (the same vocabulary
+    in the same order: a built-in data set gives that to every run). The result carries the first member's config.
 
     Raises:
         CheckpointError: as :func:`load_seq2seq`, or members that do not agree on data, metrics or tokenisers.
@@ -232,7 +232,7 @@ def evaluate_seq2seq(
     if len(references) != len(pairs):
         raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
     dataset = encode_pairs(pairs, loaded.source_tokenizer, loaded.target_tokenizer)
-    task = Seq2SeqTask(
+    objective = Seq2SeqObjective(
         loaded.model,
         loaded.target_tokenizer,
         metrics=loaded.config.metrics,
@@ -244,7 +244,7 @@ def evaluate_seq2seq(
     device = loaded.device
     batches = make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths")
     with autocast(device, loaded.precision):
-        return task.evaluate(on_device(batches, device))
+        return objective.evaluate(on_device(batches, device))
 
 
 @torch.no_grad()

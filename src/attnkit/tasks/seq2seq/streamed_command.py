@@ -30,10 +30,10 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
 
 def streams(args: argparse.Namespace) -> bool:
     """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
-    from attnkit.data.seq2seq import task_names
+    from attnkit.data.seq2seq import data_set_names
     from attnkit.tasks.train_setup import streams_file
 
-    return streams_file(args, task_names(), builtin="task")
+    return streams_file(args, data_set_names())
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
@@ -48,7 +48,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
         if level not in LEVELS:
             raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
     if not Path(args.data).exists():
-        raise FileNotFoundError(f"{args.data}: neither a built-in task nor a file")
+        raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
     stream = PairFileStream(
         args.data,
         source_key=args.source_column,

@@ -10,7 +10,7 @@ A run directory holds ``best/`` and ``last/`` checkpoints — ``model.safetensor
 ``source_tokenizer.json`` + ``target_tokenizer.json`` — plus ``tokenizers/`` (the run's own copy, reused by
 ``resume``) and ``metrics.json``.
 
-Model selection uses the task's validation split only, every epoch: lowest WER for sequence tasks (cmudict, dates,
+Model selection uses the data set's validation split only, every epoch: lowest WER for sequence data (cmudict, dates,
 character or symbol targets), highest BLEU for text (subword targets). The test split is decoded once, after
 training, with the best weights.
 """
@@ -40,7 +40,7 @@ from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, build_seq2seq_model, metric_kind
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
-from attnkit.tasks.seq2seq.task import Seq2SeqTask
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -107,14 +107,14 @@ def train_seq2seq(
     """Train the model ``config`` describes on ``data.train``, validating on ``data.valid`` every epoch.
 
     Args:
-        data: the task's three splits (the test split is only decoded after training).
+        data: the data set's three splits (the test split is only decoded after training).
         config: :func:`~attnkit.tasks.seq2seq.config.config_from_args`'s: its ``model`` is
             :func:`~attnkit.models.seq2seq.build_seq2seq`'s config without the vocabulary sizes
             (``{"model": "rnn", "attention": "local-p", ...}``), its ``data`` what ``config.json`` records as the
             data (default ``data.name``), its ``label_smoothing`` the training loss's; the vocabulary sizes, the
             metric kind and the levels are the data's and its tokenisers' (:func:`run_config`).
-        fit_config: the loop's options; its selection metric and mode are replaced by the task's (WER min for
-            sequence tasks, BLEU max for text), its ``max_minutes`` is the time budget.
+        fit_config: the loop's options; its selection metric and mode are replaced by the objective's (WER min
+            for sequence data, BLEU max for text), its ``max_minutes`` is the time budget.
         out_dir: the run directory (see the module docstring).
         vocab_size: of subword tokenisers.
         resume: continue from ``out_dir/last`` with the run's own tokenisers.
@@ -232,7 +232,7 @@ def fit_seq2seq(
     valid_loader = make_loader(
         encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size, shuffle=False
     )
-    task = Seq2SeqTask(
+    objective = Seq2SeqObjective(
         model,
         target_tok,
         metrics=config.metrics,
@@ -241,7 +241,7 @@ def fit_seq2seq(
         beam_size=1,
     )
     result = fit(
-        task,
+        objective,
         batches,
         lambda: valid_loader,
         fit_config,

@@ -37,7 +37,7 @@ DESCRIPTION = (
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``attnkit train vision``."""
-    parser.add_argument("--data", choices=["digits"], required=True, help="built-in image dataset")
+    parser.add_argument("--data", choices=["digits"], required=True, help="a built-in data set name (digits)")
     model = parser.add_argument_group("model")
     model.add_argument("--channels", type=_sizes, default=[32, 64, 64, 64], help="conv channels (default 32,64,64,64)")
     model.add_argument(
@@ -107,13 +107,13 @@ def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
-    """``attnkit evaluate`` for a vision checkpoint: accuracy on its built-in dataset's test split."""
-    from attnkit.data.images import load_image_dataset
+    """``attnkit evaluate`` for a vision checkpoint: accuracy on its built-in data set's test split."""
+    from attnkit.data.images import load_data_set
 
     (checkpoint,) = checkpoints
     vision = load(checkpoint, device=args.device, precision=args.precision)
     name = args.data or vision.config.dataset
-    data = load_image_dataset(name)
+    data = load_data_set(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
     if getattr(args, "json", False):
         print(json.dumps({"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}))

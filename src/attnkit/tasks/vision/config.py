@@ -19,7 +19,7 @@ class VisionConfig(JsonConfig):
     """Everything needed to rebuild a trained visual-attention classifier (the checkpoint's ``config.json``).
 
     Attributes:
-        dataset: the built-in dataset it was trained on (``attnkit explain --index`` reads its test split).
+        dataset: the built-in data set it was trained on (``attnkit explain --index`` reads its test split).
         label_names: the class names.
         image_shape: ``[C, H, W]`` of the input images.
         channels, downsample, heads, hidden, positions, dropout: see

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from attnkit.data.images import ImageClassificationData, load_image_dataset
+from attnkit.data.images import ImageClassificationData, load_data_set
 from attnkit.tasks.vision.config import VisionConfig
 
 __all__ = ["load_data", "load_test_images"]
@@ -27,13 +27,13 @@ def load_data(name: str, *, limit: int | None = None) -> ImageClassificationData
     """
     if limit is not None and limit < MIN_TRAINING_IMAGES:
         raise ValueError(f"--limit must be at least {MIN_TRAINING_IMAGES} images, got {limit}")
-    data = load_image_dataset(name)
+    data = load_data_set(name)
     return data if limit is None else data.subset_train(limit)
 
 
 def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:
     """Test images ``[len(indices), C, H, W]`` of the checkpoint's dataset, and their true label names."""
-    data = load_image_dataset(config.dataset)
+    data = load_data_set(config.dataset)
     count = len(data.test_images)
     bad = [index for index in indices if not 0 <= index < count]
     if bad:

@@ -16,7 +16,7 @@ import torch
 
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.tasks.vision.training import evaluate_vision
+from attnkit.tasks.vision.objective import evaluate_vision
 from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 

@@ -1,6 +1,6 @@
 """Train a visual-attention classifier: what ``attnkit train vision`` runs (layer 5).
 
-:func:`vision_task` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
+:func:`~attnkit.tasks.vision.objective.vision_objective` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
 training images (stratified, seeded by the run's seed); the fixed test split is used only for the final evaluation
 and for explaining test images.
 
@@ -17,20 +17,14 @@ import torch
 
 from attnkit.data.classification import stratified_split
 from attnkit.data.images import ImageClassificationData, image_batches, image_keys
-from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.training.cross_entropy import CrossEntropyTask
+from attnkit.tasks.vision.objective import evaluate_vision, vision_objective
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["evaluate_vision", "train_vision", "vision_task"]
-
-
-def vision_task(model: VisualAttentionClassifier) -> CrossEntropyTask:
-    """Cross-entropy training and accuracy evaluation of a visual-attention classifier (a ``Task`` for ``fit``)."""
-    return CrossEntropyTask(model, lambda model, batch: model(batch.images).logits)
+__all__ = ["train_vision"]
 
 
 def train_vision(
@@ -88,7 +82,7 @@ def train_vision(
     model = build_vision_model(config)
     place_model(model, device)
     result = fit(
-        vision_task(model),
+        vision_objective(model),
         train_batches,
         lambda: valid_batches(0),
         fit_config,
@@ -107,22 +101,3 @@ def train_vision(
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
-
-
-def evaluate_vision(
-    model: VisualAttentionClassifier,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    *,
-    batch_size: int = 256,
-    precision: str = "fp32",
-) -> dict[str, float]:
-    """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]`` (on the
-    model's device, under autocast in ``precision``)."""
-    if len(images) == 0:
-        raise ValueError("nothing to evaluate: no images")
-    device = device_of(model)
-    with autocast(device, precision):
-        return vision_task(model).evaluate(
-            on_device(image_batches(images, labels, batch_size, shuffle=False)(0), device)
-        )

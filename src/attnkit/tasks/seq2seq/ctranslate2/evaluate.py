@@ -8,7 +8,7 @@
 
 Both backends decode the sources shortest first, ``batch_size`` at a time (:func:`decode_in_length_order`), as
 ``attnkit evaluate`` batches them, and the hypotheses are scored by
-:meth:`attnkit.tasks.seq2seq.task.Seq2SeqTask.score`: WER/PER for character and symbol targets, sacreBLEU's BLEU and
+:meth:`attnkit.tasks.seq2seq.objective.Seq2SeqObjective.score`: WER/PER for character and symbol targets, sacreBLEU's BLEU and
 chrF for text. An export has no teacher-forced pass, so there is no ``loss`` or ``token_accuracy``.
 """
 
@@ -105,9 +105,9 @@ def score_outputs(
 ) -> dict[str, float]:
     """``wer``/``per``/``exact_match`` (``metrics="sequence"``) or ``bleu``/``chrf`` (``"text"``) of decoded
     ``hypotheses`` against each one's acceptable ``references``, plus ``count``: the native evaluation's scorer."""
-    from attnkit.tasks.seq2seq.task import Seq2SeqTask
+    from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 
-    scorer = Seq2SeqTask(None, target_tokenizer, metrics=metrics)  # scoring never touches the model
+    scorer = Seq2SeqObjective(None, target_tokenizer, metrics=metrics)  # scoring never touches the model
     return {**scorer.score(hypotheses, references), "count": float(len(hypotheses))}
 
 

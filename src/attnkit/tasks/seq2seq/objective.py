@@ -1,13 +1,13 @@
 """Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5): the loss and the
 decoded metrics.
 
-    task = Seq2SeqTask(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
-    fit(task, train_batches, valid_batches, FitConfig(select_metric=task.select_metric, select_mode=task.select_mode))
+    objective = Seq2SeqObjective(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
+    fit(objective, train_batches, valid_batches, FitConfig(select_metric=objective.select_metric, select_mode=objective.select_mode))
 
 Training minimises label-smoothed cross-entropy over the real target tokens. Evaluation decodes every source
 (greedy, or beam search with ``beam_size > 1``) and scores the decoded text:
 
-* ``"sequence"`` metrics (G2P, dates — any task whose outputs are short symbol or character sequences):
+* ``"sequence"`` metrics (G2P, dates — any data set whose outputs are short symbol or character sequences):
   ``wer`` (percent of outputs matching none of their references), ``per`` (edits per reference symbol,
   percent) and ``exact_match = 100 - wer``; selection by lowest ``wer``.
 * ``"text"`` metrics (translation): sacreBLEU's ``bleu`` and ``chrf``; selection by highest ``bleu``.
@@ -15,7 +15,7 @@ Training minimises label-smoothed cross-entropy over the real target tokens. Eva
 Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing),
 ``token_accuracy`` (percent) and ``count`` (examples scored).
 
-Evaluation under DDP (:class:`~attnkit.training.loop.SummableTask`): ``evaluate_sums`` returns additive
+Evaluation under DDP (:class:`~attnkit.training.loop.SummableObjective`): ``evaluate_sums`` returns additive
 statistics only, which ``fit`` sums over ranks before ``metrics_from_sums`` turns them into metrics — so N
 processes, each decoding its own shard, report exactly the metrics of one process decoding everything:
 
@@ -52,7 +52,7 @@ from attnkit.tasks.seq2seq.metrics import (
     g2p_scores,
 )
 
-__all__ = ["Seq2SeqTask", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
+__all__ = ["Seq2SeqObjective", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
 
 def label_smoothed_loss(
@@ -78,14 +78,14 @@ def _symbols(text: str, tokenizer: Any) -> list[str]:
     return list(text) if getattr(tokenizer, "level", None) == "char" else text.split()
 
 
-class Seq2SeqTask:
-    """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Task`` for ``fit``).
+class Seq2SeqObjective:
+    """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Objective`` for ``fit``).
 
     Args:
         model: a model whose ``forward(source_ids, source_mask, target_in)`` returns ``.logits [B, T, V]`` and
             that implements :class:`~attnkit.decoding.StepwiseSeq2Seq` (both attnkit families do).
         target_tokenizer: turns decoded ids into text (``decode``), attnkit's special ids.
-        metrics: ``"sequence"`` or ``"text"`` (see the module docstring; :func:`metric_kind` picks one for a task).
+        metrics: ``"sequence"`` or ``"text"`` (see the module docstring; :func:`metric_kind` picks one for a data set).
         label_smoothing: ``ε`` of the training loss.
         references: every acceptable target text of each example of the evaluated split, indexed like its
             :class:`~attnkit.data.seq2seq.PairDataset` (``data.references_for("valid")``); default: each pair's
@@ -127,7 +127,7 @@ class Seq2SeqTask:
         return label_smoothed_loss(logits, batch.target_out, smoothing=self.label_smoothing)
 
     def decode(self, batch: Seq2SeqBatch) -> DecodeOutput:
-        """Decode the batch's sources with the task's decoder settings (the model should be in eval mode)."""
+        """Decode the batch's sources with the objective's decoder settings (the model should be in eval mode)."""
         if self.beam_size == 1:
             return greedy(
                 self.model,
@@ -152,7 +152,7 @@ class Seq2SeqTask:
         """Additive statistics of ``batches`` (see the module docstring): teacher-forced loss and token counts,
         then the decoded outputs' error counts (``"sequence"``) or sacreBLEU statistics (``"text"``).
 
-        ``references`` overrides the task's own for this call (e.g. the test split's).
+        ``references`` overrides the objective's own for this call (e.g. the test split's).
         """
         references = self.references if references is None else [list(r) for r in references]
         was_training = self.model.training
@@ -203,7 +203,7 @@ class Seq2SeqTask:
     ) -> dict[str, float]:
         """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
 
-        ``references`` overrides the task's own for this call (e.g. the test split's).
+        ``references`` overrides the objective's own for this call (e.g. the test split's).
         """
         return self.metrics_from_sums(self.evaluate_sums(batches, references=references))
 

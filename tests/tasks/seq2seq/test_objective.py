@@ -1,5 +1,5 @@
-"""Seq2SeqTask: label-smoothed loss by hand, decoded metrics against every reference, the config builder, and
-tiny models that learn the dates task through ``fit`` (and come back from their checkpoint)."""
+"""Seq2SeqObjective: label-smoothed loss by hand, decoded metrics against every reference, the config builder, and
+tiny models that learn the dates data set through ``fit`` (and come back from their checkpoint)."""
 
 import math
 from types import SimpleNamespace
@@ -16,7 +16,7 @@ from attnkit.data.seq2seq import (
     build_tokenizers,
     collate_pairs,
     encode_pairs,
-    load_task,
+    load_data_set,
     make_loader,
 )
 from attnkit.models.rnn_seq2seq import RNNSeq2Seq
@@ -24,7 +24,7 @@ from attnkit.models.seq2seq import build_seq2seq, seq2seq_options
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.config import metric_kind
 from attnkit.tasks.seq2seq.inference import translate_texts
-from attnkit.tasks.seq2seq.task import Seq2SeqTask, label_smoothed_loss
+from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, label_smoothed_loss
 from attnkit.training.checkpointing import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
 
@@ -102,30 +102,30 @@ def test_evaluate_scores_decoded_text_against_every_reference_by_dataset_index(b
     vocab = Vocab.build([s + t for s, t in pairs], level="char")
     references = [[t] for _, t in pairs]
     references[1].append("abc")  # a second acceptable answer: the echo is right
-    task = Seq2SeqTask(Echo(vocab.vocab_size), vocab, references=references, beam_size=beam_size)
-    assert (task.select_metric, task.select_mode) == ("wer", "min")
+    objective = Seq2SeqObjective(Echo(vocab.vocab_size), vocab, references=references, beam_size=beam_size)
+    assert (objective.select_metric, objective.select_mode) == ("wer", "min")
     loader = make_loader(echo_dataset(pairs, vocab), batch_size=3, shuffle=False)  # sorted by length: reordered
-    metrics = task.evaluate(loader)
+    metrics = objective.evaluate(loader)
     assert metrics["wer"] == 50.0 and metrics["exact_match"] == 50.0  # "hello world" and "xyz" are wrong
     # per: character edits over the closest references' characters: 0 + 0 + 1 ("l" extra) + 1 ("!" missing)
     assert math.isclose(metrics["per"], 100.0 * 2 / (10 + 3 + 10 + 4))
     assert 0.0 < metrics["token_accuracy"] < 100.0 and metrics["loss"] > 0.0
-    own = task.evaluate(loader, references=[[t] for _, t in pairs])  # without the alternative: 3 wrong
+    own = objective.evaluate(loader, references=[[t] for _, t in pairs])  # without the alternative: 3 wrong
     assert own["wer"] == 75.0
 
 
 def test_text_metrics_and_the_selection_metric():
     pairs = [("the cat sat on the mat", "the cat sat on the mat"), ("a dog", "a dog")]
     vocab = Vocab.build([s for s, _ in pairs], level="symbol")
-    task = Seq2SeqTask(Echo(vocab.vocab_size), vocab, metrics="text")
-    assert (task.select_metric, task.select_mode) == ("bleu", "max")
-    metrics = task.evaluate(make_loader(echo_dataset(pairs, vocab), batch_size=2, shuffle=False))
+    objective = Seq2SeqObjective(Echo(vocab.vocab_size), vocab, metrics="text")
+    assert (objective.select_metric, objective.select_mode) == ("bleu", "max")
+    metrics = objective.evaluate(make_loader(echo_dataset(pairs, vocab), batch_size=2, shuffle=False))
     assert metrics["bleu"] == pytest.approx(100.0) and metrics["chrf"] == pytest.approx(100.0)
-    assert task.score(["the dog sat"], [["the cat sat on the mat"]])["bleu"] < 50.0
+    assert objective.score(["the dog sat"], [["the cat sat on the mat"]])["bleu"] < 50.0
     assert metric_kind(SimpleNamespace(target_level="subword")) == "text"
     assert metric_kind(SimpleNamespace(target_level="symbol")) == "sequence"
     with pytest.raises(ValueError, match="metrics must be one of"):
-        Seq2SeqTask(Echo(3), vocab, metrics="accuracy")
+        Seq2SeqObjective(Echo(3), vocab, metrics="accuracy")
 
 
 def test_build_seq2seq_from_a_config_and_its_errors():
@@ -148,7 +148,7 @@ def test_build_seq2seq_from_a_config_and_its_errors():
 
 @pytest.fixture(scope="module")
 def dates():
-    data = load_task("dates", train_size=1200, valid_size=200, test_size=0)
+    data = load_data_set("dates", train_size=1200, valid_size=200, test_size=0)
     source_tok, target_tok = build_tokenizers(data)
     return data, source_tok, target_tok, encode_pairs(data.train, source_tok, target_tok)
 
@@ -186,9 +186,9 @@ def test_a_tiny_model_learns_dates_through_fit_and_reloads_from_its_checkpoint(f
     torch.manual_seed(0)
     model = build_seq2seq(config)
     references = data.references_for("valid")
-    task = Seq2SeqTask(model, target_tok, references=references, label_smoothing=0.0)
+    objective = Seq2SeqObjective(model, target_tok, references=references, label_smoothing=0.0)
     valid = make_loader(encode_pairs(data.valid, source_tok, target_tok), batch_size=100, shuffle=False)
-    before = task.evaluate(valid)
+    before = objective.evaluate(valid)
     assert before["exact_match"] == 0.0 and before["per"] > 50.0
     loader = make_loader(train, batch_size=32, seed=0)
 
@@ -196,16 +196,16 @@ def test_a_tiny_model_learns_dates_through_fit_and_reloads_from_its_checkpoint(f
         loader.batch_sampler.set_epoch(epoch)
         return loader
 
-    settings = FitConfig(epochs=epochs, lr=lr, select_metric=task.select_metric, select_mode=task.select_mode)
+    settings = FitConfig(epochs=epochs, lr=lr, select_metric=objective.select_metric, select_mode=objective.select_mode)
     settings.progress, settings.patience = False, None
-    result = fit(task, train_batches, lambda: valid, settings, checkpoint_dir=tmp_path, model_config=config)
-    after = task.evaluate(valid)
+    result = fit(objective, train_batches, lambda: valid, settings, checkpoint_dir=tmp_path, model_config=config)
+    after = objective.evaluate(valid)
     assert after["exact_match"] >= least_exact and after["per"] <= most_per, (before, after)
     assert after["wer"] == pytest.approx(result.best_metrics["wer"])
     # the checkpoint rebuilds the same model: same decoded outputs
     reloaded = build_seq2seq(read_config(tmp_path / "best"))
     load_model_weights(reloaded, tmp_path / "best")
-    again = Seq2SeqTask(reloaded, target_tok, references=references).evaluate(valid)
+    again = Seq2SeqObjective(reloaded, target_tok, references=references).evaluate(valid)
     assert again["wer"] == after["wer"] and again["per"] == after["per"]
     translations = translate_texts(model, source_tok, target_tok, [s for s, _ in data.valid[:5]], need_weights=True)
     assert [t.source for t in translations] == [s for s, _ in data.valid[:5]]
@@ -223,8 +223,8 @@ def test_task_loss_is_the_smoothed_loss_of_the_models_logits():
         {"model": "transformer", "source_vocab_size": len(vocab), "target_vocab_size": len(vocab), "dim": 16}
     ).eval()
     batch = collate_pairs([(vocab.encode("abc"), vocab.encode("fed")), (vocab.encode("a"), vocab.encode("bcdef"))])
-    task = Seq2SeqTask(model, vocab, label_smoothing=0.1)
+    objective = Seq2SeqObjective(model, vocab, label_smoothing=0.1)
     expected = label_smoothed_loss(model(batch.source_ids, batch.source_mask, batch.target_in).logits, batch.target_out)
-    torch.testing.assert_close(task.loss(batch), expected)
+    torch.testing.assert_close(objective.loss(batch), expected)
     with pytest.raises(ValueError, match="the batch has no targets"):
-        task.loss(collate_pairs([(vocab.encode("abc"), None)]))
+        objective.loss(collate_pairs([(vocab.encode("abc"), None)]))
