@@ -78,3 +78,14 @@ def test_word2vec_trained_on_the_training_split_starts_the_table(data, tmp_path_
     config = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
     assert config["embeddings"] == "word2vec" and config["embeddings_settings"]["dim"] == 8
     assert config["label_smoothing"] == 0.1
+
+
+def test_a_run_started_from_vectors_resumes_and_keeps_their_record(data):
+    tmp_path, _ = data
+    vectors = ("--embeddings", str(tmp_path / "vectors.txt"), "--embed-dim", "4")
+    assert train(tmp_path, *vectors, "--epochs", "1") == 0
+    recorded = json.loads((tmp_path / "run" / "last" / "config.json").read_text())["embeddings_settings"]
+    assert train(tmp_path, *vectors, "--epochs", "2", "--resume") == 0  # was refused: "the model differs"
+    config = json.loads((tmp_path / "run" / "last" / "config.json").read_text())
+    assert config["embeddings_settings"] == recorded
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["epochs_run"] == 2

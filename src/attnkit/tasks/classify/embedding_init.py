@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -46,3 +47,11 @@ def initialise_embeddings(
         table.weight.copy_(vectors.weight.to(table.weight.dtype))  # [V, D]
     table.weight.requires_grad_(not config.freeze_embeddings)
     return dataclasses.replace(config, embeddings_settings=vectors.settings | {"coverage": vectors.coverage})
+
+
+def resumed_embeddings(config: ClassifierConfig, last: Path) -> ClassifierConfig:
+    """``config`` as a resumed run continues it: with the vectors' settings its first start recorded in ``last``'s
+    ``config.json`` (a resume takes the weights from ``last`` and does not read the vectors again)."""
+    from attnkit.training.checkpointing import read_config
+
+    return dataclasses.replace(config, embeddings_settings=read_config(last).get("embeddings_settings"))

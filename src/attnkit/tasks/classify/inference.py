@@ -24,7 +24,13 @@ from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
 from attnkit.tasks.classify.objective import evaluate_encoded
-from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.checkpointing import (
+    CONFIG_FILE,
+    CheckpointError,
+    load_model_weights,
+    read_config_of_kind,
+    resolve_checkpoint,
+)
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]
@@ -135,14 +141,15 @@ class Classifier:
 def load_classifier(
     checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
 ) -> Classifier:
-    """Rebuild a trained classifier and its text encoder from a checkpoint directory, ready on ``device``
+    """Rebuild a trained classifier and its text encoder from a checkpoint directory (a run directory means its
+    ``best/``; a shipped model's name means that model), ready on ``device``
     (``"auto"``: CUDA when available, else the CPU) to run in ``precision`` (``fp32``, ``bf16``, ``fp16``).
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a classifier, a bad config, or weights that do not fit.
         ValueError: a device that is not there, or a precision it cannot run in.
     """
-    checkpoint = Path(checkpoint)
+    checkpoint = resolve_checkpoint(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
     try:
         config = ClassifierConfig.from_dict(values)

@@ -110,10 +110,13 @@ def train_classifier_streamed(
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
 
     model = placed_model(config, tokenizer, device, seed=fit_config.seed)
-    if config.embeddings != "random" and not (resume and (out_dir / "last").exists()):
-        from attnkit.tasks.classify.embedding_init import initialise_embeddings
+    if config.embeddings != "random":
+        from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 
-        config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
+        if resume and (out_dir / "last").exists():
+            config = resumed_embeddings(config, out_dir / "last")
+        else:
+            config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
     result = fit_classifier(model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume)
     test_metrics = None
     if test_path is not None:

@@ -23,7 +23,7 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, stratified_split
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
-from attnkit.tasks.classify.embedding_init import initialise_embeddings
+from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
 from attnkit.training.init_from import InitFrom
@@ -114,7 +114,9 @@ def train_classifier(
 
     model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and not resuming and init_from is None:
+    if config.embeddings != "random" and resuming:
+        config = resumed_embeddings(config, out_dir / "last")
+    elif config.embeddings != "random" and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
     result = fit_classifier(
         model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from

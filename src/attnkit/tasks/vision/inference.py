@@ -17,7 +17,13 @@ import torch
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.objective import evaluate_vision
-from attnkit.training.checkpointing import CONFIG_FILE, CheckpointError, load_model_weights, read_config_of_kind
+from attnkit.training.checkpointing import (
+    CONFIG_FILE,
+    CheckpointError,
+    load_model_weights,
+    read_config_of_kind,
+    resolve_checkpoint,
+)
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
@@ -100,18 +106,20 @@ class VisionModel:
 
 
 def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32") -> VisionModel:
-    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory, ready on ``device``
+    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory (a run directory means its
+    ``best/``; a shipped model's name means that model), ready on ``device``
     (``"auto"``: CUDA when available, else the CPU) to run in ``precision``.
 
     Raises:
         CheckpointError: not an attnkit checkpoint, not a vision one, or weights that do not fit.
         ValueError: a device that is not there, or a precision it cannot run in.
     """
+    checkpoint = resolve_checkpoint(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
     try:
         config = VisionConfig.from_dict(values)
         model = build_vision_model(config)
     except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{Path(checkpoint) / CONFIG_FILE}: {error}") from error
+        raise CheckpointError(f"{checkpoint / CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
     return VisionModel(ready_for_inference(model, device, precision), config, precision)
