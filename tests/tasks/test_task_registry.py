@@ -154,6 +154,9 @@ def test_a_task_added_through_the_registry_alone_trains_evaluates_and_predicts(t
     assert attnkit.load(run).predict(["abcdefghij"]) == [True]
     assert main(["explain", "--checkpoint", str(run), "--text", "abc", "--out", str(tmp_path / "r.html")]) == 2
     assert "does not support toy checkpoints" in capsys.readouterr().err
+    # an option another task brings to predict is refused for this one, naming the option and its task
+    assert main(["predict", "--checkpoint", str(run), "--text", "abc", "--index", "0"]) == 2
+    assert capsys.readouterr().err == "attnkit: error: --index: an option of the vision task, not of toy checkpoints\n"
     # registering the same kind twice is refused
     with pytest.raises(ValueError, match="already registered"):
         tasks.register_task(TOY)
