@@ -119,13 +119,13 @@ def run_deploy(
 
 def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], references, loaded) -> dict[str, dict]:
     from attnkit.tasks.seq2seq.ctranslate2.evaluate import score_outputs
+    from attnkit.tasks.seq2seq.scoring import scoring_named
 
+    scoring = scoring_named(loaded.config.metrics)
     native_min = min(seconds["native"])
     rows = {}
     for name in DECODERS:
-        scores = score_outputs(
-            outputs[name], references, metrics=loaded.config.metrics, target_tokenizer=loaded.target_tokenizer
-        )
+        scores = score_outputs(outputs[name], references, scoring=scoring, target_tokenizer=loaded.target_tokenizer)
         median = statistics.median(seconds[name])
         same = sum(a == b for a, b in zip(outputs[name], outputs["native"], strict=True))
         rows[name] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.experiments.results_schema import read_results
+from attnkit.tasks.seq2seq.scoring import scoring_named
 
 __all__ = ["render_deploy"]
 
@@ -43,9 +44,9 @@ SHARED_PROCESS = (
 def _table(data: str, section: dict) -> list[str]:
     if "timing" not in section:  # recorded before issue #24: every decoder timed in one process
         return _scores_only(data, section)
-    text = section["metrics"] == "text"
-    first, second = ("BLEU", "chrF") if text else ("WER %", "PER %")
-    keys = ("bleu", "chrf") if text else ("wer", "per")
+    scoring = scoring_named(section["metrics"])
+    first, second = scoring.labels
+    keys = scoring.headline
     lines = [
         f"### {data}: {section['data']} ({section['count']:,} sources, {section['decoding']})",
         "",
@@ -68,9 +69,9 @@ def _table(data: str, section: dict) -> list[str]:
 
 
 def _scores_only(data: str, section: dict) -> list[str]:
-    text = section["metrics"] == "text"
-    first, second = ("BLEU", "chrF") if text else ("WER %", "PER %")
-    keys = ("bleu", "chrf") if text else ("wer", "per")
+    scoring = scoring_named(section["metrics"])
+    first, second = scoring.labels
+    keys = scoring.headline
     lines = [
         f"### {data}: {section['data']} ({section['count']:,} sources, {section['decoding']})",
         "",

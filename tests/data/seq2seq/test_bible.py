@@ -190,7 +190,7 @@ def test_conversion_aligns_and_cleans_the_whole_bible(cache):
 
 
 @needs_sword
-def test_load_task_reads_the_cache_and_splits_by_chapter(cache, monkeypatch):
+def test_load_data_set_reads_the_cache_and_splits_by_chapter(cache, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the cache exists: the SWORD modules must not be read again")
 

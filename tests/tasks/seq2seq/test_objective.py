@@ -22,9 +22,9 @@ from attnkit.data.seq2seq import (
 from attnkit.models.rnn_seq2seq import RNNSeq2Seq
 from attnkit.models.seq2seq import build_seq2seq, seq2seq_options
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
-from attnkit.tasks.seq2seq.config import metric_kind
 from attnkit.tasks.seq2seq.inference import translate_texts
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, label_smoothed_loss
+from attnkit.tasks.seq2seq.scoring import SEQUENCE, TEXT, scoring_for, scoring_named
 from attnkit.training.checkpointing import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
 
@@ -117,15 +117,15 @@ def test_evaluate_scores_decoded_text_against_every_reference_by_dataset_index(b
 def test_text_metrics_and_the_selection_metric():
     pairs = [("the cat sat on the mat", "the cat sat on the mat"), ("a dog", "a dog")]
     vocab = Vocab.build([s for s, _ in pairs], level="symbol")
-    objective = Seq2SeqObjective(Echo(vocab.vocab_size), vocab, metrics="text")
+    objective = Seq2SeqObjective(Echo(vocab.vocab_size), vocab, scoring=TEXT)
     assert (objective.select_metric, objective.select_mode) == ("bleu", "max")
     metrics = objective.evaluate(make_loader(echo_dataset(pairs, vocab), batch_size=2, shuffle=False))
     assert metrics["bleu"] == pytest.approx(100.0) and metrics["chrf"] == pytest.approx(100.0)
     assert objective.score(["the dog sat"], [["the cat sat on the mat"]])["bleu"] < 50.0
-    assert metric_kind(SimpleNamespace(target_level="subword")) == "text"
-    assert metric_kind(SimpleNamespace(target_level="symbol")) == "sequence"
+    assert scoring_for(SimpleNamespace(target_level="subword")) is TEXT
+    assert scoring_for(SimpleNamespace(target_level="symbol")) is SEQUENCE
     with pytest.raises(ValueError, match="metrics must be one of"):
-        Seq2SeqObjective(Echo(3), vocab, metrics="accuracy")
+        scoring_named("accuracy")
 
 
 def test_build_seq2seq_from_a_config_and_its_errors():

@@ -8,6 +8,7 @@ from attnkit.data.seq2seq import PairDataset, Vocab, make_loader
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.tasks.seq2seq.metrics import corpus_bleu, corpus_chrf
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, sacrebleu_score, sacrebleu_sums
+from attnkit.tasks.seq2seq.scoring import SEQUENCE, TEXT
 
 HYPOTHESES = [
     "the cat sat on the mat",
@@ -54,14 +55,14 @@ def test_sacrebleu_statistics_summed_over_shards_give_the_corpus_score(name, ref
 
 def test_text_task_score_equals_sacrebleu():
     vocab = Vocab.build(HYPOTHESES + REFERENCES, level="symbol")
-    objective = Seq2SeqObjective(torch.nn.Identity(), vocab, metrics="text")
+    objective = Seq2SeqObjective(torch.nn.Identity(), vocab, scoring=TEXT)
     scores = objective.score(HYPOTHESES, [[r] for r in REFERENCES])
     assert scores["bleu"] == pytest.approx(corpus_bleu(HYPOTHESES, REFERENCES))
     assert scores["chrf"] == pytest.approx(corpus_chrf(HYPOTHESES, REFERENCES))
 
 
-@pytest.mark.parametrize("metrics", ["sequence", "text"])
-def test_evaluate_sums_over_shards_equal_evaluate_on_everything(metrics):
+@pytest.mark.parametrize("scoring", [SEQUENCE, TEXT])
+def test_evaluate_sums_over_shards_equal_evaluate_on_everything(scoring):
     """Three "ranks" each decode a third of the split; their summed statistics give the whole split's metrics."""
     words = ["abbey", "cat", "zebra", "mat", "ox", "quiet", "bee", "jazz", "hello", "world", "seq", "tiny"]
     references = [[w[::-1], w.upper()] for w in words]  # two acceptable targets each
@@ -75,7 +76,7 @@ def test_evaluate_sums_over_shards_equal_evaluate_on_everything(metrics):
         """The objective and batches one rank would hold: its own pairs, indexed from 0, with their references."""
         refs = [references[i] for i in indices]
         dataset = PairDataset(vocab.encode_batch([words[i] for i in indices]), vocab.encode_batch([r[0] for r in refs]))
-        objective = Seq2SeqObjective(model, vocab, metrics=metrics, references=refs, max_len=8)
+        objective = Seq2SeqObjective(model, vocab, scoring=scoring, references=refs, max_len=8)
         return objective, make_loader(dataset, batch_size=5, shuffle=False)
 
     objective, loader = shard(range(len(words)))

@@ -2,10 +2,11 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.tasks.seq2seq.config` | ``KIND``, ``Seq2SeqConfig`` (the checkpoint's ``config.json``) from the arguments, metric kinds |
+| :mod:`~attnkit.tasks.seq2seq.config` | ``KIND``, ``Seq2SeqConfig`` (the checkpoint's ``config.json``: names, mapped to objects by the builders) from the arguments |
 | :mod:`~attnkit.tasks.seq2seq.data` | built-in data sets and pair files; references per source |
 | :mod:`~attnkit.tasks.seq2seq.objective` | the objective ``fit`` trains on: label-smoothed loss, decoded metrics |
 | :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |
+| :mod:`~attnkit.tasks.seq2seq.scoring` | how decoded outputs are scored: ``SEQUENCE`` (WER/PER) or ``TEXT`` (BLEU/chrF) |
 | :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |

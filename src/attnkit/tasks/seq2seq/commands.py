@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.tasks.options import add_runtime_options, add_training_options, positive_int, say
+from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
 
@@ -181,9 +182,10 @@ def trainer_options(args: argparse.Namespace) -> dict:
 
 def _report(report) -> int:
     """Print the run's summary; the hook's exit code."""
-    say(f"best epoch {report.fit.best_epoch}: valid {format_metrics(report.fit.best_metrics)}")
+    scoring = scoring_named(report.config.metrics)
+    say(f"best epoch {report.fit.best_epoch}: valid {scoring.summary(report.fit.best_metrics)}")
     if report.test_metrics is not None:
-        say(f"test {format_metrics(report.test_metrics)}")
+        say(f"test {scoring.summary(report.test_metrics)}")
     seconds = report.train_seconds
     took = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     epochs = len(report.fit.history)
@@ -192,14 +194,6 @@ def _report(report) -> int:
         f"; checkpoint: {report.checkpoint}"
     )
     return 0
-
-
-def format_metrics(metrics: dict[str, float]) -> str:
-    """``"WER 12.30%  PER 3.10%  on 1000 examples"`` or ``"BLEU 23.41  chrF 45.12  on 1000 examples"``."""
-    count = f"on {int(metrics.get('count', 0))} examples"
-    if "bleu" in metrics:
-        return f"BLEU {metrics['bleu']:.2f}  chrF {metrics['chrf']:.2f}  {count}"
-    return f"WER {metrics['wer']:.2f}%  PER {metrics['per']:.2f}%  {count}"
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", quantize: str | None = None):
@@ -266,7 +260,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}))
         return 0
-    say(f"{format_metrics(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
+    say(f"{scoring_named(loaded.config.metrics).summary(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0
 
 
@@ -285,6 +279,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
     device, index = check_ctranslate2_options(args)
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     config = export_config(translator.manifest, args.checkpoint[0])
+    scoring = scoring_named(config.metrics)
     pairs, references, label = evaluation_data(
         config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
     )
@@ -292,7 +287,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
         translator,
         pairs,
         references,
-        metrics=config.metrics,
+        scoring=scoring,
         beam_size=args.beam,
         batch_size=args.batch_size,
         length_penalty=args.length_penalty,
@@ -305,7 +300,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
         print(json.dumps({**record, **{k: round(v, 4) for k, v in metrics.items()}}))
         return 0
     say(
-        f"{format_metrics(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "
+        f"{scoring.summary(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "
         f"decoded in {metrics['decode_seconds']:.2f} s)"
     )
     return 0

@@ -1,5 +1,7 @@
-"""The seq2seq checkpoint's config (``config.json``: ``"kind": "seq2seq"`` plus :class:`Seq2SeqConfig`) and how a
-task's outputs are scored and selected (layer 5)."""
+"""The seq2seq checkpoint's config (``config.json``: ``"kind": "seq2seq"`` plus :class:`Seq2SeqConfig`) (layer 5).
+
+It stores names; :func:`~attnkit.tasks.seq2seq.scoring.scoring_named` and
+:func:`~attnkit.models.seq2seq.build_seq2seq` map them to objects."""
 
 from __future__ import annotations
 
@@ -7,28 +9,12 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from attnkit.data.seq2seq import Seq2SeqData
+from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.config_io import JsonConfig
 
-__all__ = [
-    "KIND",
-    "METRIC_KINDS",
-    "SELECTION",
-    "Seq2SeqConfig",
-    "build_seq2seq_model",
-    "config_from_args",
-    "metric_kind",
-    "model_options",
-]
+__all__ = ["KIND", "Seq2SeqConfig", "build_seq2seq_model", "config_from_args", "model_options"]
 
 KIND = "seq2seq"
-METRIC_KINDS = ("sequence", "text")
-SELECTION = {"sequence": ("wer", "min"), "text": ("bleu", "max")}  # metric kind -> (select_metric, select_mode)
-
-
-def metric_kind(data: Seq2SeqData) -> str:
-    """``"text"`` for tasks whose targets are subword text (translation), else ``"sequence"``."""
-    return "text" if data.target_level == "subword" else "sequence"
 
 
 @dataclass
@@ -38,7 +24,8 @@ class Seq2SeqConfig(JsonConfig):
     Attributes:
         model: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config, vocabulary sizes included.
         data: the built-in data set name, or the training file as given.
-        metrics: ``"sequence"`` (WER/PER) or ``"text"`` (BLEU/chrF).
+        metrics: the name of the decoded outputs' :class:`~attnkit.tasks.seq2seq.scoring.Scoring`: ``"sequence"``
+            (WER/PER) or ``"text"`` (BLEU/chrF).
         source_level, target_level: how each side was tokenised (``char``, ``symbol``, ``subword``).
         label_smoothing: of the training loss.
     """
@@ -53,8 +40,7 @@ class Seq2SeqConfig(JsonConfig):
     label_smoothing: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.metrics not in METRIC_KINDS:
-            raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {self.metrics!r}")
+        scoring_named(self.metrics)  # an unknown name fails here, naming the known ones
         check_model_types(self.model)
 
 

@@ -33,6 +33,7 @@ from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
+from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
@@ -235,7 +236,7 @@ def evaluate_seq2seq(
     objective = Seq2SeqObjective(
         loaded.model,
         loaded.target_tokenizer,
-        metrics=loaded.config.metrics,
+        scoring=scoring_named(loaded.config.metrics),
         references=references,
         beam_size=beam_size,
         length_penalty=length_penalty,

@@ -1,11 +1,12 @@
 """Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5): the loss and the
 decoded metrics.
 
-    objective = Seq2SeqObjective(model, target_tokenizer, metrics=metric_kind(data), references=data.references_for("valid"))
+    objective = Seq2SeqObjective(model, target_tokenizer, scoring=scoring_for(data), references=data.references_for("valid"))
     fit(objective, train_batches, valid_batches, FitConfig(select_metric=objective.select_metric, select_mode=objective.select_mode))
 
 Training minimises label-smoothed cross-entropy over the real target tokens. Evaluation decodes every source
-(greedy, or beam search with ``beam_size > 1``) and scores the decoded text:
+(greedy, or beam search with ``beam_size > 1``) and scores the decoded text with the objective's
+:class:`~attnkit.tasks.seq2seq.scoring.Scoring`:
 
 * ``"sequence"`` metrics (G2P, dates — any data set whose outputs are short symbol or character sequences):
   ``wer`` (percent of outputs matching none of their references), ``per`` (edits per reference symbol,
@@ -43,14 +44,13 @@ from torch import nn
 
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, beam_search, greedy
-from attnkit.tasks.seq2seq.config import METRIC_KINDS, SELECTION
 from attnkit.tasks.seq2seq.metrics import (
     bleu_from_statistics,
     bleu_statistics,
     chrf_from_statistics,
     chrf_statistics,
-    g2p_scores,
 )
+from attnkit.tasks.seq2seq.scoring import SEQUENCE, Scoring
 
 __all__ = ["Seq2SeqObjective", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
@@ -73,11 +73,6 @@ def label_smoothed_loss(
     )
 
 
-def _symbols(text: str, tokenizer: Any) -> list[str]:
-    """The units a sequence metric compares: characters for a character-level vocabulary, else words/symbols."""
-    return list(text) if getattr(tokenizer, "level", None) == "char" else text.split()
-
-
 class Seq2SeqObjective:
     """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Objective`` for ``fit``).
 
@@ -85,7 +80,9 @@ class Seq2SeqObjective:
         model: a model whose ``forward(source_ids, source_mask, target_in)`` returns ``.logits [B, T, V]`` and
             that implements :class:`~attnkit.decoding.StepwiseSeq2Seq` (both attnkit families do).
         target_tokenizer: turns decoded ids into text (``decode``), attnkit's special ids.
-        metrics: ``"sequence"`` or ``"text"`` (see the module docstring; :func:`metric_kind` picks one for a data set).
+        scoring: how decoded outputs are scored and the best epoch chosen (:data:`~attnkit.tasks.seq2seq.scoring.SEQUENCE`
+            or :data:`~attnkit.tasks.seq2seq.scoring.TEXT`; :func:`~attnkit.tasks.seq2seq.scoring.scoring_for` picks
+            one for a data set, :func:`~attnkit.tasks.seq2seq.scoring.scoring_named` maps a config's name).
         label_smoothing: ``ε`` of the training loss.
         references: every acceptable target text of each example of the evaluated split, indexed like its
             :class:`~attnkit.data.seq2seq.PairDataset` (``data.references_for("valid")``); default: each pair's
@@ -100,24 +97,22 @@ class Seq2SeqObjective:
         model: nn.Module,
         target_tokenizer: Any,
         *,
-        metrics: str = "sequence",
+        scoring: Scoring = SEQUENCE,
         label_smoothing: float = 0.1,
         references: Sequence[Sequence[str]] | None = None,
         beam_size: int = 1,
         length_penalty: float = 1.0,
         max_len: int | None = None,
     ) -> None:
-        if metrics not in METRIC_KINDS:
-            raise ValueError(f"metrics must be one of {METRIC_KINDS}, got {metrics!r}")
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
         self.model = model
         self.target_tokenizer = target_tokenizer
-        self.metrics = metrics
+        self.scoring = scoring
         self.label_smoothing = label_smoothing
         self.references = None if references is None else [list(r) for r in references]
         self.beam_size, self.length_penalty, self.max_len = beam_size, length_penalty, max_len
-        self.select_metric, self.select_mode = SELECTION[metrics]
+        self.select_metric, self.select_mode = scoring.select_metric, scoring.select_mode
 
     def loss(self, batch: Seq2SeqBatch) -> torch.Tensor:
         """Mean label-smoothed cross-entropy per real target token (``<eos>`` included)."""
@@ -195,7 +190,7 @@ class Seq2SeqObjective:
             "token_accuracy": 100.0 * sums["correct_tokens"] / tokens,
             "count": sums["examples"],
         }
-        metrics.update(self._decoded_metrics(sums))
+        metrics.update(self.scoring.metrics(sums))
         return metrics
 
     def evaluate(
@@ -220,36 +215,12 @@ class Seq2SeqObjective:
         """The additive statistics of decoded ``hypotheses`` against each example's acceptable ``references``."""
         if len(hypotheses) != len(references):
             raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
-        if self.metrics == "text":
-            firsts = [refs[0] for refs in references]
-            return {**sacrebleu_sums("bleu", hypotheses, firsts), **sacrebleu_sums("chrf", hypotheses, firsts)}
-        tok = self.target_tokenizer
-        scores = g2p_scores(
-            [_symbols(h, tok) for h in hypotheses], [[_symbols(r, tok) for r in refs] for refs in references]
-        )
-        return {
-            "word_errors": float(scores.word_errors),
-            "phoneme_edits": float(scores.phoneme_edits),
-            "reference_phonemes": float(scores.reference_phonemes),
-        }
-
-    def _decoded_metrics(self, sums: Mapping[str, float]) -> dict[str, float]:
-        examples = sums["examples"]
-        if self.metrics == "text":
-            if not examples:
-                return {"bleu": 0.0, "chrf": 0.0}
-            return {"bleu": sacrebleu_score("bleu", sums), "chrf": sacrebleu_score("chrf", sums)}
-        if not examples:
-            return {"wer": 100.0, "per": 100.0, "exact_match": 0.0}
-        wer = 100.0 * sums["word_errors"] / examples
-        phonemes = sums["reference_phonemes"]
-        per = 100.0 * sums["phoneme_edits"] / phonemes if phonemes else 0.0
-        return {"wer": wer, "per": per, "exact_match": 100.0 - wer}
+        return self.scoring.sums(hypotheses, references, self.target_tokenizer)
 
     def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
         """The decoded metrics of ``hypotheses`` against each example's acceptable ``references``."""
         sums = {"examples": float(len(hypotheses)), **self.decoded_sums(hypotheses, references)}
-        return self._decoded_metrics(sums)
+        return self.scoring.metrics(sums)
 
 
 def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:

@@ -38,9 +38,10 @@ from attnkit.data.seq2seq import (
 )
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
-from attnkit.tasks.seq2seq.config import KIND, SELECTION, Seq2SeqConfig, build_seq2seq_model, metric_kind
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
+from attnkit.tasks.seq2seq.scoring import scoring_for, scoring_named
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
@@ -182,14 +183,15 @@ def train_seq2seq(
 
 
 def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, target: Tokenizer) -> Seq2SeqConfig:
-    """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes, the data's metric
-    kind and levels, and its name where ``config`` names no data."""
+    """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes, the name of the
+    data's scoring (:func:`~attnkit.tasks.seq2seq.scoring.scoring_for`) and its levels, and its name where
+    ``config`` names no data."""
     model = {**config.model, "source_vocab_size": source.vocab_size, "target_vocab_size": target.vocab_size}
     return dataclasses.replace(
         config,
         model=model,
         data=config.data or data.name,
-        metrics=metric_kind(data),
+        metrics=scoring_for(data).name,
         source_level=data.source_level,
         target_level=data.target_level,
     )
@@ -217,8 +219,8 @@ def fit_seq2seq(
     ``metrics.json`` with ``details()`` (read after training)."""
     rank, world = replica()
     source_tok, target_tok = tokenizers
-    select_metric, select_mode = SELECTION[config.metrics]
-    fit_config = dataclasses.replace(fit_config, select_metric=select_metric, select_mode=select_mode)
+    scoring = scoring_named(config.metrics)
+    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
     torch.manual_seed(fit_config.seed)
     model = build_seq2seq_model(config)  # bad options fail here, before anything is written
@@ -235,7 +237,7 @@ def fit_seq2seq(
     objective = Seq2SeqObjective(
         model,
         target_tok,
-        metrics=config.metrics,
+        scoring=scoring,
         label_smoothing=config.label_smoothing,
         references=references,
         beam_size=1,

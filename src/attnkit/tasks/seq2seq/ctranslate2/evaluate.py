@@ -3,7 +3,7 @@
     translator = load_ctranslate2("exports/g2p")
     config = export_config(translator.manifest, "exports/g2p")   # the checkpoint's task, data and metrics
     pairs, references, _ = evaluation_data(config)               # the test split it was trained for
-    evaluate_ctranslate2(translator, pairs, references, metrics=config.metrics, beam_size=5)
+    evaluate_ctranslate2(translator, pairs, references, scoring=scoring_named(config.metrics), beam_size=5)
     # {"wer": ..., "per": ..., "exact_match": ..., "count": 12000.0, "decode_seconds": ...}
 
 Both backends decode the sources shortest first, ``batch_size`` at a time (:func:`decode_in_length_order`), as
@@ -24,6 +24,7 @@ from attnkit.data.seq2seq.dataset import Pair
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.ctranslate2.manifest import MANIFEST_FILE, ExportError
 from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
+from attnkit.tasks.seq2seq.scoring import Scoring
 
 __all__ = [
     "check_ctranslate2_options",
@@ -101,13 +102,13 @@ def decode_in_length_order(
 
 
 def score_outputs(
-    hypotheses: Sequence[str], references: Sequence[Sequence[str]], *, metrics: str, target_tokenizer: Tokenizer
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]], *, scoring: Scoring, target_tokenizer: Tokenizer
 ) -> dict[str, float]:
-    """``wer``/``per``/``exact_match`` (``metrics="sequence"``) or ``bleu``/``chrf`` (``"text"``) of decoded
+    """``wer``/``per``/``exact_match`` (``scoring=SEQUENCE``) or ``bleu``/``chrf`` (``TEXT``) of decoded
     ``hypotheses`` against each one's acceptable ``references``, plus ``count``: the native evaluation's scorer."""
     from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 
-    scorer = Seq2SeqObjective(None, target_tokenizer, metrics=metrics)  # scoring never touches the model
+    scorer = Seq2SeqObjective(None, target_tokenizer, scoring=scoring)  # scoring never touches the model
     return {**scorer.score(hypotheses, references), "count": float(len(hypotheses))}
 
 
@@ -116,7 +117,7 @@ def evaluate_ctranslate2(
     pairs: Sequence[Pair],
     references: Sequence[Sequence[str]] | None = None,
     *,
-    metrics: str,
+    scoring: Scoring,
     beam_size: int = 1,
     batch_size: int = 64,
     length_penalty: float = 1.0,
@@ -142,5 +143,5 @@ def evaluate_ctranslate2(
 
     sources = [source for source, _ in pairs]
     hypotheses, seconds = decode_in_length_order(decode, sources, translator.source_tokenizer)
-    scores = score_outputs(hypotheses, references, metrics=metrics, target_tokenizer=translator.target_tokenizer)
+    scores = score_outputs(hypotheses, references, scoring=scoring, target_tokenizer=translator.target_tokenizer)
     return {**scores, "decode_seconds": seconds}

@@ -20,6 +20,7 @@ from attnkit.tasks.seq2seq.ctranslate2.evaluate import ctranslate2_device, evalu
 from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
 from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
 from attnkit.tasks.seq2seq.inference import Translation
+from attnkit.tasks.seq2seq.scoring import scoring_named
 
 __all__ = ["LoadedExport", "load_export"]
 
@@ -77,7 +78,8 @@ class LoadedExport:
         """The decoded metrics of ``pairs`` (the checkpoint's own: ``wer``/``per``/``exact_match`` or
         ``bleu``/``chrf``, in percent), as ``attnkit evaluate --backend ctranslate2`` gives them; no teacher-forced
         loss (an export cannot compute one)."""
-        return evaluate_ctranslate2(self.translator, pairs, references, metrics=self.config.metrics, **options)
+        scoring = scoring_named(self.config.metrics)
+        return evaluate_ctranslate2(self.translator, pairs, references, scoring=scoring, **options)
 
 
 def load_export(directory: str | Path, *, device: str = "auto") -> LoadedExport:
