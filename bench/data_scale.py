@@ -1,36 +1,35 @@
-"""Benchmark: training on a file larger than comfort: peak memory, time to the first step, throughput (#25).
+"""Benchmark: training on files larger than comfort: peak memory, time to the first step, throughput (#25).
 
-A generated classification CSV (two labels, texts of 10-60 words drawn from a 5,000-word Zipf vocabulary, about
-200 bytes a row; fixed seed) is trained on by ``attnkit train classify --model pooled --encoder none`` in fresh
-processes, as a user runs it:
+Generated files (``bench/_lib/scale_files.py``; fixed seeds) are trained on by ``attnkit train`` in fresh
+processes, as a user runs it. Cases (``--case``, repeatable; default all):
 
-* **stream cold** — the full file (1M rows, ~200 MB; ``--quick``: 100k rows), ``--epochs 1 --max-minutes 1``,
-  read as a stream with an empty cache: peak RSS, seconds to the first optimiser step, wall time to exit. The
-  issue's target: done within 5 minutes at peak RSS ≤ 1.2 GB.
-* **stream warm** — the same run again: the vocabulary and the counts come from the cache (target: first step
-  within 10 s).
-* **in memory vs stream** — a slice that fits (50k rows; ``--quick``: 20k), one epoch each way, steady
-  throughput in training rows per second of the epoch (load excluded): the stream's must be ≥ 0.9× the
+* ``csv`` — the issue's command on a two-label CSV of 1M rows (~200 MB; ``--quick``: 100k):
+  ``train classify --model pooled --encoder none --epochs 1 --max-minutes 1``, streamed with an empty cache
+  (cold) and again (warm). Targets: the cold run done within 5 minutes at peak RSS ≤ 1.2 GB; the warm run's
+  first optimiser step within 10 s.
+* ``jsonl`` — a 2 GB two-label JSONL (11.2M rows; ``--quick``: 50 MB), streamed cold then warm, each stopped by
+  ``--max-steps`` (default 300). Targets: peak RSS ≤ 1.5 GB; first step within 2 minutes cold, 10 s warm.
+* ``pairs`` — a 1 GB TSV of sentence pairs (~5M; ``--quick``: 50 MB), ``train seq2seq`` (a small Transformer,
+  one shared subword vocabulary of 8,000), the same two runs and targets as ``jsonl``.
+* ``throughput`` — a slice that fits (50k rows; ``--quick``: 20k), one epoch in memory and one streamed, for
+  each task: the stream's steady rate (optimiser steps after the first, per second) must be ≥ 0.9× the
   in-memory path's.
+* ``padding`` — real tokens per padded token of one epoch of the slice's rows (no training): length-bucketed
+  windows of the stream against :class:`~attnkit.data.batching.BucketBatchSampler` and random batches.
 
-* **bucketing on a stream** — the share of real tokens in padded batches of the slice's rows (no training):
-  length-bucketed windows of the stream against :class:`~attnkit.data.batching.BucketBatchSampler` over the
-  whole slice in memory and against random batches. The bucketing speed-up ``bench.encoder_bucketing`` measures
-  comes from this padding saved; the stream must keep nearly all of it.
-
-Peak RSS is the child's ``ru_maxrss``, read by a small wrapper process that runs the CLI; the same wrapper notes
-the time of the first ``AdamW.step`` (a probe of the benchmark, not of attnkit), in wall seconds and in the
-process's CPU seconds (the CPU figure is what to compare on a shared, loaded machine). Files go under ``--tmp``
-(default ``/tmp``) and are deleted afterwards. Run: ``nice -n 5 python -m bench.data_scale [--quick]``.
+A small wrapper process runs the CLI and notes, for the benchmark (not for attnkit), the wall and CPU time of the
+first and last ``AdamW.step`` and the number of steps; peak RSS is its ``ru_maxrss``. Every figure is written
+with the load average before and after it: on a shared machine, compare CPU seconds. Files go under
+``--data-dir`` (kept and reused, so that each case can run on its own) or a temporary directory deleted at the
+end. Run: ``nice -n 5 python -m bench.data_scale [--quick] [--case csv ...] [--data-dir DIR] [--threads N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import itertools
 import json
-import random
+import os
 import shutil
 import subprocess
 import sys
@@ -40,24 +39,32 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench._lib import common
+from bench._lib.scale_files import write_csv, write_jsonl, write_pairs
 
 NAME = "data_scale"
-RSS_TARGET_MB = 1200
-WALL_TARGET_S = 300
-WARM_FIRST_STEP_TARGET_S = 10
-THROUGHPUT_TARGET = 0.9
+CASES = ("csv", "jsonl", "pairs", "throughput", "padding")
+TARGETS = {"csv_rss_mb": 1200, "csv_wall_s": 300, "big_rss_mb": 1536, "cold_first_step_s": 120,
+           "warm_first_step_s": 10, "throughput": 0.9}  # fmt: skip
+CLASSIFY = ["classify", "--model", "pooled", "--encoder", "none", "--embed-dim", "64"]
+SEQ2SEQ = ["seq2seq", "--model", "transformer", "--dim", "64", "--heads", "2", "--encoder-layers", "1",
+           "--decoder-layers", "1", "--ff-dim", "128", "--source-level", "subword", "--target-level", "subword",
+           "--no-test"]  # fmt: skip
 
-# Runs the CLI in this process, notes when the first optimiser step happens and the peak RSS of the whole run.
+# Runs the CLI in this process, notes the first and last optimiser steps and the peak RSS of the whole run.
 _WRAPPER = """
 import json, resource, sys, time
 started = float(sys.argv[1]); probe = sys.argv[2]
 import torch.optim
 original = torch.optim.AdamW.step
-first = []
+steps = []
 def step(self, *args, **kwargs):
-    if not first:
-        first.append((time.time() - started, time.process_time()))
+    now = (time.time() - started, time.process_time())
+    if not steps:
+        steps.append(now)
+    steps[1:] = [now]
+    count[0] += 1
     return original(self, *args, **kwargs)
+count = [0]
 torch.optim.AdamW.step = step
 from attnkit.cli import main
 try:
@@ -65,45 +72,33 @@ try:
 except SystemExit as exit:
     code = exit.code
 usage = resource.getrusage(resource.RUSAGE_SELF)
-json.dump({"code": code, "first_step_s": first[0][0] if first else None,
-           "first_step_cpu_s": first[0][1] if first else None, "cpu_s": usage.ru_utime + usage.ru_stime,
+first, last = (steps[0], steps[-1]) if steps else ((None, None), (None, None))
+json.dump({"code": code, "steps": count[0], "first_step_s": first[0], "first_step_cpu_s": first[1],
+           "last_step_s": last[0], "last_step_cpu_s": last[1], "cpu_s": usage.ru_utime + usage.ru_stime,
            "peak_rss_mb": usage.ru_maxrss / 1024}, open(probe, "w"))
 """
 
 
-def generate(path: Path, rows: int, seed: int = 0) -> Path:
-    """A two-label CSV of ``rows`` rows (see the module docstring)."""
-    generator = random.Random(seed)
-    vocabulary = [f"w{i}" for i in range(5000)]
-    cumulative = list(itertools.accumulate(1 / (i + 1) for i in range(5000)))
-    cues = {"pos": ["good", "great", "love"], "neg": ["bad", "awful", "hate"]}
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["text", "label"])
-        for _ in range(rows):
-            label = "pos" if generator.random() < 0.5 else "neg"
-            words = generator.choices(vocabulary, cum_weights=cumulative, k=generator.randint(10, 60))
-            words[generator.randrange(len(words))] = generator.choice(cues[label])
-            writer.writerow([" ".join(words), label])
-    return path
-
-
-def train(data: Path, out: Path, cache: Path, *extra: str) -> dict[str, object]:
-    """One ``attnkit train classify`` in a fresh process: exit code, first-step and wall seconds, peak RSS, and the
-    run's metrics.json."""
+def train(command: list[str], data: Path, out: Path, cache: Path, *extra: str, threads: int) -> dict[str, object]:
+    """One ``attnkit train`` in a fresh process: the probe's figures, wall seconds to exit, the load average
+    before and after, ``load_seconds`` from metrics.json and the steady rates (steps/s after the first step)."""
     probe = out.parent / f"{out.name}.probe.json"
-    argv = ["train", "classify", "--data", str(data), "--model", "pooled", "--encoder", "none", "--embed-dim", "64"]
-    argv += ["--epochs", "1", "--threads", str(common.THREADS), "--no-progress", "--overwrite", "--out", str(out)]
+    argv = ["train", *command, "--data", str(data), "--epochs", "1", "--threads", str(threads), "--no-progress"]
+    argv += ["--overwrite", "--out", str(out), *extra]
+    load_before = os.getloadavg()
     started = time.time()
     env = {"ATTNKIT_CACHE": str(cache), "PATH": "/usr/bin:/bin", **_python_env()}
-    command = [sys.executable, "-c", _WRAPPER, str(started), str(probe), *argv, *extra]
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-    wall = time.time() - started
+    subprocess.run([sys.executable, "-c", _WRAPPER, str(started), str(probe), *argv], check=True, env=env,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
     result = json.loads(probe.read_text())
-    metrics = json.loads((out / "metrics.json").read_text())
-    epoch = metrics_history(out)[0]
-    rows_per_s = epoch["steps"] * metrics["batch_size"] / epoch["seconds"]
-    return {**result, "wall_s": wall, "load_s": metrics["details"].get("load_seconds"), "rows_per_s": rows_per_s}
+    result.update(wall_s=time.time() - started, load_before=load_before, load_after=os.getloadavg())
+    details = json.loads((out / "metrics.json").read_text()).get("details", {})
+    result["load_s"] = details.get("load_seconds")
+    if result["steps"] > 1:
+        steady = result["steps"] - 1
+        result["steps_per_s"] = steady / (result["last_step_s"] - result["first_step_s"])
+        result["steps_per_cpu_s"] = steady / max(result["last_step_cpu_s"] - result["first_step_cpu_s"], 1e-9)
+    return result
 
 
 def padding_efficiency(lengths: list[int], batch_size: int = 32) -> dict[str, float]:
@@ -125,83 +120,147 @@ def padding_efficiency(lengths: list[int], batch_size: int = 32) -> dict[str, fl
     return shares
 
 
-def metrics_history(out: Path) -> list[dict[str, float]]:
-    """``metrics.csv``'s rows (one per epoch) as numbers."""
-    with (out / "metrics.csv").open() as handle:
-        return [{k: float(v) for k, v in row.items() if _is_number(v)} for row in csv.DictReader(handle)]
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def _python_env() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "LANG", "OMP_NUM_THREADS")}
 
 
-def run(quick: bool, tmp: Path) -> tuple[list[common.Row], dict[str, object]]:
-    """Generate the files, run the four trainings, delete the files; the table's rows and the JSON payload."""
-    big_rows, slice_rows = (100_000, 20_000) if quick else (1_000_000, 50_000)
-    work = Path(tempfile.mkdtemp(prefix="attnkit-data-scale-", dir=tmp))
-    try:
-        big = generate(work / "big.csv", big_rows)
-        small = generate(work / "slice.csv", slice_rows, seed=1)
-        size_mb = big.stat().st_size / 1e6
-        with small.open(encoding="utf-8") as handle:
-            lengths = [len(row[0].split()) for row in list(csv.reader(handle))[1:]]
-        padding = padding_efficiency(lengths)
-        cache = work / "cache"
-        budget = ["--max-minutes", "1"]
-        cold = train(big, work / "cold", cache, *budget, "--streaming", "always")
-        warm = train(big, work / "warm", cache, *budget, "--streaming", "always")
-        memory = train(small, work / "memory", cache, "--streaming", "never")
-        streamed = train(small, work / "streamed", cache, "--streaming", "always")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    ratio = streamed["rows_per_s"] / memory["rows_per_s"]
-    mb = 2**20
-    rows = [
-        common.Row("data_scale", f"{big_rows:,} rows, cold: peak RSS", cold["peak_rss_mb"] * mb,
-                   RSS_TARGET_MB * mb, "target", "bytes", 1.0),
-        common.Row("data_scale", f"{big_rows:,} rows, cold: wall", cold["wall_s"], WALL_TARGET_S, "target", "s", 1.0),
-        common.Row("data_scale", f"{big_rows:,} rows, warm: first step", warm["first_step_s"],
-                   WARM_FIRST_STEP_TARGET_S, "target", "s", 1.0),
-        common.Row("data_scale", f"{slice_rows:,} rows: s per row", 1 / streamed["rows_per_s"],
-                   1 / memory["rows_per_s"], "in memory", "s", 1 / THROUGHPUT_TARGET),
-        common.Row("data_scale", f"{slice_rows:,} rows: padded/real tokens", 1 / padding["streamed"],
-                   1 / padding["in_memory"], "in-memory buckets", "ratio", 1.05),
-    ]  # fmt: skip
-    payload = {
-        "quick": quick,
-        "file_mb": round(size_mb, 1),
-        "rows": big_rows,
-        "runs": {"stream_cold": cold, "stream_warm": warm, "in_memory": memory, "streamed": streamed},
-        "throughput_ratio": ratio,
-        "real_token_share": padding,
+def files(directory: Path, quick: bool) -> dict[str, tuple[Path, object]]:
+    """Each file's path and how to write it: ``(path, writer)``."""
+    big_rows, slice_rows, big = (100_000, 20_000, 50 * 10**6) if quick else (1_000_000, 50_000, 10**9)
+    suffix = "-quick" if quick else ""
+    return {
+        "csv": (directory / f"big{suffix}.csv", lambda p: write_csv(p, big_rows)),
+        "jsonl": (directory / f"big{suffix}.jsonl", lambda p: write_jsonl(p, 2 * big)),
+        "pairs": (directory / f"pairs{suffix}.tsv", lambda p: write_pairs(p, big)),
+        "slice": (directory / f"slice{suffix}.csv", lambda p: write_csv(p, slice_rows, seed=1)),
+        "pair_slice": (directory / f"pair-slice{suffix}.tsv", lambda p: write_pairs(p, slice_rows, seed=1)),
     }
-    return rows, payload
+
+
+def ensure(entry: tuple[Path, object]) -> Path:
+    """The file, written first if it is missing."""
+    path, writer = entry
+    if not path.exists():
+        partial = path.with_name(path.name + ".partial")
+        writer(partial)  # type: ignore[operator]
+        partial.replace(path)
+    return path
+
+
+def run_cases(
+    cases: Sequence[str], *, quick: bool, directory: Path, threads: int, max_steps: int, limit: int | None = None
+) -> dict:
+    """Run ``cases``; their figures by case name. ``limit`` reads only the first rows of the jsonl and pairs files
+    (``--limit``: a cold scan of the whole file does not fit a measurement slot on a shared machine)."""
+    made = files(directory, quick)
+    cache = directory / "cache"
+    work = directory / "runs"
+    results: dict[str, object] = {}
+    for case in cases:
+        if case in ("csv", "jsonl", "pairs"):
+            data = ensure(made[case])
+            shutil.rmtree(cache, ignore_errors=True)  # cold: an empty cache
+            command = SEQ2SEQ if case == "pairs" else CLASSIFY
+            extra = ["--max-minutes", "1"] if case == "csv" else ["--max-steps", str(max_steps)]
+            if limit and case != "csv":
+                extra += ["--limit", str(limit)]
+            runs = {when: train(command, data, work / f"{case}-{when}", cache, *extra, "--streaming", "always",
+                                threads=threads) for when in ("cold", "warm")}  # fmt: skip
+            results[case] = {"file_mb": round(data.stat().st_size / 1e6, 1), "argv": extra, **runs}
+        elif case == "throughput":
+            figures = {}
+            for task, entry, command in (("classify", "slice", CLASSIFY), ("seq2seq", "pair_slice", SEQ2SEQ)):
+                data = ensure(made[entry])
+                runs = {way: train(command, data, work / f"{task}-{way}", cache, "--streaming", way,
+                                   threads=threads) for way in ("never", "always")}  # fmt: skip
+                ratio = {
+                    unit: runs["always"][unit] / runs["never"][unit] for unit in ("steps_per_s", "steps_per_cpu_s")
+                }
+                figures[task] = {"in_memory": runs["never"], "streamed": runs["always"], "ratio": ratio}
+            results[case] = figures
+        elif case == "padding":
+            with ensure(made["slice"]).open(encoding="utf-8") as handle:
+                lengths = [len(row[0].split()) for row in list(csv.reader(handle))[1:]]
+            results[case] = padding_efficiency(lengths)
+    return results
+
+
+def table(results: dict) -> list[common.Row]:
+    """The table's rows for the cases that ran."""
+    mb, rows = 2**20, []
+    if "csv" in results:
+        cold, warm = results["csv"]["cold"], results["csv"]["warm"]
+        rows += [common.Row(NAME, "CSV 1M rows, cold: peak RSS", cold["peak_rss_mb"] * mb, TARGETS["csv_rss_mb"] * mb,
+                            "target", "bytes", 1.0),
+                 common.Row(NAME, "CSV 1M rows, cold: wall", cold["wall_s"], TARGETS["csv_wall_s"], "target", "s", 1.0),
+                 common.Row(NAME, "CSV 1M rows, warm: first step", warm["first_step_s"], TARGETS["warm_first_step_s"],
+                            "target", "s", 1.0)]  # fmt: skip
+    for case, label in (("jsonl", "JSONL 2 GB"), ("pairs", "pairs TSV 1 GB")):
+        if case in results:
+            cold, warm = results[case]["cold"], results[case]["warm"]
+            argv = results[case].get("argv", [])
+            label += f" (first {int(argv[argv.index('--limit') + 1]):,} rows)" if "--limit" in argv else ""
+            peak = max(cold["peak_rss_mb"], warm["peak_rss_mb"])
+            rows += [common.Row(NAME, f"{label}: peak RSS", peak * mb, TARGETS["big_rss_mb"] * mb, "target", "bytes", 1.0),
+                     common.Row(NAME, f"{label}, cold: first step", cold["first_step_s"], TARGETS["cold_first_step_s"],
+                                "target", "s", 1.0),
+                     common.Row(NAME, f"{label}, warm: first step", warm["first_step_s"], TARGETS["warm_first_step_s"],
+                                "target", "s", 1.0)]  # fmt: skip
+    for task, figures in results.get("throughput", {}).items():
+        rows.append(common.Row(NAME, f"{task} slice: s per step (wall)", 1 / figures["streamed"]["steps_per_s"],
+                               1 / figures["in_memory"]["steps_per_s"], "in memory", "s", 1 / TARGETS["throughput"]))  # fmt: skip
+    if "padding" in results:
+        padding = results["padding"]
+        rows.append(common.Row(NAME, "slice: padded/real tokens", 1 / padding["streamed"], 1 / padding["in_memory"],
+                               "in-memory buckets", "ratio", 1.05))  # fmt: skip
+    return rows
+
+
+def run(quick: bool, repeats: int = 1) -> tuple[list[common.Row], dict[str, object]]:
+    """Every case on files in a temporary directory (``bench.run_all``'s entry; ``repeats`` is not used)."""
+    del repeats
+    directory = Path(tempfile.mkdtemp(prefix="attnkit-data-scale-"))
+    try:
+        results = run_cases(CASES, quick=quick, directory=directory, threads=common.THREADS, max_steps=300)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return table(results), {"quick": quick, "cases": results}
 
 
 def main(argv: Sequence[str] | None = None) -> list[common.Row]:
-    """Command line: run, print the table and the runs, write ``<out>/data_scale.json``."""
+    """Command line: run the cases, print the table and the runs, merge them into ``<out>/data_scale.json``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100k rows instead of 1M")
-    parser.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()), help="where the files go")
+    parser.add_argument("--quick", action="store_true", help="smaller files (see the module docstring)")
+    parser.add_argument("--case", action="append", choices=CASES, help="run this case (repeatable; default all)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="keep and reuse the files here")
+    parser.add_argument("--generate-only", action="store_true", help="write the cases' files and stop")
+    parser.add_argument("--threads", type=int, default=common.THREADS, help=f"torch threads (default {common.THREADS})")
+    parser.add_argument("--max-steps", type=int, default=300, help="steps of the jsonl and pairs runs (default 300)")
+    parser.add_argument("--limit", type=int, default=None, help="jsonl and pairs: read only the first N rows")
     parser.add_argument("--out", type=Path, default=None, help="directory for the JSON (default bench/results)")
     args = parser.parse_args(argv)
+    cases = args.case or list(CASES)
+    directory = args.data_dir or Path(tempfile.mkdtemp(prefix="attnkit-data-scale-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.generate_only:
+            needed = {"throughput": ["slice", "pair_slice"], "padding": ["slice"]}
+            for name in [n for case in cases for n in needed.get(case, [case])]:
+                print(f"{ensure(files(directory, args.quick)[name])}: ready")
+            return []
+        results = run_cases(cases, quick=args.quick, directory=directory, threads=args.threads,
+                            max_steps=args.max_steps, limit=args.limit)  # fmt: skip
+    finally:
+        if args.data_dir is None:
+            shutil.rmtree(directory, ignore_errors=True)
     out = args.out or (common.QUICK_RESULTS_DIR if args.quick else common.RESULTS_DIR)
-    rows, payload = run(args.quick, args.tmp)
+    previous = out / f"{NAME}.json"
+    merged = json.loads(previous.read_text()).get("cases", {}) if previous.exists() else {}
+    merged.update(results)
+    rows = table(results)
     print(common.format_table(rows))
-    for name, figures in payload["runs"].items():
-        shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in figures.items())
-        print(f"{name}: {shown}")
-    print(f"wrote {common.write_json(NAME, payload, out)}")
+    print(json.dumps(results, indent=1, default=lambda v: round(v, 3) if isinstance(v, float) else str(v)))
+    print(f"wrote {common.write_json(NAME, {'quick': args.quick, 'threads': args.threads, 'cases': merged}, out)}")
     return rows
 
 

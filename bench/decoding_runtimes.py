@@ -12,11 +12,13 @@ before each round beside it. CTranslate2 float32 must return attnkit's very toke
 share of tokens agreeing with float32 (random weights: judge int8's accuracy on a trained model, as
 ``attnkit experiment deploy`` does). Target: attnkit float32 at ≥ 0.6× CTranslate2 float32's tokens/s with 2
 threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32.
-Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N]``.
+Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N] [--threads 1|2]`` (``--threads``: that setting
+alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy; ``--workdir DIR`` keeps the export for the next run).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 from collections.abc import Sequence
@@ -42,19 +44,24 @@ LABELS = {
 
 
 def _sides(config: decoding.Config, directory: Path, sources: list[list[int]], inner: int) -> dict[str, Side]:
-    """Every side's recipe: attnkit float32 and int8 on the saved weights, CTranslate2's two exports."""
+    """Every side's recipe: attnkit float32 and int8 on the saved weights, CTranslate2's two exports (weights and
+    exports already in ``directory`` are used as they are)."""
     from safetensors.torch import save_file
 
     model = decoding.build_model(config)
     weights = directory / "model.safetensors"
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
+    if not weights.exists():
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
     native = {"config": config.__dict__, "weights": str(weights), "sources": sources}
     sides = {
         "attnkit": Side(f"{SIDES}:native", native, inner=inner),
         "attnkit_int8": Side(f"{SIDES}:native", {**native, "quantize": "int8"}, inner=inner),
     }
     if ct2.missing_reason() is None:
-        for name, out in ct2.export(model, config.vocab, directory).items():
+        exports = {name: directory / name for name in ct2.QUANTIZATIONS}
+        if not all((out / "model.bin").exists() for out in exports.values()):
+            exports = ct2.export(model, config.vocab, directory)
+        for name, out in exports.items():
             recipe = {"directory": str(out), "sources": sources, "steps": config.steps}
             sides[name] = Side(f"{SIDES}:ctranslate2", recipe, inner=inner)
     return sides
@@ -97,8 +104,11 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
     return rows, {"figures": figures, "timings": timings.to_json(), "summary": timings.summary(where)}
 
 
-def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Row], dict[str, object]]:
-    """Export, then time every side in fresh processes at 2 threads and at 1 (core 0); rows and JSON payload."""
+def run(
+    quick: bool = False, repeats: int | None = None, threads: int | None = None, workdir: Path | None = None
+) -> tuple[list[common.Row], dict[str, object]]:
+    """Export, then time every side in fresh processes at 2 threads and at 1 (core 0), or at ``threads`` alone;
+    rows and JSON payload. ``workdir``: keep the weights and exports there and reuse them on the next run."""
     torch.manual_seed(0)
     config = decoding.QUICK if quick else decoding.FULL
     rounds = repeats or (2 if quick else 5)
@@ -109,11 +119,14 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
     rows: list[common.Row] = []
     settings = {}
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-runtimes-") as tmp:
-        sides = _sides(config, Path(tmp), sources, inner=1 if quick else 2)
-        for threads, cpus in SETTINGS[:1] if quick else SETTINGS:
-            timings = compare_processes(sides, rounds=rounds, threads=threads, cpus=cpus, quiet=quick)
-            setting_rows, settings[str(threads)] = _setting_rows(timings, config, size)
-            print(settings[str(threads)]["summary"], flush=True)
+        directory = Path(tmp) if workdir is None else workdir
+        directory.mkdir(parents=True, exist_ok=True)
+        sides = _sides(config, directory, sources, inner=1 if quick else 2)
+        chosen = [s for s in SETTINGS if threads in (None, s[0])]
+        for count, cpus in chosen[:1] if quick and threads is None else chosen:
+            timings = compare_processes(sides, rounds=rounds, threads=count, cpus=cpus, quiet=quick)
+            setting_rows, settings[str(count)] = _setting_rows(timings, config, size)
+            print(settings[str(count)]["summary"], flush=True)
             rows += setting_rows
     payload = {
         "quick": quick,
@@ -132,8 +145,18 @@ def run(quick: bool = False, repeats: int | None = None) -> tuple[list[common.Ro
 
 def main(argv: Sequence[str] | None = None) -> list[common.Row]:
     """Command line: run, print the table, write ``<out>/decoding_runtimes.json``."""
-    args = common.parse_args(argv, __doc__.splitlines()[0])
-    rows, payload = run(args.quick, args.repeats)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--threads", type=int, choices=[count for count, _ in SETTINGS], help="time this setting only (default both)"
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the saved weights and CTranslate2 exports here and reuse them when present (a run timed in a "
+        "short window can skip the export); delete it after changing the model",
+    )
+    args = common.parse_args(argv, parser.description, parser)
+    rows, payload = run(args.quick, args.repeats, args.threads, args.workdir)
     print(common.format_table(rows))
     print(f"wrote {common.write_json(NAME, payload, args.out)}")
     return rows

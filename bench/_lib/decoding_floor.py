@@ -111,6 +111,46 @@ class FloorDecoder:
         logits = F.linear(F.layer_norm(x, (dim,), *self.final_norm, self.final_eps), *self.output)  # [B, V]
         return logits.argmax(-1)
 
+    def step_static(
+        self, tokens: torch.Tensor, t: torch.Tensor, caches: list[torch.Tensor], positions: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`step` with every shape fixed, for ``torch.compile(dynamic=False)``: the step ``t`` is a 0-d long
+        tensor (not a Python int, so a new step is no new graph), the cache ``[2, B, H, T, Dh]`` is written at ``t``
+        with ``index_copy_`` and attended over in full under the mask ``positions [T] <= t`` (steps not yet
+        written are masked out, so the tokens equal :meth:`step`'s)."""
+        batch, dim, heads, head_dim = self.batch, self.dim, self.heads, self.head_dim
+        at = t.view(1)
+        x = self.embedding[tokens] + self.positions.index_select(0, at)  # [B, D]
+        visible = (positions <= t)[None]  # [1, T]
+        for layer, cache, (memory_keys, memory_values) in zip(self.layers, caches, self.memory_kv, strict=True):
+            h = F.layer_norm(x, (dim,), *layer.norm_self, layer.eps)
+            q, k, v = F.linear(h, *layer.qkv).view(batch, 3, heads, 1, head_dim).unbind(1)  # 3 x [B, H, 1, Dh]
+            cache[0].index_copy_(2, at, k)
+            cache[1].index_copy_(2, at, v)
+            context = F.scaled_dot_product_attention(q, cache[0], cache[1], attn_mask=visible)  # [B, H, 1, Dh]
+            x = x + F.linear(context.reshape(batch, dim), *layer.out_self)  # [B, D]
+            h = F.layer_norm(x, (dim,), *layer.norm_cross, layer.eps)
+            q = F.linear(h, *layer.q_cross).view(batch, heads, 1, head_dim)  # [B, H, 1, Dh]
+            context = F.scaled_dot_product_attention(q, memory_keys, memory_values)  # [B, H, 1, Dh]
+            x = x + F.linear(context.reshape(batch, dim), *layer.out_cross)
+            h = F.layer_norm(x, (dim,), *layer.norm_ff, layer.eps)
+            x = x + F.linear(F.gelu(F.linear(h, *layer.ff_in)), *layer.ff_out)
+        logits = F.linear(F.layer_norm(x, (dim,), *self.final_norm, self.final_eps), *self.output)  # [B, V]
+        return logits.argmax(-1)
+
+    @torch.no_grad()
+    def decode_static(self, step: Callable[..., torch.Tensor] | None = None, bos_id: int = 1) -> torch.Tensor:
+        """``steps`` greedy tokens ``[B, steps]`` through ``step`` (default :meth:`step_static`), zeroed caches."""
+        step = step or self.step_static
+        caches = [torch.zeros(2, self.batch, self.heads, self.steps, self.head_dim) for _ in self.layers]
+        positions = torch.arange(self.steps)  # [T]; positions[t] is step t as a 0-d tensor
+        tokens = torch.full((self.batch,), bos_id, dtype=torch.long)
+        out = torch.empty(self.batch, self.steps, dtype=torch.long)
+        for t in range(self.steps):
+            tokens = step(tokens, positions[t], caches, positions)
+            out[:, t] = tokens
+        return out
+
     @torch.no_grad()
     def decode(self, step: Callable[..., torch.Tensor] | None = None, bos_id: int = 1) -> torch.Tensor:
         """``steps`` greedy tokens ``[B, steps]`` through ``step`` (default :meth:`step`), fresh caches."""

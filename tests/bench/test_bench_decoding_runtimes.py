@@ -37,3 +37,25 @@ def test_decoding_runtimes_quick_times_each_side_in_its_own_process(tmp_path: Pa
         assert timings["result_digests"]["ct2_float32"] == timings["result_digests"]["attnkit"]
         assert figures["ct2_float32"]["tokens_agreeing_with_float32"] == 1.0
         assert len(rows) == 3 and rows[1].target == pytest.approx(1 / decoding_runtimes.TARGETS[2])
+
+
+@pytest.mark.slow  # fresh processes that load torch, twice
+def test_one_setting_alone_and_a_kept_export_reused(tmp_path: Path) -> None:
+    """``--threads 1`` times that setting only (pinned to core 0); ``--workdir`` keeps the weights and exports, and
+    the next run uses them as they are (no second export) and still checks CTranslate2 float32's tokens."""
+    workdir = tmp_path / "work"
+    decoding_runtimes.main(
+        ["--quick", "--threads", "1", "--repeats", "1", "--workdir", str(workdir), "--out", str(tmp_path)]
+    )
+    document = json.loads((tmp_path / "decoding_runtimes.json").read_text())
+    assert set(document["settings"]) == {"1"} and document["settings"]["1"]["timings"]["cpus"] == "0"
+    kept = {path: path.stat().st_mtime_ns for path in workdir.rglob("*") if path.is_file()}
+    assert (workdir / "model.safetensors") in kept
+    decoding_runtimes.main(
+        ["--quick", "--threads", "1", "--repeats", "1", "--workdir", str(workdir), "--out", str(tmp_path)]
+    )
+    assert {path: path.stat().st_mtime_ns for path in workdir.rglob("*") if path.is_file()} == kept
+    document = json.loads((tmp_path / "decoding_runtimes.json").read_text())
+    digests = document["settings"]["1"]["timings"]["result_digests"]
+    if document["ctranslate2"]["available"]:
+        assert digests["ct2_float32"] == digests["attnkit"]

@@ -78,16 +78,50 @@ def test_quantized_cached_decoding_takes_the_same_steps_as_the_reference_paths(n
     assert torch.equal(beams.tokens, beams_reference.tokens)
 
 
-@pytest.mark.parametrize("name", [name for name in MODELS if name.startswith("transformer")])  # rnn: see report #24
+def _same_prefix_logits(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, steps: int):
+    """Each step's logits ``[steps, B, V]`` decoded with the cache and recomputed over the whole prefix, on the
+    same prefix (the cached decoding's own greedy tokens, fed to both)."""
+    tokens = greedy(model, ids, mask, max_len=steps, eos_id=-1).best  # [B, steps]
+    state = model.start_decoding(ids, mask, beams=1, max_steps=steps)
+    prefix = torch.ones(ids.shape[0], 1, dtype=torch.long)  # <bos>
+    cached, recomputed = [], []
+    with torch.no_grad():
+        for t in range(steps):
+            cached.append(model.decode_step(prefix[:, -1], state)[0])  # [B, V]
+            recomputed.append(model(ids, mask, prefix).logits[:, -1])
+            prefix = torch.cat([prefix, tokens[:, t : t + 1]], dim=1)
+    return torch.stack(cached), torch.stack(recomputed)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
 def test_quantized_cached_decoding_stays_close_to_recomputing_the_quantized_model(name: str) -> None:
     """Not equal: dynamic quantisation scales the activations of each call by their own range, and a cached step
-    sees one position where recomputing sees the whole prefix. Close: the same scores within int8's rounding."""
+    sees one position where recomputing sees the whole prefix. Close: on the same prefix, every step's logits
+    within int8's rounding (5% of their scale, as against float32; the tests' models differ by 1.8–4.3%,
+    float32 by 0). Free-running
+    greedy tokens are not the measure: one near-tie that rounds the other way sends the rest of a row elsewhere
+    (the RNN here agreed on 73% of its tokens, issue #24's dropped case, with logits 1.8% apart)."""
     model = quantize_model(MODELS[name]())
     ids, mask = sources()
-    cached = greedy(model, ids, mask, max_len=12, eos_id=-1)
-    reference = greedy(Recompute(model), ids, mask, max_len=12, eos_id=-1)
-    assert (cached.tokens == reference.tokens).float().mean() >= 0.8
-    torch.testing.assert_close(cached.scores, reference.scores, atol=0.1, rtol=0.05)
+    cached, recomputed = _same_prefix_logits(model, ids, mask, steps=12)
+    assert (cached - recomputed).abs().max() <= 0.05 * recomputed.abs().max()
+    assert (cached - recomputed).abs().max() > 0  # int8 activations scaled per call: not the same numbers
+
+
+def test_the_rnns_int8_cache_adds_no_error_of_its_own() -> None:
+    """Why the RNN's quantised cached decoding differs from recomputing: only the output projection sees other rows
+    (one step ``[B, D]`` against the whole prefix ``[B, t, D]``, so another activation scale). The recurrent step
+    itself is the same call in both (the decoder loops over the steps in ``forward`` too), so with the output
+    layer kept in float32 the int8 model's cached decoding equals its recomputation, token for token."""
+    model = rnn()
+    quantized = quantize_model(model)
+    quantized.output = copy.deepcopy(model.output)
+    ids, mask = sources()
+    cached, recomputed = _same_prefix_logits(quantized, ids, mask, steps=12)
+    torch.testing.assert_close(cached, recomputed, atol=1e-5, rtol=1e-5)
+    fast = greedy(quantized, ids, mask, max_len=12, eos_id=-1)
+    assert torch.equal(fast.tokens, greedy(Recompute(quantized), ids, mask, max_len=12, eos_id=-1).tokens)
+    assert any(is_quantized(m) for m in quantized.decoder.modules())  # the attention's layers are int8
 
 
 @pytest.mark.parametrize("name", list(MODELS))

@@ -7,7 +7,14 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
+from attnkit.tasks.options import (
+    DELIMITER_HELP,
+    add_runtime_options,
+    add_task_arguments,
+    delimiter_option,
+    positive_int,
+    refuse_foreign_options,
+)
 
 EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/ff --data fine-foods                a run directory means its best/
@@ -16,6 +23,7 @@ EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/g2p --beam 5 --split valid
   attnkit evaluate --checkpoint runs/bible/best --beam 4 --length-penalty 1.0
   attnkit evaluate --checkpoint runs/mine --data test_pairs.tsv  seq2seq: every pair of a file
+  attnkit evaluate --checkpoint runs/mine --data pairs.txt --delimiter ';'   a file with another separator
   attnkit evaluate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5   seq2seq: an ensemble of both
   attnkit evaluate --checkpoint runs/digits                   vision: the test split of its data set
   attnkit evaluate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --threads 2   an `attnkit export` dir
@@ -44,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a built-in data set name or a CSV/TSV/JSONL file; classifiers need it, seq2seq and vision models "
         "default to the built-in data they were trained on",
     )
+    parser.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP + " (--data FILE)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     add_task_arguments(parser, registered_tasks(), "add_evaluate_arguments")

@@ -31,7 +31,7 @@ from pathlib import Path
 from attnkit.data.classification import TextClassificationData
 from attnkit.data.field_rules import capped_text, label_text
 from attnkit.data.reading import DataError, read_lines, read_utf8, shown_json, split_lines, unicode_problem
-from attnkit.data.records import iter_records
+from attnkit.data.records import check_delimiter, iter_records
 
 __all__ = [
     "FORMATS",
@@ -139,10 +139,7 @@ def iter_rows(
     if text_column == label_column:
         raise ValueError(f"text_column and label_column are both {text_column!r}; they must name different columns")
     if delimiter is not None:
-        if len(delimiter) != 1 or delimiter in '\r\n"':
-            raise ValueError(f"--delimiter must be one character (not a quote or line break), got {delimiter!r}")
-        if (file_format or FORMATS.get(path.suffix.lower())) in ("jsonl", "parquet"):
-            raise DataError(f"{path}: --delimiter is for CSV-like files; this file has no columns to separate")
+        check_delimiter(path, file_format or FORMATS.get(path.suffix.lower()), delimiter)
     fmt = "csv" if delimiter is not None else file_format or detect_format(path)
     if fmt not in ("csv", "tsv", "jsonl", "parquet"):
         raise DataError(f"{path}: unknown file format {fmt!r}; use csv, tsv, jsonl or parquet")

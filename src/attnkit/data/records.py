@@ -31,7 +31,7 @@ from pathlib import Path
 
 from attnkit.data.reading import DataError
 
-__all__ = ["Fingerprint", "Record", "fingerprint", "iter_records", "open_binary"]
+__all__ = ["Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
 
 Record = list[str] | dict | str  # table fields, a JSON value (or Parquet row dict), or a reason the row is bad
 _BOM = b"\xef\xbb\xbf"
@@ -144,6 +144,21 @@ def _parquet(path: Path, handle) -> Iterator[tuple[int, Record]]:
         for values in zip(*columns, strict=True):
             row += 1
             yield row + 1, dict(zip(names, values, strict=True))
+
+
+def check_delimiter(path: Path, fmt: str | None, delimiter: str) -> None:
+    """Refuse a ``--delimiter`` that is not one character (or is a quote or a line break), or that is given for a
+    file whose format ``fmt`` has no columns to separate (JSONL, Parquet). With a delimiter, a file of any other
+    suffix is read as CSV (standard quoting) with that separator.
+
+    Raises:
+        ValueError: ``--delimiter must be one character ...``.
+        DataError: ``file: --delimiter is for CSV-like files ...``.
+    """
+    if len(delimiter) != 1 or delimiter in '\r\n"':
+        raise ValueError(f"--delimiter must be one character (not a quote or line break), got {delimiter!r}")
+    if fmt in ("jsonl", "parquet"):
+        raise DataError(f"{path}: --delimiter is for CSV-like files; this file has no columns to separate")
 
 
 _READERS = {"csv": _csv, "tsv": _tsv, "jsonl": _jsonl, "parquet": _parquet}

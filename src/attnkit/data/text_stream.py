@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from attnkit.data.files import BadRows, detect_format, iter_rows
+from attnkit.data.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.reading import DataError
-from attnkit.data.records import fingerprint
+from attnkit.data.records import check_delimiter, fingerprint
 from attnkit.data.streaming import held_out
 from attnkit.data.tokenization import TextTokenizer
 
@@ -120,6 +120,9 @@ class TextFileStream:
         skip_bad_rows: count and skip bad rows instead of stopping at the first (one ``file:line`` error).
         max_valid_rows: the most held-out rows kept in memory for validation.
         progress: print a progress line while reading.
+        delimiter: the column separator of a CSV-like file (None: from the suffix); the file is then read as CSV
+            with it (see :func:`~attnkit.data.files.iter_rows`).
+        max_chars: cut each text to this many characters as it is read (None: whole texts).
     """
 
     def __init__(
@@ -133,11 +136,16 @@ class TextFileStream:
         skip_bad_rows: bool = False,
         max_valid_rows: int = 20_000,
         progress: bool = True,
+        delimiter: str | None = None,
+        max_chars: int | None = None,
     ) -> None:
         if not 0 <= valid_fraction < 1:
             raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
         self.path = Path(path)
-        self.format = detect_format(self.path)
+        if delimiter is not None:  # refused now, before a run writes anything
+            check_delimiter(self.path, FORMATS.get(self.path.suffix.lower()), delimiter)
+        self.format = "csv" if delimiter is not None else detect_format(self.path)
+        self.delimiter, self.max_chars = delimiter, max_chars
         self.text_column, self.label_column = text_column, label_column
         self.valid_fraction, self.limit, self.skip_bad_rows = valid_fraction, limit, skip_bad_rows
         self.max_valid_rows, self.progress = max_valid_rows, progress
@@ -156,6 +164,8 @@ class TextFileStream:
             file_format=self.format,
             bad_rows=bad,
             progress=progress,
+            delimiter=self.delimiter,
+            max_chars=self.max_chars,
         )
         for index, (_, text, label) in enumerate(rows):
             if self.limit is not None and index >= self.limit:
@@ -172,7 +182,8 @@ class TextFileStream:
     def cache_key(self, tokenizer_options: dict) -> str:
         """The cache key of a scan with these tokeniser options."""
         options = (self.text_column, self.label_column, self.valid_fraction, self.limit, self.skip_bad_rows)
-        return fingerprint(self.path).key(*options, self.max_valid_rows, sorted(tokenizer_options.items()))
+        reading = (self.delimiter, self.max_chars, self.max_valid_rows)
+        return fingerprint(self.path).key(*options, *reading, sorted(tokenizer_options.items()))
 
     def scan(self, tokenizer_options: dict, *, cache: bool = True) -> tuple[ScanResult, TextTokenizer]:
         """The first pass (or its cached result) and the tokeniser trained on the training texts.

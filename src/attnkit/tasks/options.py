@@ -47,6 +47,20 @@ positive_float = _number(float, 0.0, inclusive=False)
 non_negative_float = _number(float, 0.0)
 
 
+DELIMITER_HELP = (
+    "column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab): the file is read as CSV with "
+    "it, whatever its suffix; default: from the suffix (.csv comma, .tsv tab)"
+)
+
+
+def delimiter_option(value: str) -> str:
+    """``--delimiter``: one character; ``\\t`` and ``tab`` mean a tab."""
+    value = "\t" if value in ("\\t", "tab") else value
+    if len(value) != 1 or value in '\r\n"':
+        raise argparse.ArgumentTypeError(f"must be one character (not a quote or line break), got {value!r}")
+    return value
+
+
 def add_device_options(group: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--device`` and ``--precision`` (every command that runs a model has them)."""
     group.add_argument("--device", default="auto", help=DEVICE_HELP)

@@ -1,7 +1,7 @@
 """The start every ``attnkit train TASK`` hook shares (layer 5; no torch at import): the run plan checked, the
 ``--init-from`` checkpoint resolved, the task's config built once (from the checkpoint, or from the arguments by the
 task's ``config_from_args``), the :class:`~attnkit.training.fit_config.FitConfig`, and whether ``--data`` is read as
-a stream — with the options a streamed run cannot take yet refused before anything is read or written.
+a stream — all checked before anything is read or written.
 
     start = start_training(args, command="train classify", kind=KIND, inputs={...}, writes=(...),
                            config_from_args=config_from_args, config_from_init=ClassifierConfig.from_dict,
@@ -54,7 +54,6 @@ def start_training(
     config_from_args: Callable[[argparse.Namespace], Any],
     config_from_init: Callable[[Any], Any],
     streams: Callable[[argparse.Namespace], bool] | None = None,
-    not_streamed: Sequence[str] = (),
     fit_overrides: Mapping[str, Any] | None = None,
 ) -> TrainingStart:
     """Check and build everything ``args`` asks of one training run, in the order its errors are reported.
@@ -68,11 +67,10 @@ def start_training(
         config_from_init: the task's config from an ``--init-from`` checkpoint
             (:class:`~attnkit.training.init_from.InitFrom`).
         streams: whether the arguments ask for a streamed run (None: the task never streams).
-        not_streamed: argument dests a streamed run does not take yet (``"delimiter"``): given, they are refused.
         fit_overrides: the task's own :class:`FitConfig` fields (``select_metric``, ...).
 
     Raises:
-        ValueError, OSError: the run plan's refusals, a bad config, ``--init-from`` or an option on streamed data.
+        ValueError, OSError: the run plan's refusals, a bad config or ``--init-from``.
     """
     from attnkit.tasks.run_plan import plan_run
     from attnkit.training.init_from import resolve_init_from
@@ -82,13 +80,6 @@ def start_training(
     config = config_from_init(init) if init is not None else config_from_args(args)
     fit_config = fit_config_from_args(args, **(fit_overrides or {}))
     streamed = streams is not None and streams(args)
-    if streamed:
-        refused = ["init_from"] * (init is not None) + [
-            dest for dest in not_streamed if getattr(args, dest) is not None
-        ]
-        for dest in refused:
-            option = "--" + dest.replace("_", "-")
-            raise ValueError(f"{option}: not available on streamed data yet; add --streaming never")
     return TrainingStart(plan, init, config, fit_config, streamed)
 
 

@@ -2,7 +2,6 @@
 the real conversion (about 5 s with block caching) when the Debian SWORD modules are installed."""
 
 import random
-import time
 from collections import Counter
 
 import pytest
@@ -195,9 +194,7 @@ def test_load_data_set_reads_the_cache_and_splits_by_chapter(cache, monkeypatch)
         raise AssertionError("the cache exists: the SWORD modules must not be read again")
 
     monkeypatch.setattr("attnkit.data.seq2seq.bible.read_sword", refuse)
-    start = time.perf_counter()
-    data = load_data_set("bible-en-es", cache_path=cache)
-    assert time.perf_counter() - start < 5
+    data = load_data_set("bible-en-es", cache_path=cache)  # the refusal above proves the cache was read
     sizes = data.sizes
     assert sizes["train"] > 27_000 and 700 < sizes["valid"] < 1_300 and 900 < sizes["test"] < 1_700
     assert (data.source_level, data.target_level, data.shared_vocab) == ("subword", "subword", True)

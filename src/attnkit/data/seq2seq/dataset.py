@@ -16,7 +16,8 @@ SPLITS = ("train", "valid", "test")
 
 @dataclass(frozen=True)
 class PairFile:
-    """Where a split's pairs were read from: the file, and the keys (or header names) of its two columns.
+    """Where a split's pairs were read from: the file, the keys (or header names) of its two columns and its column
+    separator (``None``: from the suffix).
 
     Enough to find a pair's line again for a message (:func:`attnkit.data.seq2seq.files.pair_line`).
     """
@@ -24,6 +25,7 @@ class PairFile:
     path: str
     source_key: str = "source"
     target_key: str = "target"
+    delimiter: str | None = None
 
 
 @dataclass

@@ -5,6 +5,8 @@
   a header, extra columns are allowed and the named ones are used.
 - JSONL (``.jsonl``, ``.ndjson``): one object per line with string fields ``source`` and ``target`` (or the
   names given); other fields are ignored.
+- ``delimiter`` (``--delimiter``): one character separating the columns; the file is then read as CSV (standard
+  quoting) with it, whatever its suffix (``;``, ``|``, a tab). Not for JSONL or Parquet.
 
 Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their pair.
 Blank lines are skipped and fields are stripped of surrounding whitespace. Every bad row is reported — one line
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from attnkit.data.reading import DataError, shown_json, unicode_problem
-from attnkit.data.records import Record, iter_records
+from attnkit.data.records import Record, check_delimiter, iter_records
 from attnkit.data.seq2seq.dataset import Level, Pair, PairFile, Seq2SeqData, hash_order
 
 __all__ = [
@@ -64,6 +66,7 @@ def read_pairs(
     source_key: str = "source",
     target_key: str = "target",
     file_format: str | None = None,
+    delimiter: str | None = None,
 ) -> list[Pair]:
     """Read every ``(source, target)`` pair of a TSV, CSV or JSONL file, checking each row.
 
@@ -71,15 +74,15 @@ def read_pairs(
         path: the file; its suffix picks the format unless ``file_format`` (``"tsv"``, ``"csv"``, ``"jsonl"``) is
             given.
         source_key, target_key: JSONL keys, or the header names of a TSV/CSV file that has a header.
+        delimiter: one character separating the columns of a CSV-like file (see the module docstring).
 
     Raises:
         DataError: ``file: ...`` when the file cannot be read or holds no pairs.
         PairFileError: listing every bad row as ``file:line: reason``.
+        ValueError: ``delimiter`` is not one character.
     """
-    return [
-        pair
-        for _, pair in read_numbered_pairs(path, source_key=source_key, target_key=target_key, file_format=file_format)
-    ]
+    keys = {"source_key": source_key, "target_key": target_key}
+    return [pair for _, pair in read_numbered_pairs(path, **keys, file_format=file_format, delimiter=delimiter)]
 
 
 def read_numbered_pairs(
@@ -88,10 +91,12 @@ def read_numbered_pairs(
     source_key: str = "source",
     target_key: str = "target",
     file_format: str | None = None,
+    delimiter: str | None = None,
 ) -> list[tuple[int, Pair]]:
     """As :func:`read_pairs`, each pair with the 1-based line it starts on: ``[(line, (source, target)), ...]``."""
     pairs, problems = [], []
-    for line, row in iter_pairs(path, source_key=source_key, target_key=target_key, file_format=file_format):
+    keys = {"source_key": source_key, "target_key": target_key}
+    for line, row in iter_pairs(path, **keys, file_format=file_format, delimiter=delimiter):
         if isinstance(row, str):
             problems.append(f"{path}:{line}: {row}")
         else:
@@ -110,24 +115,31 @@ def iter_pairs(
     target_key: str = "target",
     file_format: str | None = None,
     progress: Callable[[int], None] | None = None,
+    delimiter: str | None = None,
 ) -> Iterator[tuple[int, Pair | str]]:
     """``(line, pair)`` for each row of a pair file, read as a stream (one row in memory at a time); a bad row
     comes as ``(line, reason)`` for the caller to report or skip. ``progress`` hears the bytes read now and then.
+    ``delimiter``: one character separating the columns; the file is read as CSV with it, whatever its suffix.
 
     Raises:
-        DataError: ``file: ...`` when the file cannot be read or its type told; ``file:line: ...`` for bytes
-            that are not UTF-8.
+        DataError: ``file: ...`` when the file cannot be read or its type told (or ``delimiter`` is given for a
+            JSONL or Parquet file); ``file:line: ...`` for bytes that are not UTF-8.
+        ValueError: ``delimiter`` is not one character (or is a quote or a line break).
     """
     path = Path(path)
     fmt = file_format or FORMATS.get(path.suffix.lower())
+    if delimiter is not None:
+        check_delimiter(path, fmt, delimiter)
+        fmt = "csv"
     if fmt not in ("tsv", "csv", "jsonl", "parquet"):
         known = ", ".join(FORMATS)
         raise DataError(f"{path}: cannot tell the file type from suffix {path.suffix!r}; use one of {known}")
-    records = iter_records(path, fmt, progress=progress)
+    records = iter_records(path, fmt, progress=progress, delimiter=delimiter or ",")
     if fmt in ("jsonl", "parquet"):
         yield from _object_rows(path, records, source_key, target_key)
     else:
-        yield from _table_rows(records, fmt, source_key, target_key)
+        separator = {None: "comma-separated", "\t": "tab-separated"}.get(delimiter, f"{delimiter!r}-separated")
+        yield from _table_rows(records, "tab-separated" if fmt == "tsv" else separator, source_key, target_key)
 
 
 def load_pair_files(
@@ -140,11 +152,13 @@ def load_pair_files(
     valid_fraction: float = 0.05,
     source_key: str = "source",
     target_key: str = "target",
+    delimiter: str | None = None,
 ) -> Seq2SeqData:
     """A task from the user's files. Without a validation file, ``valid_fraction`` of the training sources
     (chosen by a salted hash, so the same file always gives the same split) become the validation set; without
     a test file the test set is empty. A source with several targets in one file keeps them all as references.
-    ``files`` of the result records where each split came from.
+    ``files`` of the result records where each split came from. ``delimiter`` is the column separator of all
+    three files (see :func:`read_pairs`).
 
     Raises:
         ValueError: ``valid_fraction`` outside ``[0, 1)``.
@@ -153,7 +167,7 @@ def load_pair_files(
     """
     if not 0 <= valid_fraction < 1:
         raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
-    keys = {"source_key": source_key, "target_key": target_key}
+    keys = {"source_key": source_key, "target_key": target_key, "delimiter": delimiter}
     train_pairs = read_pairs(train, **keys)
     if valid is not None:
         valid_pairs = read_pairs(valid, **keys)
@@ -195,7 +209,8 @@ def load_pair_files(
 def pair_line(file: PairFile, pair: Pair) -> int | None:
     """The first line of ``file`` that holds ``pair`` (re-reading the file), or ``None`` if none does now."""
     try:
-        numbered = read_numbered_pairs(file.path, source_key=file.source_key, target_key=file.target_key)
+        keys = {"source_key": file.source_key, "target_key": file.target_key}
+        numbered = read_numbered_pairs(file.path, **keys, delimiter=file.delimiter)
     except DataError:  # the file changed or vanished since it was loaded
         return None
     return next((line for line, found in numbered if found == pair), None)
@@ -222,12 +237,12 @@ def _pair(source: object, target: object, source_name: str, target_name: str) ->
 
 
 def _table_rows(
-    records: Iterator[tuple[int, Record]], fmt: str, source_key: str, target_key: str
+    records: Iterator[tuple[int, Record]], separator: str, source_key: str, target_key: str
 ) -> Iterator[tuple[int, Pair | str]]:
-    """TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules."""
+    """TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules.
+    ``separator`` names the columns' separator in messages (``"comma-separated"``)."""
     columns: tuple[int, int] | None = None  # positions of source and target when the file has a header
     width = 2
-    separator = "tab-separated" if fmt == "tsv" else "comma-separated"
     for number, (line, fields) in enumerate(records):
         if isinstance(fields, str):  # malformed CSV: the file cannot be read further
             yield line, fields

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from attnkit.data.files import BadRows
 from attnkit.data.reading import DataError
-from attnkit.data.records import fingerprint
+from attnkit.data.records import check_delimiter, fingerprint
 from attnkit.data.seq2seq.dataset import Pair
-from attnkit.data.seq2seq.files import iter_pairs
+from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
 from attnkit.data.streaming import held_out
@@ -57,6 +57,8 @@ class PairFileStream:
     Args:
         path: the training file.
         source_key, target_key: the columns (or JSON keys) of the two sides.
+        delimiter: the column separator of a CSV-like file (None: from the suffix; see
+            :func:`~attnkit.data.seq2seq.files.iter_pairs`).
         source_level, target_level: how each side is tokenised (``char``, ``symbol``, ``subword``).
         valid_fraction: the share of sources held out for validation.
         limit: read only the first ``limit`` good pairs.
@@ -78,11 +80,14 @@ class PairFileStream:
         skip_bad_rows: bool = False,
         max_valid_pairs: int = 5_000,
         progress: bool = True,
+        delimiter: str | None = None,
     ) -> None:
         if not 0 < valid_fraction < 1:
             raise ValueError(f"valid_fraction must lie in (0, 1) for a streamed file, got {valid_fraction}")
         self.path = Path(path)
-        self.source_key, self.target_key = source_key, target_key
+        if delimiter is not None:  # refused now, before a run writes anything
+            check_delimiter(self.path, FORMATS.get(self.path.suffix.lower()), delimiter)
+        self.source_key, self.target_key, self.delimiter = source_key, target_key, delimiter
         self.source_level, self.target_level = source_level, target_level
         self.valid_fraction, self.limit, self.skip_bad_rows = valid_fraction, limit, skip_bad_rows
         self.max_valid_pairs, self.progress = max_valid_pairs, progress
@@ -96,9 +101,8 @@ class PairFileStream:
         """``(index, pair)`` for every good pair up to ``limit``; a bad row raises ``file:line: reason``."""
         index = 0
         progress = reporter.bytes_read if reporter is not None else None
-        for line, row in iter_pairs(
-            self.path, source_key=self.source_key, target_key=self.target_key, progress=progress
-        ):
+        keys = {"source_key": self.source_key, "target_key": self.target_key, "delimiter": self.delimiter}
+        for line, row in iter_pairs(self.path, **keys, progress=progress):
             if isinstance(row, str):
                 message = f"{self.path}:{line}: {row}"
                 if bad is None:
@@ -130,7 +134,8 @@ class PairFileStream:
         Raises:
             DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
         """
-        options = (self.source_key, self.target_key, self.source_level, self.target_level, self.valid_fraction)
+        options = (self.source_key, self.target_key, self.delimiter, self.source_level, self.target_level,
+                   self.valid_fraction)  # fmt: skip
         key = fingerprint(self.path).key(*options, self.limit, self.skip_bad_rows, self.max_valid_pairs, vocab_size)
         directory = stream_cache_dir() / key
         if cache and (directory / SCAN_FILE).exists():

@@ -10,10 +10,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.classify.data import data_summary, delimiter_option
+from attnkit.tasks.classify.data import data_summary
 from attnkit.tasks.options import (
+    DELIMITER_HELP,
     add_runtime_options,
     add_training_options,
+    delimiter_option,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -63,13 +65,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
-    data.add_argument(
-        "--delimiter",
-        type=delimiter_option,
-        default=None,
-        help="column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab); default: from the "
-        "suffix (.csv comma, .tsv tab)",
-    )
+    data.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP)
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
@@ -164,11 +160,10 @@ def train(args: argparse.Namespace) -> int:
         config_from_args=config_from_args,
         config_from_init=lambda init: ClassifierConfig.from_dict(init.config),
         streams=streams,
-        not_streamed=("delimiter",),
     )
     config, options = start.config, trainer_options(args)
     if start.streamed:
-        _summarise(train_streamed(args, start, options))
+        _summarise(train_streamed(args, start, options, max_chars=document_chars(config)))
         return 0
     started = time.monotonic()
     data = load_data(
@@ -250,9 +245,6 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("classifiers")
     group.add_argument("--text-column", default=None, help="column/key of the text (default: the training file's)")
     group.add_argument("--label-column", default=None, help="column/key of the label (default: the training file's)")
-    group.add_argument(
-        "--delimiter", type=delimiter_option, default=None, help="column separator of a CSV-like file (e.g. ';')"
-    )
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:

@@ -1,23 +1,14 @@
 """The classifier's data: a built-in data set or labelled files read as one :class:`TextClassificationData`, the
-``--delimiter`` option and the summary training prints (layer 5; no torch)."""
+summary training prints (layer 5; no torch)."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from attnkit.data.classification import TextClassificationData, data_set_names, load_data_set
 from attnkit.data.files import load_files
 
-__all__ = ["data_summary", "delimiter_option", "load_data"]
-
-
-def delimiter_option(value: str) -> str:
-    """``--delimiter``: one character; ``\\t`` and ``tab`` mean a tab."""
-    value = "\t" if value in ("\\t", "tab") else value
-    if len(value) != 1 or value in '\r\n"':
-        raise argparse.ArgumentTypeError(f"must be one character (not a quote or line break), got {value!r}")
-    return value
+__all__ = ["data_summary", "load_data"]
 
 
 def data_summary(name: str, data, valid_fraction: float) -> str:

@@ -19,11 +19,11 @@ def streams(args: argparse.Namespace) -> bool:
     return streams_file(args, data_set_names())
 
 
-def train_streamed(args: argparse.Namespace, start, options: dict):
+def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars: int | None = None):
     """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
-    checked) holds the config and guards every write; ``options`` are what the in-memory trainer takes too
-    (:func:`attnkit.tasks.classify.commands.trainer_options`). Returns the
-    :class:`~attnkit.training.run_report.TrainReport`."""
+    checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are what the
+    in-memory trainer takes too (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
+    texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
     from attnkit.data.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
@@ -37,6 +37,10 @@ def train_streamed(args: argparse.Namespace, start, options: dict):
         limit=args.limit,
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
+        delimiter=args.delimiter,
+        max_chars=max_chars,
     )
     with start.plan.writing():
-        return train_classifier_streamed(stream, start.config, start.fit_config, test_path=args.test, **options)
+        return train_classifier_streamed(
+            stream, start.config, start.fit_config, test_path=args.test, init_from=start.init, **options
+        )

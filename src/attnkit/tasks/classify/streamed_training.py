@@ -26,6 +26,7 @@ from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective
 from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
 from attnkit.training.precision import autocast, device_of, on_device
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
@@ -52,16 +53,19 @@ def train_classifier_streamed(
     device: str | torch.device = "auto",
     test_path: str | Path | None = None,
     stream_options: StreamOptions | None = None,
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``stream``'s training rows; keep the best checkpoint by validation accuracy.
 
     Writes what :func:`~attnkit.tasks.classify.training.train_classifier` writes; ``metrics.json``'s details add
     ``load_seconds`` (the first pass, 0 from the cache), the row counts and the bad rows skipped. ``test_path``
-    is evaluated a chunk at a time after training.
+    is evaluated a chunk at a time after training (read with ``stream``'s columns and delimiter). ``init_from``
+    starts from a checkpoint's weights and tokeniser, as in memory (``config`` must be its config; the file must
+    have its labels).
 
     Raises:
         ValueError: self-trained embeddings (word2vec, fasttext need the texts in memory: use
-            ``--streaming never``).
+            ``--streaming never``), or ``init_from``'s labels are not the file's.
         DataError: as :meth:`TextFileStream.scan`.
     """
     if config.embeddings in SELF_TRAINED:
@@ -75,10 +79,17 @@ def train_classifier_streamed(
     tokenizer_dir = out_dir / TOKENIZER_DIR
     options = {"kind": config.tokenizer, "vocab_size": config.vocab_size, "min_frequency": config.min_frequency}
     scan, tokenizer = stream.scan(options)
+    if init_from is not None and list(config.label_names) != list(scan.label_names):
+        raise ValueError(
+            f"--init-from {init_from.given}: its labels {config.label_names} are not {stream.name}'s {scan.label_names}"
+        )
     if resume and (tokenizer_dir / TextTokenizer.FILENAME).exists():
         tokenizer = TextTokenizer.load(tokenizer_dir)
-    elif rank == 0:
-        tokenizer.save(tokenizer_dir)
+    else:
+        if init_from is not None:
+            tokenizer = TextTokenizer.load(init_from.checkpoint)  # the vocabulary its weights were trained with
+        if rank == 0:
+            tokenizer.save(tokenizer_dir)
     load_seconds = time.monotonic() - started
     source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
     _say(f"{stream.path}: {scan.train_rows:,} training rows, {scan.valid_rows:,} held out ({source})")
@@ -110,14 +121,17 @@ def train_classifier_streamed(
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
 
     model = placed_model(config, tokenizer, device, seed=fit_config.seed)
-    if config.embeddings != "random":
+    resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
+    if config.embeddings != "random" and (resuming or init_from is None):
         from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 
-        if resume and (out_dir / "last").exists():
+        if resuming:
             config = resumed_embeddings(config, out_dir / "last")
         else:
             config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
-    result = fit_classifier(model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume)
+    result = fit_classifier(
+        model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
+    )
     test_metrics = None
     if test_path is not None:
         test_metrics = evaluate_file(model, encoder, test_path, stream, index, batch_size=2 * batch_size,
@@ -134,6 +148,8 @@ def train_classifier_streamed(
         "bucketed": bucketed,
         "steps_per_epoch": len(train_batches),
     }
+    if init_from is not None:
+        details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=stream.name, fit_config=fit_config, batch_size=batch_size)
     return report
@@ -161,7 +177,8 @@ def evaluate_file(
 
     def batches() -> Iterator:
         chunk: list[tuple[str, int]] = []
-        rows = iter_rows(path, text_column=stream.text_column, label_column=stream.label_column)
+        columns = {"text_column": stream.text_column, "label_column": stream.label_column}
+        rows = iter_rows(path, **columns, delimiter=stream.delimiter, max_chars=stream.max_chars)
         for line, text, label in rows:
             if label not in index:
                 raise DataError(f"{path}:{line}: label {label!r} does not occur in the training file {stream.path}")

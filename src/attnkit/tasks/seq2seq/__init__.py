@@ -13,6 +13,7 @@
 | :mod:`~attnkit.tasks.seq2seq.faithfulness` | the faithfulness tests per emitted token (``LoadedSeq2Seq.faithfulness``) |
 | :mod:`~attnkit.tasks.seq2seq.faithfulness_subjects` | one emitted token over its source tokens, as a subject |
 | :mod:`~attnkit.tasks.seq2seq.phonetisaurus` | Phonetisaurus, the WFST G2P peer baseline |
+| :mod:`~attnkit.tasks.seq2seq.data_options` | the pair-file options of ``train seq2seq`` (columns, ``--delimiter``) |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
 | :mod:`~attnkit.tasks.seq2seq.streamed_command` | when ``train seq2seq`` streams its pair file, and that run |

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.tasks.options import add_runtime_options, add_training_options, positive_int, say
+from attnkit.tasks.seq2seq.data_options import add_pair_file_arguments
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
@@ -24,6 +25,7 @@ EXAMPLES = """examples:
   attnkit train seq2seq --data cmudict --model transformer --dim 256 --heads 4 --out runs/g2p-tf
   attnkit train seq2seq --data bible-en-es --model transformer --share-embeddings --out runs/bible
   attnkit train seq2seq --data pairs.tsv --valid dev.tsv --test test.tsv --out runs/mine
+  attnkit train seq2seq --data pairs.txt --delimiter ';' --out runs/mine   columns separated by ';'
   attnkit train seq2seq --data pairs.jsonl --source-column en --target-column es \\
       --source-level subword --target-level subword --out runs/mine
   attnkit train seq2seq --data cmudict --out runs/g2p --resume           continue after an interruption
@@ -50,8 +52,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     data.add_argument("--valid", default=None, help="validation pairs, for --data FILE (default: 5%% of it)")
     data.add_argument("--test", default=None, help="test pairs, for --data FILE (default: no test)")
-    data.add_argument("--source-column", default="source", help="column/key of the source (default: source)")
-    data.add_argument("--target-column", default="target", help="column/key of the target (default: target)")
+    add_pair_file_arguments(data)
     levels = ["char", "symbol", "subword"]
     data.add_argument("--source-level", choices=levels, default="char", help="pair files: source units (char)")
     data.add_argument("--target-level", choices=levels, default="char", help="pair files: target units (char)")
@@ -141,6 +142,7 @@ def train(args: argparse.Namespace) -> int:
         target_column=args.target_column,
         source_level=args.source_level,
         target_level=args.target_level,
+        delimiter=args.delimiter,
     )
     if args.limit is not None:
         data = subset(data, args.limit)
@@ -245,9 +247,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     loaded = load_seq2seq_ensemble(
         checkpoints, device=args.device, precision=args.precision, quantize=getattr(args, "quantize", None)
     )
-    pairs, references, label = evaluation_data(
-        loaded.config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
-    )
+    columns = {"source_column": args.source_column, "target_column": args.target_column, "delimiter": args.delimiter}
+    pairs, references, label = evaluation_data(loaded.config, args.data, split=args.split, **columns)
     metrics = loaded.evaluate(
         pairs,
         references,
@@ -280,9 +281,8 @@ def evaluate_export(args: argparse.Namespace) -> int:
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     config = export_config(translator.manifest, args.checkpoint[0])
     scoring = scoring_named(config.metrics)
-    pairs, references, label = evaluation_data(
-        config, args.data, split=args.split, source_column=args.source_column, target_column=args.target_column
-    )
+    columns = {"source_column": args.source_column, "target_column": args.target_column, "delimiter": args.delimiter}
+    pairs, references, label = evaluation_data(config, args.data, split=args.split, **columns)
     metrics = evaluate_ctranslate2(
         translator,
         pairs,

@@ -25,11 +25,13 @@ def load_data(
     target_column: str = "target",
     source_level: str = "char",
     target_level: str = "char",
+    delimiter: str | None = None,
 ) -> Seq2SeqData:
     """A built-in data set by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file.
 
     For a file: ``valid`` and ``test`` files are optional (without ``valid``, a hashed 5% of the training sources
-    is held out; without ``test`` nothing is tested); the levels say how to tokenise each side.
+    is held out; without ``test`` nothing is tested); the levels say how to tokenise each side; ``delimiter``
+    separates the columns of all three (read as CSV with it, see :func:`attnkit.data.seq2seq.read_pairs`).
 
     Raises:
         ValueError: file options given with a built-in data set, or an unknown level.
@@ -37,6 +39,8 @@ def load_data(
         FileNotFoundError: ``data`` is neither a built-in data set nor a file.
     """
     if data in data_set_names():
+        if delimiter is not None:
+            raise ValueError(f"--delimiter is for pair files; the built-in data set {data!r} needs none")
         given = [flag for flag, value in (("--valid", valid), ("--test", test)) if value is not None]
         if given:
             raise ValueError(
@@ -56,6 +60,7 @@ def load_data(
         target_level=target_level,  # type: ignore[arg-type]
         source_key=source_column,
         target_key=target_column,
+        delimiter=delimiter,
     )
 
 
@@ -84,17 +89,21 @@ def evaluation_data(
     split: str | None = None,
     source_column: str = "source",
     target_column: str = "target",
+    delimiter: str | None = None,
 ) -> tuple[list[Pair], list[list[str]], str]:
     """The pairs to evaluate a checkpoint on, each one's acceptable references, and a label for them.
 
     ``data`` is a built-in data set (its ``split``: ``test`` by default, or ``valid``) or a pair file (every distinct
-    source in it, with all its targets as references); None means the data set the checkpoint was trained on.
+    source in it, with all its targets as references; ``delimiter`` separates its columns); None means the data set
+    the checkpoint was trained on.
     """
     name = config.data if data is None else data
     if name in data_set_names():
         split = split or "test"
         if split not in ("valid", "test"):
             raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+        if delimiter is not None:
+            raise ValueError(f"--delimiter is for pair files; the built-in data set {name!r} needs none")
         built_in = load_data_set(name)
         return built_in.split(split), built_in.references_for(split), f"{name} {split} split"
     if data is None:
@@ -103,5 +112,6 @@ def evaluation_data(
         )
     if split is not None:
         raise ValueError(f"--split is for built-in data sets; the file {data} is evaluated whole")
-    pairs, references = pairs_with_references(read_pairs(data, source_key=source_column, target_key=target_column))
+    keys = {"source_key": source_column, "target_key": target_column, "delimiter": delimiter}
+    pairs, references = pairs_with_references(read_pairs(data, **keys))
     return pairs, references, data

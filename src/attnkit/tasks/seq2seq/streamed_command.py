@@ -38,8 +38,9 @@ def streams(args: argparse.Namespace) -> bool:
 
 def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
     """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
-    checked) holds the config and guards every write; ``options`` are what the in-memory trainer takes too
-    (:func:`attnkit.tasks.seq2seq.commands.trainer_options`). Returns the :class:`TrainReport`."""
+    checked) holds the config, the ``--init-from`` checkpoint (its weights and tokenisers) and guards every write;
+    ``options`` are what the in-memory trainer takes too (:func:`attnkit.tasks.seq2seq.commands.trainer_options`).
+    Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
     from attnkit.tasks.seq2seq.data import LEVELS
     from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
@@ -53,6 +54,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
         args.data,
         source_key=args.source_column,
         target_key=args.target_column,
+        delimiter=args.delimiter,
         source_level=args.source_level,
         target_level=args.target_level,
         limit=args.limit,
@@ -61,7 +63,13 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
     )
     with start.plan.writing():
         report = train_seq2seq_streamed(
-            stream, start.config, start.fit_config, valid_path=args.valid, test_path=args.test, **options
+            stream,
+            start.config,
+            start.fit_config,
+            valid_path=args.valid,
+            test_path=args.test,
+            init_from=start.init,
+            **options,
         )
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")

@@ -25,6 +25,7 @@ from attnkit.data.seq2seq.tokenization import load_tokenizers
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, run_config
+from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
 from attnkit.training.run_report import TrainReport, replica
 
@@ -34,7 +35,7 @@ __all__ = ["train_seq2seq_streamed"]
 def _held_data(stream: PairFileStream, valid: list, test_path: str | None, valid_path: str | None) -> Seq2SeqData:
     """The validation and test splits as :class:`Seq2SeqData` (no training pairs): each source once, with every
     target the split gives it as a reference."""
-    keys = {"source_key": stream.source_key, "target_key": stream.target_key}
+    keys = {"source_key": stream.source_key, "target_key": stream.target_key, "delimiter": stream.delimiter}
     valid_pairs = read_pairs(valid_path, **keys) if valid_path else [tuple(pair) for pair in valid]
     test_pairs = read_pairs(test_path, **keys) if test_path else []
     references: dict[str, list[str]] = {}
@@ -72,19 +73,31 @@ def train_seq2seq_streamed(
     max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     device: str | torch.device = "auto",
+    init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train the model ``config`` describes on ``stream``'s training pairs; the rest as
     :func:`~attnkit.tasks.seq2seq.training.train_seq2seq` (same run directory, checkpoints and ``metrics.json``,
-    whose details add ``load_seconds`` and the pair counts).
+    whose details add ``load_seconds`` and the pair counts). ``init_from`` starts from a checkpoint's weights and
+    tokenisers, with a fresh optimiser (``config.model`` must be its model's; the stream must have its levels).
 
     Raises:
         DataError: as :meth:`PairFileStream.scan`.
+        ValueError: ``init_from`` was trained on other source/target levels.
     """
     started = time.monotonic()
     out_dir = Path(out_dir)
     rank, world = replica()
     scan, source_tok, target_tok = stream.scan(vocab_size=vocab_size)
-    if resume:
+    resuming = resume and (out_dir / "last").exists()
+    if init_from is not None and not resuming:
+        levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
+        if levels != (stream.source_level, stream.target_level):
+            raise ValueError(
+                f"--init-from {init_from.given}: trained on {levels[0]} -> {levels[1]} pairs, "
+                f"{stream.path.name} has {stream.source_level} -> {stream.target_level}"
+            )
+        source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
+    elif resume:
         with contextlib.suppress(ValueError):  # interrupted before they were written: the scan's, as a fresh run
             source_tok, target_tok = load_tokenizers(out_dir / TOKENIZER_DIR)
     data = _held_data(stream, scan.valid, test_path, valid_path)
@@ -116,7 +129,8 @@ def train_seq2seq_streamed(
     )
 
     def details() -> dict:  # read after training: the cuts are counted as the epochs read the file
-        return {
+        init = {} if init_from is None else {"init_from": init_from.record()}
+        return init | {
             "streamed": True,
             "load_seconds": round(load_seconds, 2),
             "scan_cached": scan.cached,
@@ -139,5 +153,6 @@ def train_seq2seq_streamed(
         evaluate_test=evaluate_test,
         device=device,
         save_tokenizers=True,
+        init_from=init_from,
         details=details,
     )
