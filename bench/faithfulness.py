@@ -74,7 +74,7 @@ def run(
     import attnkit
     from attnkit.data.classification import load_data_set
     from attnkit.explain.faithfulness.gradients import integrated_gradients
-    from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.explain import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
 
     common.setup(threads)

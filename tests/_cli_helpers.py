@@ -1,5 +1,6 @@
-"""What the command-line tests of run directories and read-back files share: run ``attnkit`` as a user would (a
-new process), check that a refusal is one ``attnkit: error:`` line, and hash a directory byte for byte."""
+"""What the command-line tests (first and second hour, run directories, read-back files) share: a small labelled
+data set, run ``attnkit`` as a user would (a new process), check that a refusal is one ``attnkit: error:`` line,
+and hash a directory byte for byte."""
 
 from __future__ import annotations
 

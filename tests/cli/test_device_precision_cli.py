@@ -168,7 +168,7 @@ def test_every_command_that_runs_a_model_offers_device_and_precision(capsys):
         assert "--device DEVICE" in page and "--precision {fp32,bf16,fp16}" in page, command
         assert "auto never picks mps" in " ".join(page.split()), command
     with pytest.raises(SystemExit):
-        main(["experiment", "--help"])
+        main(["experiment", "g2p", "--help"])
     assert "--device DEVICE" in capsys.readouterr().out
 
 

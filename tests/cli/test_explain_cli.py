@@ -125,7 +125,8 @@ def test_classifier_texts_from_a_file_and_a_run_directory(classifier, tmp_path):
 
 def test_vision_report_lays_each_heads_map_over_the_test_image(vision, tmp_path):
     from attnkit.explain.heatmaps import overlay_attention
-    from attnkit.tasks.vision.inference import load_test_images, load_vision, predict_images
+    from attnkit.tasks.vision.data import load_test_images
+    from attnkit.tasks.vision.inference import load_vision, predict_images
 
     out = tmp_path / "digits.html"
     assert (
@@ -166,7 +167,7 @@ def test_vision_report_from_an_image_file(vision, tmp_path):
 @pytest.mark.parametrize(
     ("which", "extra", "message"),
     [
-        ("classifier", ["--index", "0"], "--index picks test images of a vision checkpoint"),
+        ("classifier", ["--index", "0"], "--index: an option of the vision task, not of classify checkpoints"),
         ("vision", ["--text", "hello"], "--text is for text classifiers"),
         ("vision", [], "explains test images (--index N"),
         ("vision", ["--index", "359"], "index 359 is out of range: the digits test split has 359 images"),

@@ -5,36 +5,14 @@ replaced; and what a user expects is there (the whole text, per-class metrics, p
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from _cli_helpers import NEGATIVE, POSITIVE, SMALL, assert_user_error, attnkit
 from attnkit.cli import main
-
-POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
-NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
-SMALL = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--vocab-size", "100", "--no-progress"]
-
-
-def attnkit(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``attnkit ARGS`` as a user would (a new process), with few threads."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "attnkit.cli", *args], input=stdin, capture_output=True, text=True, env=env, cwd=cwd
-    )
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one ``attnkit: error:`` line holding every fragment, no traceback."""
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("attnkit: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def snapshot(directory: Path) -> dict[str, tuple[int, int]]:

@@ -5,46 +5,21 @@ command line runs in a subprocess (exit 2, one ``attnkit: error:`` line, nothing
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import attnkit
+from _cli_helpers import NEGATIVE, POSITIVE, SMALL, assert_user_error, write_reviews
+from _cli_helpers import attnkit as run_cli
 from attnkit.cli import main
-
-POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
-NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
-SMALL = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--vocab-size", "100", "--no-progress"]
-
-
-def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run ``attnkit ARGS`` as a user would (a new process), with few threads."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "attnkit.cli", *args], input=stdin, capture_output=True, text=True, env=env, cwd=cwd
-    )
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one ``attnkit: error:`` line holding every fragment, no traceback."""
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("attnkit: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")
 def classifier_run(tmp_path_factory):
     """A finished tiny pooled classifier on a CSV with columns text,label."""
     root = tmp_path_factory.mktemp("second_hour")
-    rows = [(t, "pos") for t in POSITIVE] * 6 + [(t, "neg") for t in NEGATIVE] * 6
-    (root / "train.csv").write_text("text,label\n" + "".join(f'"{text}",{label}\n' for text, label in rows))
+    write_reviews(root / "train.csv")
     out = root / "run"
     argv = ["train", "classify", "--data", str(root / "train.csv"), *SMALL, "--epochs", "6", "--lr", "0.05"]
     assert main([*argv, "--batch-size", "4", "--out", str(out)]) == 0
@@ -213,7 +188,7 @@ def test_a_written_report_shows_itself_in_a_notebook(classifier_run, tmp_path):
 
     _, out = classifier_run
     classifier = attnkit.load(out, device="cpu")
-    from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.explain import classifier_report
 
     path = classifier_report(classifier.predict("great tea <&> lovely"), classifier.label_names, tmp_path / "r.html")
     shown = path._repr_html_()
@@ -225,7 +200,7 @@ def test_a_written_report_shows_itself_in_a_notebook(classifier_run, tmp_path):
 # ------------------------------------------------------------------------------------ 4. words the model lacks
 def test_reports_mark_words_unknown_to_the_model(classifier_run, tmp_path):
     from attnkit.explain.html import UNKNOWN_NOTE
-    from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.explain import classifier_report
 
     _, out = classifier_run
     classifier = attnkit.load(out, device="cpu")

@@ -164,8 +164,9 @@ def test_padding_statistics_of_the_unpacked_han_measure_words_and_sentences(tiny
 def test_experiment_command_errors(tmp_path, capsys):
     assert main(["experiment", "classification", "--data", "imdb", "--docs", str(tmp_path)]) == 2
     assert "no classification setting for imdb" in capsys.readouterr().err
-    assert main(["experiment", "classification", "--only", "x", "--docs", str(tmp_path)]) == 2
-    assert "--only is for the masking, faithfulness, g2p, bible and luong experiments" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):  # an option of other experiments: argparse refuses it
+        main(["experiment", "classification", "--only", "x", "--docs", str(tmp_path)])
+    assert "unrecognized arguments: --only x" in capsys.readouterr().err
     assert main(["experiment", "masking", "--only", "x", "--docs", str(tmp_path)]) == 2
     assert "no masking model x; choose from han, pooled" in capsys.readouterr().err
     assert main(["experiment", "bible", "--only", "lstm", "--docs", str(tmp_path)]) == 2
@@ -390,3 +391,23 @@ def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path,
     assert "pooled: 2 seeds, han: 1 seed per model and variant" in page
     with pytest.raises(ValueError, match="no masking model cnn"):
         masking.run_masking("fine-foods", 1, paths, models=("cnn",))
+
+
+def test_every_experiment_of_the_registry_is_a_sub_command_with_its_own_options(capsys):
+    from attnkit.experiments.registry import EXPERIMENTS
+    from attnkit.experiments.seq2seq_settings import EXPERIMENTS as SEQ2SEQ
+
+    assert list(EXPERIMENTS) == ["classification", "masking", "faithfulness", *SEQ2SEQ, "deploy", "report"]
+    with pytest.raises(SystemExit):
+        main(["experiment", "--help"])
+    listing = capsys.readouterr().out
+    assert all(f"    {name} " in listing or f"    {name}\n" in listing for name in EXPERIMENTS)
+    own = {"masking": ["--seeds", "--only"], "faithfulness": ["--documents"], "deploy": ["--checkpoint", "--rounds"]}
+    for name, options in own.items():
+        with pytest.raises(SystemExit):
+            main(["experiment", name, "--help"])
+        page = capsys.readouterr().out
+        assert all(option in page for option in options) and "--docs DOCS" in page, name
+    with pytest.raises(SystemExit):
+        main(["experiment", "g2p", "--help"])
+    assert "--seeds" not in capsys.readouterr().out

@@ -4,7 +4,10 @@ line; checkpoints of unknown kinds are refused in one line; ``attnkit.load`` ret
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +154,9 @@ def test_a_task_added_through_the_registry_alone_trains_evaluates_and_predicts(t
     assert attnkit.load(run).predict(["abcdefghij"]) == [True]
     assert main(["explain", "--checkpoint", str(run), "--text", "abc", "--out", str(tmp_path / "r.html")]) == 2
     assert "does not support toy checkpoints" in capsys.readouterr().err
+    # an option another task brings to predict is refused for this one, naming the option and its task
+    assert main(["predict", "--checkpoint", str(run), "--text", "abc", "--index", "0"]) == 2
+    assert capsys.readouterr().err == "attnkit: error: --index: an option of the vision task, not of toy checkpoints\n"
     # registering the same kind twice is refused
     with pytest.raises(ValueError, match="already registered"):
         tasks.register_task(TOY)
@@ -190,3 +196,114 @@ def test_toy_config_round_trips_through_the_shared_serialiser():
     assert ToyConfig.from_dict({"threshold": 3}) == ToyConfig(3)
     with pytest.raises(ValueError, match=r"toy config field 'threshold' must be an integer, got 3\.5"):
         ToyConfig.from_dict({"threshold": 3.5})
+
+
+# ------------------------------------------------------------------- the template every built-in task follows
+
+# docs/architecture.md, "Adding a task": the modules of a task package, lowest first. A module imports only modules
+# of lower rows (directly, or through the package's other modules); inference never imports training.
+TEMPLATE = (("config",), ("data",), ("objective",), ("inference",), ("explain", "training"), ("commands",))
+TEMPLATE_MODULES = [name for row in TEMPLATE for name in row]
+RANK = {name: rank for rank, row in enumerate(TEMPLATE) for name in row}
+BUILTIN = [module.rsplit(".", 1)[1] for module in tasks.BUILTIN_TASKS]
+TASKS_SOURCE = Path(tasks.__file__).parent
+
+
+def imported_modules(path: Path, package: str) -> set[str]:
+    """The modules of ``attnkit.tasks.<package>`` that ``path`` imports, at module level or inside functions
+    (``"config"``, ``"ctranslate2.export"``), and any other task package it imports (``"!seq2seq"``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] != ["attnkit", "tasks"] or len(parts) < 4:
+                continue
+            if parts[2] != package:
+                if (TASKS_SOURCE / parts[2]).is_dir():  # another task's package
+                    found.add(f"!{parts[2]}")
+            elif (TASKS_SOURCE / package / f"{parts[3]}.py").exists():
+                found.add(parts[3])
+            elif (TASKS_SOURCE / package / parts[3] / f"{parts[4]}.py").exists() if len(parts) > 4 else False:
+                found.add(f"{parts[3]}.{parts[4]}")
+    return found
+
+
+def module_imports(package: str) -> dict[str, set[str]]:
+    """Each module of the task package -> the package's modules it imports."""
+    root = TASKS_SOURCE / package
+    return {
+        ".".join(path.relative_to(root).with_suffix("").parts): imported_modules(path, package)
+        for path in root.rglob("*.py")
+    }
+
+
+def template_imports(graph: dict[str, set[str]], module: str) -> set[str]:
+    """The template modules ``module`` reaches: directly, or through modules outside the template."""
+    reached, seen, todo = set(), {module}, list(graph[module])
+    while todo:
+        name = todo.pop()
+        if name in seen or name.startswith("!"):
+            continue
+        seen.add(name)
+        if name in RANK:
+            reached.add(name)
+        else:
+            todo.extend(graph.get(name, ()))
+    return reached
+
+
+@pytest.mark.parametrize("package", BUILTIN)
+def test_a_task_holds_every_module_of_the_template(package):
+    missing = [name for name in TEMPLATE_MODULES if not (TASKS_SOURCE / package / f"{name}.py").exists()]
+    assert missing == [], f"attnkit.tasks.{package} lacks {missing} (docs/architecture.md, 'Adding a task')"
+
+
+@pytest.mark.parametrize("package", BUILTIN)
+def test_a_task_config_module_holds_its_kind_config_and_builders(package):
+    config = importlib.import_module(f"attnkit.tasks.{package}.config")
+    spec = importlib.import_module(f"attnkit.tasks.{package}").SPEC
+    assert spec.kind == config.KIND
+    own = [value for value in vars(config).values() if getattr(value, "__module__", None) == config.__name__]
+    assert any(isinstance(value, type) and issubclass(value, JsonConfig) for value in own)
+    assert callable(config.config_from_args)
+    assert any(callable(value) and value.__name__.startswith("build_") for value in own)
+
+
+@pytest.mark.parametrize("package", BUILTIN)
+def test_a_task_imports_its_template_modules_in_one_direction(package):
+    graph = module_imports(package)
+    wrong = {
+        module: sorted(name for name in template_imports(graph, module) if RANK[name] >= RANK[module])
+        for module in TEMPLATE_MODULES
+        if module in graph
+    }
+    assert {module: names for module, names in wrong.items() if names} == {}
+    assert "training" not in template_imports(graph, "inference")
+    assert [module for module, names in graph.items() if any(name.startswith("!") for name in names)] == []
+
+
+@pytest.mark.parametrize("package", BUILTIN)
+def test_a_task_hooks_live_in_its_commands_module(package):
+    spec = importlib.import_module(f"attnkit.tasks.{package}").SPEC
+    hooks = [spec.train, spec.load, spec.evaluate, spec.predict, spec.explain, spec.add_train_arguments]
+    assert {hook.__module__ for hook in hooks if hook is not None} == {f"attnkit.tasks.{package}.commands"}
+
+
+def test_the_import_check_catches_inference_importing_training(tmp_path, monkeypatch):
+    package = tmp_path / "toy"
+    package.mkdir()
+    (tmp_path / "seq2seq").mkdir()  # another task
+    (package / "training.py").write_text("")
+    (package / "encoding.py").write_text("from attnkit.tasks.toy.training import fit\n")
+    (package / "inference.py").write_text("def load():\n    from attnkit.tasks.toy import encoding\n")
+    (package / "config.py").write_text("def f():\n    import attnkit.tasks.seq2seq.config\n")
+    monkeypatch.setattr(sys.modules[__name__], "TASKS_SOURCE", tmp_path)
+    graph = module_imports("toy")
+    assert template_imports(graph, "inference") == {"training"}  # found through encoding, inside a function
+    assert graph["config"] == {"!seq2seq"}

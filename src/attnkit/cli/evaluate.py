@@ -7,7 +7,14 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import DELIMITER_HELP, add_runtime_options, delimiter_option, positive_int
+from attnkit.tasks.options import (
+    DELIMITER_HELP,
+    add_runtime_options,
+    add_task_arguments,
+    delimiter_option,
+    positive_int,
+    refuse_foreign_options,
+)
 
 EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/ff --data fine-foods                a run directory means its best/
@@ -48,23 +55,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP + " (--data FILE)")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
-    for task in registered_tasks():
-        task.add_evaluate_arguments(parser)
+    add_task_arguments(parser, registered_tasks(), "add_evaluate_arguments")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``attnkit evaluate``: the checkpoints' task evaluates them (``--backend ctranslate2``: the seq2seq
-    task evaluates an export)."""
-    if getattr(args, "backend", "native") == "ctranslate2":
-        from attnkit.tasks.seq2seq.commands import evaluate_export
-
-        return evaluate_export(args)
-    found = [task_for_checkpoint(path) for path in args.checkpoint]
+    """Handler of ``attnkit evaluate``: the checkpoints' task evaluates them (an export's task is the one its
+    manifest names)."""
+    found = [task_for_checkpoint(path, exports=True) for path in args.checkpoint]
     tasks = {task.kind: task for task, _ in found}
     checkpoints = [checkpoint for _, checkpoint in found]
     task = found[0][0]
+    refuse_foreign_options(args, task)
     if len(checkpoints) > 1 and not (len(tasks) == 1 and task.ensembles):
         kinds = ", ".join(task.kind for task, _ in found)
         raise ValueError(f"only seq2seq checkpoints can be evaluated as an ensemble; got kinds {kinds}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnkit.explain.faithfulness.names import ERASURES
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options
+from attnkit.tasks.options import add_runtime_options, add_task_arguments, refuse_foreign_options
 
 EXAMPLES = """examples:
   attnkit explain --checkpoint runs/ff --text "Stale and overpriced." --text "Lovely tea." --out report.html
@@ -68,8 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="delete",
         help="with --faithfulness: how tokens are erased (default delete; see attnkit faithfulness --help)",
     )
-    for task in registered_tasks():
-        task.add_explain_arguments(parser)
+    add_task_arguments(parser, registered_tasks(), "add_explain_arguments")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -86,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.explain is None:
         raise ValueError(f"{checkpoint}: attnkit explain does not support {task.kind} checkpoints yet")
+    refuse_foreign_options(args, task)
     if args.faithfulness and task.faithfulness is None:
         raise ValueError(f"--faithfulness: not available for {task.kind} checkpoints yet ({checkpoint})")
     if args.save_figures is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, positive_int
+from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
 
 EXAMPLES = """examples:
   attnkit predict --checkpoint runs/ff --text "Stale and overpriced."     a run directory means its best/
@@ -39,8 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--file", help="one text per line (vision: a .npy array or a picture)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with attention weights")
     parser.add_argument("--batch-size", type=positive_int, default=64)
-    for task in registered_tasks():
-        task.add_predict_arguments(parser)
+    add_task_arguments(parser, registered_tasks(), "add_predict_arguments")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -50,4 +49,5 @@ def run(args: argparse.Namespace) -> int:
     task, checkpoint = task_for_checkpoint(args.checkpoint)
     if task.predict is None:
         raise ValueError(f"{checkpoint}: attnkit predict does not support {task.kind} checkpoints")
+    refuse_foreign_options(args, task)
     return task.predict(args, checkpoint)

@@ -17,7 +17,7 @@ The names below are re-exported lazily: ``import attnkit.explain`` loads nothing
 
 from __future__ import annotations
 
-import importlib
+from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
     "Section": "html",
@@ -47,13 +47,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -78,16 +78,19 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
     return tasks[kind]
 
 
-def task_for_checkpoint(path: str | Path) -> tuple[TaskSpec, Path]:
+def task_for_checkpoint(path: str | Path, *, exports: bool = False) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
-    ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`).
+    ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`); with ``exports``, also an export
+    directory (``attnkit export``), whose manifest names its task's kind.
 
     Raises:
         CheckpointError: ``path`` is neither, or its ``config.json`` is unreadable.
         ValueError: its kind is not a registered task's.
     """
-    from attnkit.training.checkpointing import read_config, resolve_checkpoint
+    from attnkit.training.checkpointing import export_kind, is_export, read_config, resolve_checkpoint
 
+    if exports and is_export(path):
+        return task_for_kind(export_kind(path), where=str(path)), Path(path)
     checkpoint = resolve_checkpoint(path)
     return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint / "config.json")), checkpoint
 
@@ -133,15 +136,11 @@ def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> 
     ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
     Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and
-    ``evaluate`` for each); see the task packages. A CTranslate2 export (``attnkit export``: seq2seq only) comes
-    back with ``translate`` and ``evaluate`` decoded by CTranslate2
+    ``evaluate`` for each); see the task packages. An export (``attnkit export``: seq2seq only so far) comes back
+    from the task its manifest names: a seq2seq export with ``translate`` and ``evaluate`` decoded by CTranslate2
     (:class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport`; ``precision`` does not apply).
     """
-    from attnkit.training.checkpointing import is_export
-
-    if is_export(path):
-        return task_for_kind("seq2seq", where=str(path)).load(Path(path), device=device, precision=precision)
-    task, checkpoint = task_for_checkpoint(path)
+    task, checkpoint = task_for_checkpoint(path, exports=True)
     return task.load(checkpoint, device=device, precision=precision)
 
 

@@ -7,6 +7,7 @@ training) and the readers of the texts a command is given (``--text``, ``--file`
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 # torch-free: fit_config imports dataclasses only, and attnkit.training loads its checkpoint re-exports lazily
@@ -269,3 +270,27 @@ def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[st
     if not any(line.strip() for line in lines):
         raise ValueError("no text given: use --text, --file or standard input")
     return lines if keep_blank else [line for line in lines if line.strip()]
+
+
+def add_task_arguments(parser: argparse.ArgumentParser, tasks: Sequence, hook: str) -> None:
+    """Mount every task's own options of a shared command (``hook``: ``"add_evaluate_arguments"``, ...), noting
+    which task each belongs to, so that :func:`refuse_foreign_options` can refuse them for the others."""
+    owners = {}
+    for task in tasks:
+        before = len(parser._actions)
+        getattr(task, hook)(parser)
+        for action in parser._actions[before:]:
+            owners[action.dest] = (action.option_strings[0], action.default, task.name)
+    parser.set_defaults(task_options=owners)
+
+
+def refuse_foreign_options(args: argparse.Namespace, task) -> None:
+    """Refuse an option another task brought to the command (``--index`` for a classifier), given for a checkpoint
+    of ``task``.
+
+    Raises:
+        ValueError: ``--index: an option of the vision task, not of classify checkpoints``.
+    """
+    for dest, (option, default, owner) in getattr(args, "task_options", {}).items():
+        if owner != task.name and getattr(args, dest, default) != default:
+            raise ValueError(f"{option}: an option of the {owner} task, not of {task.name} checkpoints")

@@ -265,6 +265,26 @@ def test_tampered_or_incomplete_exports_are_refused_with_one_clear_error(trained
         load_ctranslate2(tmp_path / "nowhere")
 
 
+def test_an_export_names_its_task_so_commands_find_it_by_kind(trained, tmp_path):
+    from attnkit.tasks import task_for_checkpoint
+    from attnkit.training.checkpointing import CheckpointError
+
+    export = trained[4]
+    assert json.loads((export / MANIFEST_FILE).read_text())["kind"] == "seq2seq"
+    task, path = task_for_checkpoint(export, exports=True)
+    assert (task.kind, path) == ("seq2seq", export)
+    with pytest.raises(CheckpointError, match="a CTranslate2 export written by attnkit export, not a checkpoint"):
+        task_for_checkpoint(export)  # a checkpoint is asked for: an export is not one
+    older = _copy(export, tmp_path, "older")  # written before manifests named their kind: seq2seq
+    manifest = json.loads((older / MANIFEST_FILE).read_text())
+    del manifest["kind"]
+    (older / MANIFEST_FILE).write_text(json.dumps(manifest))
+    assert task_for_checkpoint(older, exports=True)[0].kind == "seq2seq"
+    (older / MANIFEST_FILE).write_text(json.dumps({**manifest, "kind": "speech"}))
+    with pytest.raises(ValueError, match="unknown checkpoint kind 'speech'"):
+        task_for_checkpoint(older, exports=True)
+
+
 def test_exports_never_replace_what_they_should_not(trained, tmp_path):
     model, source_tok, target_tok, _, export, _ = trained
     target = _copy(export, tmp_path, "again")

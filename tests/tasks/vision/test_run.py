@@ -17,8 +17,10 @@ from attnkit.data.images import (
     read_image_file,
 )
 from attnkit.tasks.vision.config import VisionConfig, build_vision_model
-from attnkit.tasks.vision.inference import load_test_images, load_vision, predict_images
-from attnkit.tasks.vision.training import evaluate_vision, train_vision
+from attnkit.tasks.vision.data import load_test_images
+from attnkit.tasks.vision.inference import load_vision, predict_images
+from attnkit.tasks.vision.objective import evaluate_vision
+from attnkit.tasks.vision.training import train_vision
 from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.loop import FitConfig
 

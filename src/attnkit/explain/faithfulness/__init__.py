@@ -33,7 +33,7 @@ The classifiers' subjects are :mod:`attnkit.tasks.classify.faithfulness_subjects
 
 from __future__ import annotations
 
-import importlib
+from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
     "ERASURES": "names",
@@ -65,13 +65,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

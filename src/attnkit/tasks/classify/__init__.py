@@ -2,11 +2,13 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.tasks.classify.config` | ``ClassifierConfig`` (the checkpoint's ``config.json``) and the model it builds |
+| :mod:`~attnkit.tasks.classify.config` | ``KIND``, ``ClassifierConfig`` (the checkpoint's ``config.json``) from the arguments, the model it builds |
+| :mod:`~attnkit.tasks.classify.data` | built-in data sets and labelled files (``load_data``), ``--delimiter``, the data summary |
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
 | :mod:`~attnkit.tasks.classify.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
-| :mod:`~attnkit.tasks.classify.training` | data loading, ``train_classifier`` |
+| :mod:`~attnkit.tasks.classify.training` | ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.classify.explain` | the HTML report of what the classifier attended to (``classifier_report``) |
 | :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
 | :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |
 | :mod:`~attnkit.tasks.classify.embedding_init` | the embedding table started from word vectors (``--embeddings``) |
@@ -14,12 +16,12 @@
 | :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
 | :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
-| :mod:`~attnkit.tasks.classify.data_options` | the data summary training prints |
+| :mod:`~attnkit.tasks.classify.demo` | ``attnkit demo``: HAN on fine-food reviews against TF-IDF, explained and checked |
 | :mod:`~attnkit.tasks.classify.streamed_command` | when ``train classify`` streams its file, and that run |
 | :mod:`~attnkit.tasks.classify.streamed_training` | training on a file read as a stream (``--streaming``) |
 """
 
-from attnkit.tasks.classify import commands
+from attnkit.tasks.classify import commands, demo
 from attnkit.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(
@@ -37,4 +39,5 @@ SPEC = TaskSpec(
     explain=commands.explain,
     faithfulness=commands.faithfulness,
     add_explain_arguments=commands.add_explain_arguments,
+    commands=(demo.register,),
 )

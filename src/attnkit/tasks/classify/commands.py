@@ -10,13 +10,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.classify.data_options import data_summary
+from attnkit.tasks.classify.data import data_summary
 from attnkit.tasks.options import (
     DELIMITER_HELP,
     add_runtime_options,
     add_training_options,
     delimiter_option,
-    fit_config_from_args,
     non_negative_float,
     non_negative_int,
     positive_int,
@@ -140,59 +139,32 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
     from attnkit.data.classification import data_set_names
-    from attnkit.tasks.classify.config import ClassifierConfig
-    from attnkit.tasks.classify.embedding_init import check_embeddings, default_embed_dim
+    from attnkit.tasks.classify.config import KIND, ClassifierConfig, config_from_args
+    from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.streamed_command import streams, train_streamed
-    from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR, load_data, train_classifier
-    from attnkit.tasks.run_plan import plan_run, train_writes
-    from attnkit.training.init_from import resolve_init_from
+    from attnkit.tasks.classify.training import TOKENIZER_DIR, train_classifier
+    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.train_setup import start_training
 
     embeddings_file = args.embeddings if check_source_is_file(args.embeddings) else None
-    plan = plan_run(
+    start = start_training(
         args,
         command="train classify",
+        kind=KIND,
         inputs={
             "data": (args.data, data_set_names()),
             "test": (args.test, ()),
             "embeddings": (embeddings_file, ()),
         },
         writes=train_writes(args, TOKENIZER_DIR),
+        config_from_args=config_from_args,
+        config_from_init=lambda init: ClassifierConfig.from_dict(init.config),
+        streams=streams,
     )
-    init = resolve_init_from(args.init_from, KIND)
-    config = (
-        ClassifierConfig.from_dict(init.config)
-        if init
-        else ClassifierConfig(
-            model=args.model,
-            tokenizer=args.tokenizer,
-            vocab_size=args.vocab_size,
-            max_sentences=args.max_sentences,
-            max_words=args.max_words,
-            max_tokens=args.max_tokens,
-            embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
-            hidden=args.hidden,
-            encoder=args.encoder,
-            pooling=args.pooling,
-            attention_padding=args.attention_padding,
-            packed=not args.unpacked_rnn,
-            attend=args.attend,
-            heads=args.heads,
-            dropout=args.dropout,
-            bigram_buckets=args.bigram_buckets,
-            text_column=args.text_column,
-            label_column=args.label_column,
-            embeddings=args.embeddings,
-            freeze_embeddings=args.freeze_embeddings,
-            label_smoothing=args.label_smoothing,
-            uniform_attention=args.uniform_attention,
-        )
-    )
-    if init is None:
-        check_embeddings(args.embeddings, config.embed_dim)
-    fit_config = fit_config_from_args(args)
-    if streams(args):
-        chars = document_chars(config)
-        return train_streamed(args, config, fit_config, plan, summarise=_summarise, init=init, max_chars=chars)
+    config, options = start.config, trainer_options(args)
+    if start.streamed:
+        _summarise(train_streamed(args, start, options, max_chars=document_chars(config)))
+        return 0
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -211,22 +183,29 @@ def train(args: argparse.Namespace) -> int:
     say(data_summary(args.data, data, args.valid_fraction))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
-    with plan.writing():
+    with start.plan.writing():
         report = train_classifier(
             data,
             config,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
+            start.fit_config,
             valid_fraction=args.valid_fraction,
-            resume=args.resume,
-            bucketed=not args.random_batches,
-            device=args.device,
-            init_from=init,
+            init_from=start.init,
             load_seconds=load_seconds,
+            **options,
         )
     _summarise(report)
     return 0
+
+
+def trainer_options(args: argparse.Namespace) -> dict:
+    """What the in-memory and the streamed trainer both take from the arguments (run directory, batching, device)."""
+    return {
+        "out_dir": args.out,
+        "batch_size": args.batch_size,
+        "resume": args.resume,
+        "bucketed": not args.random_batches,
+        "device": args.device,
+    }
 
 
 def _summarise(report) -> None:
@@ -272,8 +251,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
     a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
     from attnkit.data.classification import data_set_names
+    from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.report import format_report
-    from attnkit.tasks.classify.training import load_data
 
     (checkpoint,) = checkpoints
     if args.data is None:
@@ -331,10 +310,8 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: HAN documents with sentences and words shaded, or pooled tokens one row per head."""
-    from attnkit.explain.reports import classifier_report
+    from attnkit.tasks.classify.explain import classifier_report
 
-    if getattr(args, "index", None):
-        raise ValueError("--index picks test images of a vision checkpoint; explain a classifier with --text or --file")
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     texts = read_texts(args)
     predictions = classifier.predict(texts)

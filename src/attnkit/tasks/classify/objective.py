@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from torch import nn
 
-from attnkit.tasks.classify.encoding import forward_batch
+from attnkit.data.batching import EncodedDataset
+from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
 from attnkit.training.cross_entropy import CrossEntropyObjective
+from attnkit.training.precision import autocast, device_of, on_device
 
-__all__ = ["classification_objective"]
+__all__ = ["classification_objective", "evaluate_encoded"]
 
 
 def classification_objective(model: nn.Module, *, label_smoothing: float = 0.0) -> CrossEntropyObjective:
@@ -23,3 +25,23 @@ def classification_objective(model: nn.Module, *, label_smoothing: float = 0.0) 
     return CrossEntropyObjective(
         model, lambda model, batch: forward_batch(model, batch).logits, label_smoothing=label_smoothing
     )
+
+
+def evaluate_encoded(
+    model: nn.Module,
+    encoder: TextEncoder,
+    texts: list[str],
+    labels: list[int],
+    *,
+    batch_size: int = 64,
+    precision: str = "fp32",
+) -> dict[str, float]:
+    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling), on the
+    model's device, under autocast in ``precision``."""
+    if not texts:
+        raise ValueError("nothing to evaluate: the test split is empty")
+    dataset = EncodedDataset(encoder.encode(texts), labels)
+    batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
+    device = device_of(model)
+    with autocast(device, precision):
+        return classification_objective(model).evaluate(on_device(batches(0), device))

@@ -4,41 +4,26 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 
 from attnkit.tasks.options import is_main_process
 
-__all__ = ["STREAM_ABOVE_BYTES", "streams", "train_streamed"]
-
-STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams files larger than this
+__all__ = ["streams", "train_streamed"]
 
 
 def streams(args: argparse.Namespace) -> bool:
-    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` or (auto) larger than 64 MB."""
+    """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
     from attnkit.data.classification import data_set_names
+    from attnkit.tasks.train_setup import streams_file
 
-    if args.data in data_set_names():
-        if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
-            )
-        return False
-    if args.skip_bad_rows and args.streaming == "never":
-        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
-    path = Path(args.data)
-    if args.streaming == "always" or args.skip_bad_rows:
-        return True
-    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+    return streams_file(args, data_set_names())
 
 
-def train_streamed(
-    args: argparse.Namespace, config, fit_config, plan, *, summarise: Callable, init=None, max_chars=None
-) -> int:
-    """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write; ``summarise`` prints the report; ``init`` (an
-    :class:`~attnkit.training.init_from.InitFrom`) starts from a checkpoint's weights; ``max_chars`` cuts the
-    texts as they are read."""
+def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars: int | None = None):
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
+    checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are what the
+    in-memory trainer takes too (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
+    texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
     from attnkit.data.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
 
@@ -55,18 +40,7 @@ def train_streamed(
         delimiter=args.delimiter,
         max_chars=max_chars,
     )
-    with plan.writing():
-        report = train_classifier_streamed(
-            stream,
-            config,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            resume=args.resume,
-            bucketed=not args.random_batches,
-            device=args.device,
-            test_path=args.test,
-            init_from=init,
+    with start.plan.writing():
+        return train_classifier_streamed(
+            stream, start.config, start.fit_config, test_path=args.test, init_from=start.init, **options
         )
-    summarise(report)
-    return 0

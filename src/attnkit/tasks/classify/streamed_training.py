@@ -22,13 +22,13 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective
-from attnkit.tasks.classify.training import KIND, TOKENIZER_DIR
+from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
 from attnkit.training.init_from import InitFrom
-from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.loop import FitConfig
+from attnkit.training.precision import autocast, device_of, on_device
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["evaluate_file", "train_classifier_streamed"]
@@ -120,13 +120,7 @@ def train_classifier_streamed(
     valid_set = EncodedDataset(encoder.encode([t for t, _ in kept]), [y for _, y in kept])
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
 
-    torch.manual_seed(fit_config.seed)
-    model = build_classifier(config, tokenizer.vocab_size)
-    if config.attend == "content":
-        from attnkit.tasks.classify.attended_words import content_word_table
-
-        model.attendable.copy_(content_word_table(tokenizer))
-    place_model(model, device)
+    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
     if config.embeddings != "random" and (resuming or init_from is None):
         from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
@@ -135,16 +129,8 @@ def train_classifier_streamed(
             config = resumed_embeddings(config, out_dir / "last")
         else:
             config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
-    result = fit(
-        classification_objective(model, label_smoothing=config.label_smoothing),
-        train_batches,
-        lambda: valid_batches(0),
-        fit_config,
-        checkpoint_dir=out_dir,
-        resume=resume,
-        model_config={"kind": KIND, **config.to_dict()},
-        extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
-        init_from=None if init_from is None else init_from.checkpoint,
+    result = fit_classifier(
+        model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
     test_metrics = None
     if test_path is not None:

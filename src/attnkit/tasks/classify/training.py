@@ -20,75 +20,20 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import EncodedDataset
-from attnkit.data.classification import TextClassificationData, data_set_names, load_data_set, stratified_split
-from attnkit.data.files import load_files
+from attnkit.data.classification import TextClassificationData, stratified_split
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
-from attnkit.tasks.classify.objective import classification_objective
+from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["KIND", "evaluate_encoded", "load_data", "train_classifier"]
+__all__ = ["TOKENIZER_DIR", "fit_classifier", "placed_model", "train_classifier"]
 
-KIND = "classifier"
 TOKENIZER_DIR = "tokenizer"
-
-
-def load_data(
-    data: str,
-    *,
-    test_path: str | None = None,
-    text_column: str = "text",
-    label_column: str = "label",
-    min_labels: int = 2,
-    delimiter: str | None = None,
-    max_chars: int | None = None,
-) -> TextClassificationData:
-    """A built-in data set name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
-    characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
-    character separates."""
-    if data in data_set_names():
-        if test_path is not None:
-            raise ValueError(f"--test is for user files; the built-in data set {data!r} has its own test split")
-        if delimiter is not None:
-            raise ValueError(f"--delimiter is for user files; the built-in data set {data!r} needs none")
-        return load_data_set(data)
-    if not Path(data).exists():
-        raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
-    return load_files(
-        data,
-        test_path,
-        text_column=text_column,
-        label_column=label_column,
-        min_labels=min_labels,
-        delimiter=delimiter,
-        max_chars=max_chars,
-    )
-
-
-def evaluate_encoded(
-    model: nn.Module,
-    encoder: TextEncoder,
-    texts: list[str],
-    labels: list[int],
-    *,
-    batch_size: int = 64,
-    precision: str = "fp32",
-) -> dict[str, float]:
-    """Accuracy, loss and count of ``model`` on ``texts``/``labels`` (length-bucketed batches, no shuffling), on the
-    model's device, under autocast in ``precision``."""
-    if not texts:
-        raise ValueError("nothing to evaluate: the test split is empty")
-    dataset = EncodedDataset(encoder.encode(texts), labels)
-    batches = make_batches(dataset, encoder.collate(), batch_size, shuffle=False)
-    device = device_of(model)
-    with autocast(device, precision):
-        return classification_objective(model).evaluate(on_device(batches(0), device))
 
 
 def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
@@ -167,28 +112,14 @@ def train_classifier(
     )
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
 
-    torch.manual_seed(fit_config.seed)
-    model = build_classifier(config, tokenizer.vocab_size)
-    if config.attend == "content":
-        from attnkit.tasks.classify.attended_words import content_word_table
-
-        model.attendable.copy_(content_word_table(tokenizer))
-    place_model(model, device)
+    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
     if config.embeddings != "random" and resuming:
         config = resumed_embeddings(config, out_dir / "last")
     elif config.embeddings != "random" and init_from is None:
         config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
-    result = fit(
-        classification_objective(model, label_smoothing=config.label_smoothing),
-        train_batches,
-        lambda: valid_batches(0),
-        fit_config,
-        checkpoint_dir=out_dir,
-        resume=resume,
-        model_config={"kind": KIND, **config.to_dict()},
-        extra_files={TextTokenizer.FILENAME: tokenizer_dir / TextTokenizer.FILENAME},
-        init_from=None if init_from is None else init_from.checkpoint,
+    result = fit_classifier(
+        model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
     test_metrics = None
     if data.test_texts:  # fit has left the best epoch's weights in the model
@@ -203,3 +134,45 @@ def train_classifier(
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
+
+
+def placed_model(
+    config: ClassifierConfig, tokenizer: TextTokenizer, device: str | torch.device, *, seed: int
+) -> nn.Module:
+    """``config``'s untrained model for ``tokenizer``'s vocabulary, seeded by ``seed``, its word attention limited
+    to content words when ``config.attend`` says so, on ``device`` (what the in-memory and streamed trainers share)."""
+    torch.manual_seed(seed)
+    model = build_classifier(config, tokenizer.vocab_size)
+    if config.attend == "content":
+        from attnkit.tasks.classify.attended_words import content_word_table
+
+        model.attendable.copy_(content_word_table(tokenizer))
+    place_model(model, device)
+    return model
+
+
+def fit_classifier(
+    model: nn.Module,
+    config: ClassifierConfig,
+    train_batches,
+    valid_batches,
+    fit_config: FitConfig,
+    *,
+    out_dir: Path,
+    resume: bool,
+    init_from: InitFrom | None = None,
+):
+    """:func:`~attnkit.training.loop.fit` on a classifier: the label-smoothed loss, validation accuracy, and
+    checkpoints holding ``config`` and the run's tokeniser (``out_dir/tokenizer``). Returns fit's result."""
+    tokenizer_file = out_dir / TOKENIZER_DIR / TextTokenizer.FILENAME
+    return fit(
+        classification_objective(model, label_smoothing=config.label_smoothing),
+        train_batches,
+        lambda: valid_batches(0),
+        fit_config,
+        checkpoint_dir=out_dir,
+        resume=resume,
+        model_config={"kind": KIND, **config.to_dict()},
+        extra_files={TextTokenizer.FILENAME: tokenizer_file},
+        init_from=None if init_from is None else init_from.checkpoint,
+    )

@@ -2,7 +2,7 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.tasks.seq2seq.config` | ``Seq2SeqConfig`` (the checkpoint's ``config.json``: names, mapped to objects by the builders) |
+| :mod:`~attnkit.tasks.seq2seq.config` | ``KIND``, ``Seq2SeqConfig`` (the checkpoint's ``config.json``: names, mapped to objects by the builders) from the arguments |
 | :mod:`~attnkit.tasks.seq2seq.data` | built-in data sets and pair files; references per source |
 | :mod:`~attnkit.tasks.seq2seq.objective` | the objective ``fit`` trains on: label-smoothed loss, decoded metrics |
 | :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |

@@ -11,13 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.options import (
-    add_runtime_options,
-    add_training_options,
-    fit_config_from_args,
-    positive_int,
-    say,
-)
+from attnkit.tasks.options import add_runtime_options, add_training_options, positive_int, say
 from attnkit.tasks.seq2seq.data_options import add_pair_file_arguments
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
@@ -41,26 +35,6 @@ The best epoch is chosen on the validation split only: lowest WER for character/
 dates), highest BLEU for subword targets (bible-en-es). The test split is decoded once at the end.
 Then: attnkit evaluate --checkpoint runs/g2p --beam 4;  attnkit translate --checkpoint runs/g2p --text abbey
 """
-
-# option dest -> (family it belongs to, build_seq2seq key); None values are left to the model's defaults
-RNN_OPTIONS = {
-    "attention": "attention",
-    "cell": "cell",
-    "embed_dim": "embed_dim",
-    "hidden": "hidden_dim",
-    "layers": "num_layers",
-    "window": "window",
-    "local_score": "local_score",
-}
-TRANSFORMER_OPTIONS = {
-    "dim": "dim",
-    "heads": "heads",
-    "encoder_layers": "encoder_layers",
-    "decoder_layers": "decoder_layers",
-    "ff_dim": "ff_dim",
-    "positions": "positions",
-}
-
 
 DESCRIPTION = (
     "Train an encoder-decoder: an RNN (GRU/LSTM) with Luong, local or Bahdanau attention (or none), or a "
@@ -137,72 +111,28 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     add_runtime_options(parser)
 
 
-# A store_true flag of one family -> (build_seq2seq key, the value it sets)
-FAMILY_FLAGS = {
-    "rnn": {"unidirectional": ("bidirectional", False)},
-    "transformer": {"post_norm": ("norm_first", False), "share_embeddings": ("share_embeddings", True)},
-}
-FAMILY_OPTIONS = {"rnn": RNN_OPTIONS, "transformer": TRANSFORMER_OPTIONS}
-
-
-def model_options(args: argparse.Namespace) -> dict:
-    """The ``build_seq2seq`` config the arguments describe (vocabulary sizes are added by training).
-
-    Raises:
-        ValueError: an option of the other model family was given (``--attention`` with ``--model transformer``).
-    """
-    for family in FAMILY_OPTIONS.keys() - {args.model}:
-        stray = [dest for dest in FAMILY_OPTIONS[family] if getattr(args, dest) is not None]
-        stray += [dest for dest in FAMILY_FLAGS[family] if getattr(args, dest)]
-        if stray:
-            names = ", ".join("--" + dest.replace("_", "-") for dest in stray)
-            raise ValueError(f"{names}: option(s) of --model {family}, not of --model {args.model}")
-    options: dict = {"model": args.model}
-    options.update(
-        {
-            key: getattr(args, dest)
-            for dest, key in FAMILY_OPTIONS[args.model].items()
-            if getattr(args, dest) is not None
-        }
-    )
-    options.update({key: value for dest, (key, value) in FAMILY_FLAGS[args.model].items() if getattr(args, dest)})
-    if args.dropout is not None:
-        options["dropout"] = args.dropout
-    return options
-
-
-def check_model_options(options: dict) -> None:
-    """Build the model ``options`` describe on a two-token vocabulary (cheap), so a bad combination (heads that do
-    not divide the model size, ...) is refused before anything is read or written."""
-    from attnkit.models.seq2seq import build_seq2seq
-
-    build_seq2seq({**options, "source_vocab_size": 6, "target_vocab_size": 6})
-
-
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
     from attnkit.data.seq2seq import data_set_names
-    from attnkit.tasks.run_plan import plan_run, train_writes
-    from attnkit.tasks.seq2seq.config import KIND
+    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.seq2seq.config import KIND, config_from_args
     from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq
-    from attnkit.training.init_from import resolve_init_from
+    from attnkit.tasks.train_setup import start_training
 
-    plan = plan_run(
+    start = start_training(
         args,
         command="train seq2seq",
+        kind=KIND,
         inputs={"data": (args.data, data_set_names()), "valid": (args.valid, ()), "test": (args.test, ())},
         writes=train_writes(args, TOKENIZER_DIR),
+        config_from_args=config_from_args,
+        config_from_init=lambda init: config_from_args(args, init),
+        streams=streams,
     )
-    init = resolve_init_from(args.init_from, KIND)
-    if init is None:
-        options = model_options(args)
-        check_model_options(options)
-    else:  # the checkpoint's model, vocabulary sizes aside (its tokenisers bring them)
-        vocabulary = ("source_vocab_size", "target_vocab_size")
-        options = {key: value for key, value in init.config["model"].items() if key not in vocabulary}
-    if streams(args):
-        return _report(train_streamed(args, options, fit_config_from_args(args), plan, init=init))
+    options = trainer_options(args)
+    if start.streamed:
+        return _report(train_streamed(args, start, options))
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -224,27 +154,32 @@ def train(args: argparse.Namespace) -> int:
     )
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
-    fit_config = fit_config_from_args(args)
-    with plan.writing():
+    with start.plan.writing():
         report = train_seq2seq(
             data,
-            options,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            vocab_size=args.vocab_size,
-            label_smoothing=args.label_smoothing,
-            resume=args.resume,
-            evaluate_test=not args.no_test,
-            data_name=args.data,
-            max_source_length=args.max_source_length,
-            max_target_length=args.max_target_length,
+            start.config,
+            start.fit_config,
             strict=args.strict,
-            device=args.device,
-            init_from=init,
+            init_from=start.init,
             load_seconds=load_seconds,
+            **options,
         )
     return _report(report)
+
+
+def trainer_options(args: argparse.Namespace) -> dict:
+    """What the in-memory and the streamed trainer both take from the arguments (run directory, batching,
+    vocabulary, length limits, device)."""
+    return {
+        "out_dir": args.out,
+        "batch_size": args.batch_size,
+        "vocab_size": args.vocab_size,
+        "resume": args.resume,
+        "evaluate_test": not args.no_test,
+        "max_source_length": args.max_source_length,
+        "max_target_length": args.max_target_length,
+        "device": args.device,
+    }
 
 
 def _report(report) -> int:
@@ -297,10 +232,17 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
-    """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF."""
+    """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF; with
+    ``--backend ctranslate2``, of one export (:func:`evaluate_export`)."""
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
+    from attnkit.training.checkpointing import CheckpointError, export_message, is_export
 
+    if args.backend == "ctranslate2":
+        return evaluate_export(args)
+    exported = [checkpoint for checkpoint in checkpoints if is_export(checkpoint)]
+    if exported:
+        raise CheckpointError(export_message(exported[0]))
     check_decoding(args)
     loaded = load_seq2seq_ensemble(
         checkpoints, device=args.device, precision=args.precision, quantize=getattr(args, "quantize", None)
@@ -377,10 +319,6 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     from attnkit.tasks.seq2seq.explain import seq2seq_report
     from attnkit.tasks.seq2seq.faithfulness import text_faithfulness
 
-    if getattr(args, "index", None):
-        raise ValueError(
-            "--index picks test images of a vision checkpoint; explain a seq2seq model with --text or --file"
-        )
     texts = read_texts(args)
     loaded = load(checkpoint, device=args.device, precision=args.precision)
     tests = text_faithfulness(loaded, texts, erase=args.erase, seed=args.seed) if args.faithfulness else None

@@ -5,13 +5,14 @@ It stores names; :func:`~attnkit.tasks.seq2seq.scoring.scoring_named` and
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.config_io import JsonConfig
 
-__all__ = ["KIND", "Seq2SeqConfig"]
+__all__ = ["KIND", "Seq2SeqConfig", "build_seq2seq_model", "config_from_args", "model_options"]
 
 KIND = "seq2seq"
 
@@ -69,3 +70,101 @@ def check_model_types(model: dict[str, Any]) -> None:
         problem = None if key == "model" or key not in hints else value_problem(value, hints[key], where=f"model.{key}")
         if problem is not None:
             raise ValueError(f"seq2seq config field {problem}")
+
+
+def build_seq2seq_model(config: Seq2SeqConfig):
+    """The untrained model ``config`` describes (its ``model`` holds the vocabulary sizes):
+    :func:`~attnkit.models.seq2seq.build_seq2seq`.
+
+    Raises:
+        ValueError: options the model family does not take, or a bad combination of them.
+    """
+    from attnkit.models.seq2seq import build_seq2seq
+
+    return build_seq2seq(config.model)
+
+
+def config_from_args(args: argparse.Namespace, init=None) -> Seq2SeqConfig:
+    """The config ``attnkit train seq2seq``'s options describe: the model (its vocabulary sizes, metric kind and
+    the data's levels are filled in by training, from the data and its tokenisers), the data, the label smoothing.
+    With ``init`` (an ``--init-from`` :class:`~attnkit.training.init_from.InitFrom`), the checkpoint's model.
+
+    Raises:
+        ValueError: an option of the other model family, or a model its options cannot build.
+    """
+    if init is None:
+        model = model_options(args)
+        check_model_options(model)
+    else:  # the checkpoint's model, vocabulary sizes aside (its tokenisers bring them)
+        vocabulary = ("source_vocab_size", "target_vocab_size")
+        model = {key: value for key, value in init.config["model"].items() if key not in vocabulary}
+    return Seq2SeqConfig(
+        model=model,
+        data=args.data,
+        source_level=args.source_level,
+        target_level=args.target_level,
+        label_smoothing=args.label_smoothing,
+    )
+
+
+# option dest -> (family it belongs to, build_seq2seq key); None values are left to the model's defaults
+RNN_OPTIONS = {
+    "attention": "attention",
+    "cell": "cell",
+    "embed_dim": "embed_dim",
+    "hidden": "hidden_dim",
+    "layers": "num_layers",
+    "window": "window",
+    "local_score": "local_score",
+}
+TRANSFORMER_OPTIONS = {
+    "dim": "dim",
+    "heads": "heads",
+    "encoder_layers": "encoder_layers",
+    "decoder_layers": "decoder_layers",
+    "ff_dim": "ff_dim",
+    "positions": "positions",
+}
+
+
+# A store_true flag of one family -> (build_seq2seq key, the value it sets)
+FAMILY_FLAGS = {
+    "rnn": {"unidirectional": ("bidirectional", False)},
+    "transformer": {"post_norm": ("norm_first", False), "share_embeddings": ("share_embeddings", True)},
+}
+FAMILY_OPTIONS = {"rnn": RNN_OPTIONS, "transformer": TRANSFORMER_OPTIONS}
+
+
+def model_options(args: argparse.Namespace) -> dict:
+    """The ``build_seq2seq`` config the arguments describe (vocabulary sizes are added by training); one table per
+    model family maps its options to the builder's keys.
+
+    Raises:
+        ValueError: an option of the other model family was given (``--attention`` with ``--model transformer``).
+    """
+    for family in FAMILY_OPTIONS.keys() - {args.model}:
+        stray = [dest for dest in FAMILY_OPTIONS[family] if getattr(args, dest) is not None]
+        stray += [dest for dest in FAMILY_FLAGS[family] if getattr(args, dest)]
+        if stray:
+            names = ", ".join("--" + dest.replace("_", "-") for dest in stray)
+            raise ValueError(f"{names}: option(s) of --model {family}, not of --model {args.model}")
+    options: dict = {"model": args.model}
+    options.update(
+        {
+            key: getattr(args, dest)
+            for dest, key in FAMILY_OPTIONS[args.model].items()
+            if getattr(args, dest) is not None
+        }
+    )
+    options.update({key: value for dest, (key, value) in FAMILY_FLAGS[args.model].items() if getattr(args, dest)})
+    if args.dropout is not None:
+        options["dropout"] = args.dropout
+    return options
+
+
+def check_model_options(options: dict) -> None:
+    """Build the model ``options`` describe on a two-token vocabulary (cheap), so a bad combination (heads that do
+    not divide the model size, ...) is refused before anything is read or written."""
+    from attnkit.models.seq2seq import build_seq2seq
+
+    build_seq2seq({**options, "source_vocab_size": 6, "target_vocab_size": 6})

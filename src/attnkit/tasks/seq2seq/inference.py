@@ -31,8 +31,7 @@ from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs,
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
-from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.checkpointing import (
@@ -160,7 +159,7 @@ def load_seq2seq(
     values = read_config_of_kind(checkpoint, KIND)
     try:
         config = Seq2SeqConfig.from_dict(values)
-        model = build_seq2seq(config.model)
+        model = build_seq2seq_model(config)
         source_tok, target_tok = load_tokenizers(checkpoint)
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{checkpoint}/{CONFIG_FILE}: {error}") from error

@@ -8,9 +8,7 @@ from pathlib import Path
 
 from attnkit.tasks.options import is_main_process, say
 
-__all__ = ["STREAM_ABOVE_BYTES", "add_streaming_arguments", "streams", "train_streamed"]
-
-STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams pair files larger than this
+__all__ = ["add_streaming_arguments", "streams", "train_streamed"]
 
 
 def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
@@ -31,28 +29,18 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def streams(args: argparse.Namespace) -> bool:
-    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
-    larger than 64 MB."""
+    """Whether ``--data`` is read as a stream (:func:`attnkit.tasks.train_setup.streams_file`)."""
     from attnkit.data.seq2seq import data_set_names
+    from attnkit.tasks.train_setup import streams_file
 
-    if args.data in data_set_names():
-        if args.streaming == "always" or args.skip_bad_rows:
-            raise ValueError(
-                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
-            )
-        return False
-    if args.skip_bad_rows and args.streaming == "never":
-        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
-    if args.streaming == "always" or args.skip_bad_rows:
-        return True
-    path = Path(args.data)
-    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
+    return streams_file(args, data_set_names())
 
 
-def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan, *, init=None) -> object:
-    """Train on the streamed ``--data`` file; ``plan`` (:func:`attnkit.tasks.run_plan.plan_run`, already checked)
-    guards every write; ``init`` (an :class:`~attnkit.training.init_from.InitFrom`) starts from a checkpoint's
-    weights and tokenisers. Returns the :class:`TrainReport`."""
+def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
+    checked) holds the config, the ``--init-from`` checkpoint (its weights and tokenisers) and guards every write;
+    ``options`` are what the in-memory trainer takes too (:func:`attnkit.tasks.seq2seq.commands.trainer_options`).
+    Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
     from attnkit.tasks.seq2seq.data import LEVELS
     from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
@@ -73,24 +61,15 @@ def train_streamed(args: argparse.Namespace, options: dict, fit_config, plan, *,
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
     )
-    with plan.writing():
+    with start.plan.writing():
         report = train_seq2seq_streamed(
             stream,
-            options,
-            fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            vocab_size=args.vocab_size,
-            label_smoothing=args.label_smoothing,
-            resume=args.resume,
-            evaluate_test=not args.no_test,
-            data_name=args.data,
+            start.config,
+            start.fit_config,
             valid_path=args.valid,
             test_path=args.test,
-            max_source_length=args.max_source_length,
-            max_target_length=args.max_target_length,
-            device=args.device,
-            init_from=init,
+            init_from=start.init,
+            **options,
         )
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")

@@ -13,29 +13,21 @@ pass over the file); ``details.truncated_pairs`` in ``metrics.json`` counts the 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from attnkit.data.seq2seq import Seq2SeqData, collate_pairs, encode_pairs, make_loader, read_pairs
+from attnkit.data.seq2seq import Seq2SeqData, collate_pairs, read_pairs
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH
 from attnkit.data.seq2seq.pair_stream import PairFileStream
 from attnkit.data.seq2seq.tokenization import load_tokenizers
 from attnkit.data.streaming import StreamedBatches, StreamOptions
-from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
-from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
-from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
-from attnkit.tasks.seq2seq.scoring import scoring_for
-from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, TOKENIZER_FILES, save_run_tokenizers
+from attnkit.tasks.seq2seq.config import Seq2SeqConfig
+from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, run_config
 from attnkit.training.init_from import InitFrom
-from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import place_model
-from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
+from attnkit.training.loop import FitConfig
+from attnkit.training.run_report import TrainReport, replica
 
 __all__ = ["train_seq2seq_streamed"]
 
@@ -68,16 +60,14 @@ def _held_data(stream: PairFileStream, valid: list, test_path: str | None, valid
 
 def train_seq2seq_streamed(
     stream: PairFileStream,
-    model_options: Mapping[str, Any],
+    config: Seq2SeqConfig,
     fit_config: FitConfig,
     *,
     out_dir: str | Path,
     batch_size: int = 64,
     vocab_size: int = 8000,
-    label_smoothing: float = 0.1,
     resume: bool = False,
     evaluate_test: bool = True,
-    data_name: str | None = None,
     valid_path: str | None = None,
     test_path: str | None = None,
     max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
@@ -85,10 +75,10 @@ def train_seq2seq_streamed(
     device: str | torch.device = "auto",
     init_from: InitFrom | None = None,
 ) -> TrainReport:
-    """Train the model ``model_options`` describe on ``stream``'s training pairs; the rest as
+    """Train the model ``config`` describes on ``stream``'s training pairs; the rest as
     :func:`~attnkit.tasks.seq2seq.training.train_seq2seq` (same run directory, checkpoints and ``metrics.json``,
     whose details add ``load_seconds`` and the pair counts). ``init_from`` starts from a checkpoint's weights and
-    tokenisers, with a fresh optimiser (``model_options`` must be its model's; the stream must have its levels).
+    tokenisers, with a fresh optimiser (``config.model`` must be its model's; the stream must have its levels).
 
     Raises:
         DataError: as :meth:`PairFileStream.scan`.
@@ -98,7 +88,6 @@ def train_seq2seq_streamed(
     out_dir = Path(out_dir)
     rank, world = replica()
     scan, source_tok, target_tok = stream.scan(vocab_size=vocab_size)
-    tokenizer_dir = out_dir / TOKENIZER_DIR
     resuming = resume and (out_dir / "last").exists()
     if init_from is not None and not resuming:
         levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
@@ -110,31 +99,12 @@ def train_seq2seq_streamed(
         source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
     elif resume:
         with contextlib.suppress(ValueError):  # interrupted before they were written: the scan's, as a fresh run
-            source_tok, target_tok = load_tokenizers(tokenizer_dir)
+            source_tok, target_tok = load_tokenizers(out_dir / TOKENIZER_DIR)
     data = _held_data(stream, scan.valid, test_path, valid_path)
     load_seconds = time.monotonic() - started
     if rank == 0:
         source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
         print(f"{stream.path}: {scan.train_pairs:,} training pairs, {scan.valid_pairs:,} held out ({source})")
-    scoring = scoring_for(data)
-    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
-    model_config = {**model_options, "source_vocab_size": source_tok.vocab_size,
-                    "target_vocab_size": target_tok.vocab_size}  # fmt: skip
-    config = Seq2SeqConfig(
-        model=model_config,
-        data=data_name or data.name,
-        metrics=scoring.name,
-        source_level=data.source_level,
-        target_level=data.target_level,
-        label_smoothing=label_smoothing,
-    )
-    torch.manual_seed(fit_config.seed)
-    model = build_seq2seq(model_config)
-    place_model(model, device)
-    if rank == 0:
-        save_run_tokenizers(tokenizer_dir, source_tok, target_tok)
-    names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
-
     truncated = [0]
 
     def encode(pairs: list) -> list:
@@ -157,39 +127,32 @@ def train_seq2seq_streamed(
         world=world,
         rank=rank,
     )
-    valid_shard = data.valid[rank::world]
-    references = data.references_for("valid")[rank::world]
-    valid_loader = make_loader(encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size,
-                               shuffle=False)  # fmt: skip
-    objective = Seq2SeqObjective(model, target_tok, scoring=scoring, label_smoothing=label_smoothing, references=references,
-                       beam_size=1)  # fmt: skip
-    result = fit(
-        objective,
-        train_batches,
-        lambda: valid_loader,
+
+    def details() -> dict:  # read after training: the cuts are counted as the epochs read the file
+        init = {} if init_from is None else {"init_from": init_from.record()}
+        return init | {
+            "streamed": True,
+            "load_seconds": round(load_seconds, 2),
+            "scan_cached": scan.cached,
+            "sizes": {"train": scan.train_pairs, "valid": len(data.valid), "test": len(data.test)},
+            "held_out_pairs": scan.valid_pairs,
+            "bad_rows_skipped": scan.bad_rows,
+            "truncated_pairs": truncated[0],
+            "steps_per_epoch": len(train_batches),
+        }
+
+    return fit_seq2seq(
+        run_config(config, data, source_tok, target_tok),
+        data,
+        (source_tok, target_tok),
+        lambda: train_batches,
         fit_config,
-        checkpoint_dir=out_dir,
+        out_dir=out_dir,
+        batch_size=batch_size,
         resume=resume,
-        model_config={"kind": KIND, **config.to_dict()},
-        extra_files={name: tokenizer_dir / name for name in names},
-        init_from=None if init_from is None else init_from.checkpoint,
+        evaluate_test=evaluate_test,
+        device=device,
+        save_tokenizers=True,
+        init_from=init_from,
+        details=details,
     )
-    test_metrics = None
-    if evaluate_test and data.test and rank == 0:
-        loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
-        test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
-    details = {
-        "streamed": True,
-        "load_seconds": round(load_seconds, 2),
-        "scan_cached": scan.cached,
-        "sizes": {"train": scan.train_pairs, "valid": len(data.valid), "test": len(data.test)},
-        "held_out_pairs": scan.valid_pairs,
-        "bad_rows_skipped": scan.bad_rows,
-        "truncated_pairs": truncated[0],
-        "steps_per_epoch": len(train_batches),
-    }
-    if init_from is not None:
-        details["init_from"] = init_from.record()
-    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
-    write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
-    return report

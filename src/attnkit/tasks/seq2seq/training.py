@@ -2,7 +2,8 @@
 using the checkpoints it writes: :mod:`attnkit.tasks.seq2seq.inference`).
 
     data = load_data("dates")                                        # or a pair file: load_data("pairs.tsv", ...)
-    report = train_seq2seq(data, {"model": "rnn", "attention": "bahdanau"}, FitConfig(epochs=10), out_dir="runs/d")
+    config = Seq2SeqConfig(model={"model": "rnn", "attention": "bahdanau"})
+    report = train_seq2seq(data, config, FitConfig(epochs=10), out_dir="runs/d")
 
 A run directory holds ``best/`` and ``last/`` checkpoints — ``model.safetensors``, ``config.json`` (``"kind":
 "seq2seq"`` plus :class:`Seq2SeqConfig`) and the tokeniser file(s), ``tokenizer.json`` for a shared vocabulary or
@@ -17,9 +18,8 @@ training, with the best weights.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch.utils.data import DataLoader
@@ -38,17 +38,16 @@ from attnkit.data.seq2seq import (
 )
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
-from attnkit.models.seq2seq import build_seq2seq
-from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig
+from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
-from attnkit.tasks.seq2seq.scoring import scoring_for
+from attnkit.tasks.seq2seq.scoring import scoring_for, scoring_named
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "save_run_tokenizers", "train_seq2seq"]
+__all__ = ["TOKENIZER_DIR", "fit_seq2seq", "run_config", "save_run_tokenizers", "train_seq2seq"]
 
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
@@ -91,16 +90,14 @@ def save_run_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -
 
 def train_seq2seq(
     data: Seq2SeqData,
-    model_options: Mapping[str, Any],
+    config: Seq2SeqConfig,
     fit_config: FitConfig,
     *,
     out_dir: str | Path,
     batch_size: int = 64,
     vocab_size: int = 8000,
-    label_smoothing: float = 0.1,
     resume: bool = False,
     evaluate_test: bool = True,
-    data_name: str | None = None,
     max_source_length: int = DEFAULT_MAX_SOURCE_LENGTH,
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     strict: bool = False,
@@ -108,26 +105,28 @@ def train_seq2seq(
     init_from: InitFrom | None = None,
     load_seconds: float | None = None,
 ) -> TrainReport:
-    """Train the model ``model_options`` describe on ``data.train``, validating on ``data.valid`` every epoch.
+    """Train the model ``config`` describes on ``data.train``, validating on ``data.valid`` every epoch.
 
     Args:
         data: the data set's three splits (the test split is only decoded after training).
-        model_options: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config without the vocabulary sizes
-            (``{"model": "rnn", "attention": "local-p", ...}``).
+        config: :func:`~attnkit.tasks.seq2seq.config.config_from_args`'s: its ``model`` is
+            :func:`~attnkit.models.seq2seq.build_seq2seq`'s config without the vocabulary sizes
+            (``{"model": "rnn", "attention": "local-p", ...}``), its ``data`` what ``config.json`` records as the
+            data (default ``data.name``), its ``label_smoothing`` the training loss's; the vocabulary sizes, the
+            metric kind and the levels are the data's and its tokenisers' (:func:`run_config`).
         fit_config: the loop's options; its selection metric and mode are replaced by the objective's (WER min
             for sequence data, BLEU max for text), its ``max_minutes`` is the time budget.
         out_dir: the run directory (see the module docstring).
         vocab_size: of subword tokenisers.
         resume: continue from ``out_dir/last`` with the run's own tokenisers.
         evaluate_test: decode the test split (greedily) with the best weights at the end, if it has pairs.
-        data_name: what ``config.json`` records as the data (default ``data.name``).
         max_source_length, max_target_length: pairs longer than this many tokens on either side are skipped (a
             batch pads to its longest pair: one very long pair can exhaust memory); the count is printed.
         strict: refuse such pairs instead (one line naming ``file:line``).
         device: where the model trains (``"auto"``: CUDA when available; see
             :func:`~attnkit.training.precision.resolve_device`); ``fit_config.precision`` says in what precision,
             for training, validation and the test decoding alike.
-        init_from: start from this checkpoint's weights and tokenisers (``model_options`` must be its model's;
+        init_from: start from this checkpoint's weights and tokenisers (``config.model`` must be its model's;
             ``data`` must have its source and target levels), with a fresh optimiser.
         load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
 
@@ -142,8 +141,6 @@ def train_seq2seq(
         raise ValueError(f"{data.name}: the validation split is empty; give a --valid file or more training pairs")
     out_dir = Path(out_dir)
     rank, world = replica()
-    scoring = scoring_for(data)
-    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
     tokenizer_dir = out_dir / TOKENIZER_DIR
     if init_from is not None and not (resume and (out_dir / "last").exists()):
         levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
@@ -163,38 +160,91 @@ def train_seq2seq(
     if limited.skipped_total and rank == 0:
         print(limited.message())
     data = limited.data
-    model_config = {
-        **model_options,
-        "source_vocab_size": source_tok.vocab_size,
-        "target_vocab_size": target_tok.vocab_size,
-    }
-    config = Seq2SeqConfig(
-        model=model_config,
-        data=data_name or data.name,
-        metrics=scoring.name,
+    details = {"sizes": data.sizes}
+    if init_from is not None:
+        details["init_from"] = init_from.record()
+    if load_seconds is not None:
+        details["load_seconds"] = round(load_seconds, 2)
+    return fit_seq2seq(
+        run_config(config, data, source_tok, target_tok),
+        data,
+        (source_tok, target_tok),
+        lambda: _train_batches(limited.encoded["train"], batch_size, fit_config.seed, world, rank),
+        fit_config,
+        out_dir=out_dir,
+        batch_size=batch_size,
+        resume=resume,
+        evaluate_test=evaluate_test,
+        device=device,
+        save_tokenizers=built,
+        init_from=init_from,
+        details=lambda: details,
+    )
+
+
+def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, target: Tokenizer) -> Seq2SeqConfig:
+    """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes, the name of the
+    data's scoring (:func:`~attnkit.tasks.seq2seq.scoring.scoring_for`) and its levels, and its name where
+    ``config`` names no data."""
+    model = {**config.model, "source_vocab_size": source.vocab_size, "target_vocab_size": target.vocab_size}
+    return dataclasses.replace(
+        config,
+        model=model,
+        data=config.data or data.name,
+        metrics=scoring_for(data).name,
         source_level=data.source_level,
         target_level=data.target_level,
-        label_smoothing=label_smoothing,
     )
+
+
+def fit_seq2seq(
+    config: Seq2SeqConfig,
+    data: Seq2SeqData,
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    train_batches: Callable[[], Callable],
+    fit_config: FitConfig,
+    *,
+    out_dir: Path,
+    batch_size: int,
+    resume: bool,
+    evaluate_test: bool,
+    device: str | torch.device,
+    save_tokenizers: bool,
+    init_from: InitFrom | None = None,
+    details: Callable[[], dict],
+) -> TrainReport:
+    """The part of a run the in-memory and the streamed trainers share: build ``config``'s model on ``device``,
+    save the run's tokenisers (``save_tokenizers``), fit on ``train_batches()`` (made once the model is built)
+    selecting on ``data.valid`` by the task's metric, decode ``data.test`` at the end (``evaluate_test``), and write
+    ``metrics.json`` with ``details()`` (read after training)."""
+    rank, world = replica()
+    source_tok, target_tok = tokenizers
+    scoring = scoring_named(config.metrics)
+    fit_config = dataclasses.replace(fit_config, select_metric=scoring.select_metric, select_mode=scoring.select_mode)
+    tokenizer_dir = out_dir / TOKENIZER_DIR
     torch.manual_seed(fit_config.seed)
-    model = build_seq2seq(model_config)  # bad options fail here, before anything is written
+    model = build_seq2seq_model(config)  # bad options fail here, before anything is written
     place_model(model, device)
-    if built and rank == 0:
+    if save_tokenizers and rank == 0:
         save_run_tokenizers(tokenizer_dir, source_tok, target_tok)
     names = TOKENIZER_FILES[:1] if source_tok is target_tok else TOKENIZER_FILES[1:]
-
-    train_set = limited.encoded["train"]
+    batches = train_batches()
     valid_shard = data.valid[rank::world]
     references = data.references_for("valid")[rank::world]
     valid_loader = make_loader(
         encode_pairs(valid_shard, source_tok, target_tok), batch_size=2 * batch_size, shuffle=False
     )
     objective = Seq2SeqObjective(
-        model, target_tok, scoring=scoring, label_smoothing=label_smoothing, references=references, beam_size=1
+        model,
+        target_tok,
+        scoring=scoring,
+        label_smoothing=config.label_smoothing,
+        references=references,
+        beam_size=1,
     )
     result = fit(
         objective,
-        _train_batches(train_set, batch_size, fit_config.seed, world, rank),
+        batches,
         lambda: valid_loader,
         fit_config,
         checkpoint_dir=out_dir,
@@ -207,11 +257,6 @@ def train_seq2seq(
     if evaluate_test and data.test and rank == 0:
         loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
         test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
-    details = {"sizes": data.sizes}
-    if init_from is not None:
-        details["init_from"] = init_from.record()
-    if load_seconds is not None:
-        details["load_seconds"] = round(load_seconds, 2)
-    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details())
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report

@@ -2,10 +2,12 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.tasks.vision.config` | ``VisionConfig`` (the checkpoint's ``config.json``) and the model it builds |
+| :mod:`~attnkit.tasks.vision.config` | ``KIND``, ``VisionConfig`` (the checkpoint's ``config.json``) from the arguments, the model it builds |
+| :mod:`~attnkit.tasks.vision.data` | the built-in image data set (``load_data``), test images by index |
 | :mod:`~attnkit.tasks.vision.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
 | :mod:`~attnkit.tasks.vision.training` | ``train_vision`` |
 | :mod:`~attnkit.tasks.vision.inference` | ``load_vision`` -> ``VisionModel`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.vision.explain` | the HTML report: attention maps over each image (``vision_report``) |
 | :mod:`~attnkit.tasks.vision.faithfulness` | grid cells as a faithfulness subject; ``vision_faithfulness``; the command's output |
 | :mod:`~attnkit.tasks.vision.commands` | the command hooks (``attnkit train vision``, evaluate, predict, explain, faithfulness) |
 """

@@ -9,12 +9,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from attnkit.tasks.options import (
-    add_runtime_options,
-    add_training_options,
-    fit_config_from_args,
-    say,
-)
+from attnkit.tasks.options import add_runtime_options, add_training_options, say
 
 EXAMPLES = """examples:
   attnkit train vision --data digits --out runs/digits
@@ -66,46 +61,35 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
-    from attnkit.data.images import load_data_set
-    from attnkit.tasks.run_plan import plan_run, train_writes
-    from attnkit.tasks.vision.config import VisionConfig
-    from attnkit.tasks.vision.training import KIND, train_vision
-    from attnkit.training.init_from import resolve_init_from
+    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.train_setup import start_training
+    from attnkit.tasks.vision.config import KIND, VisionConfig, config_from_args
+    from attnkit.tasks.vision.data import load_data
+    from attnkit.tasks.vision.training import train_vision
 
-    plan = plan_run(args, command="train vision", inputs={"data": (args.data, ("digits",))}, writes=train_writes(args))
-    init = resolve_init_from(args.init_from, KIND)
-
-    data = load_data_set(args.data)
-    if args.limit is not None:
-        if args.limit < 20:
-            raise ValueError(f"--limit must be at least 20 images, got {args.limit}")
-        data = data.subset_train(args.limit)
-    config = (
-        VisionConfig.from_dict(init.config)
-        if init
-        else VisionConfig(
-            channels=args.channels,
-            downsample=args.downsample,
-            heads=args.heads,
-            positions=args.positions,
-            dropout=args.dropout,
-        )
+    start = start_training(
+        args,
+        command="train vision",
+        kind=KIND,
+        inputs={"data": (args.data, ("digits",))},
+        writes=train_writes(args),
+        config_from_args=config_from_args,
+        config_from_init=lambda init: VisionConfig.from_dict(init.config),
+        fit_overrides={"select_metric": args.select, "select_mode": "min" if args.select == "loss" else "max"},
     )
-    fit_config = fit_config_from_args(
-        args, select_metric=args.select, select_mode="min" if args.select == "loss" else "max"
-    )
-    with plan.writing():
+    data = load_data(args.data, limit=args.limit)
+    with start.plan.writing():
         report = train_vision(
             data,
-            config,
-            fit_config,
+            start.config,
+            start.fit_config,
             out_dir=args.out,
             batch_size=args.batch_size,
             valid_fraction=args.valid_fraction,
             max_shift=args.shift,
             resume=args.resume,
             device=args.device,
-            init_from=init,
+            init_from=start.init,
         )
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
@@ -148,7 +132,7 @@ def add_image_arguments(parser: argparse.ArgumentParser) -> None:
 def _images(args: argparse.Namespace, vision) -> tuple:
     """``(images [N, C, H, W], titles, true labels or None)`` from ``--file`` or ``--index``."""
     from attnkit.data.images import read_image_file
-    from attnkit.tasks.vision.inference import load_test_images
+    from attnkit.tasks.vision.data import load_test_images
 
     if getattr(args, "text", None):
         raise ValueError("--text is for text classifiers; explain a vision checkpoint with --index N or --file F")
@@ -179,26 +163,13 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: each image with every head's attention map laid over it."""
-    from attnkit.explain.html import write_report
-    from attnkit.explain.sections import visual_section
+    from attnkit.tasks.vision.explain import vision_report
 
     if getattr(args, "faithfulness", False):
         raise ValueError("--faithfulness: the vision report has no faithfulness panel yet; run attnkit faithfulness")
     vision = load(checkpoint, device=args.device, precision=args.precision)
     images, titles, true_labels = _images(args, vision)
-    label_names = vision.label_names
-    sections = [
-        visual_section(
-            prediction.image,
-            prediction.attention,
-            label_names=label_names,
-            probabilities=[prediction.probabilities[name] for name in label_names],
-            true_label=gold,
-            title=heading,
-        )
-        for prediction, heading, gold in zip(vision.predict(images), titles, true_labels, strict=True)
-    ]
-    return write_report(args.out, sections, title=args.title or "What the visual attention model looked at")
+    return vision_report(vision, images, titles, true_labels, args.out, title=args.title)
 
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnkit.models.visual import VisualAttentionClassifier, visual_attention_classifier
 from attnkit.training.config_io import JsonConfig
 
-__all__ = ["KIND", "VisionConfig", "build_vision_model"]
+__all__ = ["KIND", "VisionConfig", "build_vision_model", "config_from_args"]
 
 KIND = "vision"
 
@@ -49,4 +50,16 @@ def build_vision_model(config: VisionConfig) -> VisualAttentionClassifier:
         hidden=config.hidden,
         positions=config.positions,
         dropout=config.dropout,
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> VisionConfig:
+    """The config ``attnkit train vision``'s options describe (its data set, labels and image shape are filled in
+    by training, from the data)."""
+    return VisionConfig(
+        channels=args.channels,
+        downsample=args.downsample,
+        heads=args.heads,
+        positions=args.positions,
+        dropout=args.dropout,
     )

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import torch
 
-from attnkit.data.images import load_data_set
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.tasks.vision.training import evaluate_vision
+from attnkit.tasks.vision.objective import evaluate_vision
 from attnkit.training.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
@@ -27,7 +26,7 @@ from attnkit.training.checkpointing import (
 )
 from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
-__all__ = ["ImagePrediction", "VisionModel", "load_test_images", "load_vision", "predict_images"]
+__all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
 
 
 @dataclass
@@ -124,17 +123,3 @@ def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", 
         raise CheckpointError(f"{checkpoint / CONFIG_FILE}: {error}") from error
     load_model_weights(model, checkpoint)
     return VisionModel(ready_for_inference(model, device, precision), config, precision)
-
-
-def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torch.Tensor, list[str]]:
-    """Test images ``[len(indices), C, H, W]`` of the checkpoint's dataset, and their true label names."""
-    data = load_data_set(config.dataset)
-    count = len(data.test_images)
-    bad = [index for index in indices if not 0 <= index < count]
-    if bad:
-        raise ValueError(
-            f"test image index {bad[0]} is out of range: "
-            f"the {config.dataset} test split has {count} images (0..{count - 1})"
-        )
-    chosen = torch.as_tensor(list(indices), dtype=torch.long)
-    return data.test_images[chosen], [data.label_names[int(label)] for label in data.test_labels[chosen]]

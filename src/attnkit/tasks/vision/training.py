@@ -17,15 +17,14 @@ import torch
 
 from attnkit.data.classification import stratified_split
 from attnkit.data.images import ImageClassificationData, image_batches, image_keys
-from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.tasks.vision.objective import vision_objective
+from attnkit.tasks.vision.objective import evaluate_vision, vision_objective
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig, fit
-from attnkit.training.precision import autocast, device_of, on_device, place_model
+from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["evaluate_vision", "train_vision"]
+__all__ = ["train_vision"]
 
 
 def train_vision(
@@ -102,22 +101,3 @@ def train_vision(
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
-
-
-def evaluate_vision(
-    model: VisualAttentionClassifier,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    *,
-    batch_size: int = 256,
-    precision: str = "fp32",
-) -> dict[str, float]:
-    """``accuracy``, mean ``loss`` and ``count`` of ``model`` on ``images [N, C, H, W]``, ``labels [N]`` (on the
-    model's device, under autocast in ``precision``)."""
-    if len(images) == 0:
-        raise ValueError("nothing to evaluate: no images")
-    device = device_of(model)
-    with autocast(device, precision):
-        return vision_objective(model).evaluate(
-            on_device(image_batches(images, labels, batch_size, shuffle=False)(0), device)
-        )

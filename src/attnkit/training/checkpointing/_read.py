@@ -61,6 +61,7 @@ __all__ = [
     "STATE_TENSORS_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
+    "export_kind",
     "export_message",
     "is_export",
     "load_model_weights",
@@ -81,6 +82,23 @@ EXPORT_MANIFEST = "attnkit_export.json"
 def is_export(path: str | Path) -> bool:
     """Whether ``path`` is a directory ``attnkit export`` wrote (a CTranslate2 model, not a checkpoint)."""
     return Path(path).is_dir() and (Path(path) / EXPORT_MANIFEST).is_file()
+
+
+def export_kind(path: str | Path) -> str:
+    """The kind of the task that exported ``path`` (an export's manifest names it, as a checkpoint's ``config.json``
+    does); exports written before manifests named their kind were all ``seq2seq`` ones.
+
+    Raises:
+        CheckpointError: the manifest is unreadable, or its kind is not a string.
+    """
+    manifest = Path(path) / EXPORT_MANIFEST
+    try:
+        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind", "seq2seq")
+    except (OSError, ValueError, AttributeError) as error:
+        raise CheckpointError(f"{manifest}: unreadable export manifest ({error})") from None
+    if not isinstance(kind, str):
+        raise CheckpointError(f"{manifest}: the field 'kind' must be a string naming the export's task, got {kind!r}")
+    return kind
 
 
 def export_message(path: str | Path) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from attnkit.data.seq2seq import DataError, Tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import SPECIALS
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.tasks.seq2seq.config import KIND
 from attnkit.tasks.seq2seq.ctranslate2.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -139,6 +140,7 @@ def export_ctranslate2(
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
+            "kind": KIND,
             "attnkit_version": _attnkit_version(),
             "ctranslate2_version": ctranslate2.__version__,
             "quantization": quantization,

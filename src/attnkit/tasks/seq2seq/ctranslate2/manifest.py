@@ -91,6 +91,7 @@ class ExportManifest(JsonConfig):
     quantization: Literal["int8", "int8_float32", "int16", "float16"] | None = None
     model_config: dict[str, Any] | None = None
     source: str | None = None
+    kind: str = "seq2seq"  # the task that exported it (attnkit.training.checkpointing.export_kind)
 
 
 def json_sha256(value: Any) -> str:

@@ -1,4 +1,5 @@
-"""Whole reports for trained models: one section per prediction, written as one self-contained HTML page."""
+"""The classifier's explanation: one report section per prediction (HAN documents, pooled token rows), written as
+one self-contained HTML page (layer 5)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ Trains a hierarchical attention network on the fine-food reviews, prints its tes
 logistic-regression baseline trained in the same run, shows a few predictions with their most-attended
 sentence and words, writes an HTML report of what the model attended to, and checks it: erasing each report
 document's 3 most-attended words against 3 random ones.
+
+A command of the classify task (``TaskSpec.commands``; layer 5, torch is imported only when it runs).
 """
 
 from __future__ import annotations
@@ -68,11 +70,10 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     from attnkit.data.classification import load_data_set, subset
     from attnkit.explain.faithfulness.table import summary_line
-    from attnkit.explain.reports import classifier_report
     from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
-    from attnkit.tasks.classify.config import ClassifierConfig
-    from attnkit.tasks.classify.embedding_init import default_embed_dim
+    from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
+    from attnkit.tasks.classify.explain import classifier_report
     from attnkit.tasks.classify.inference import load_classifier
     from attnkit.tasks.classify.training import train_classifier
     from attnkit.training.loop import FitConfig

@@ -1,0 +1,191 @@
+"""The experiments ``attnkit experiment NAME`` runs, one entry each (layer 6; no torch at import): its name, one
+line of help, the options of its sub-command and the function that runs it. The CLI builds a sub-command per entry
+(``attnkit experiment --help`` lists them, ``attnkit experiment NAME --help`` shows one's options); adding an
+experiment is one entry here. The sequence-to-sequence tables' names come from
+:data:`attnkit.experiments.seq2seq_settings.EXPERIMENTS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from attnkit.experiments.seq2seq_settings import EXPERIMENTS as SEQ2SEQ_EXPERIMENTS
+from attnkit.tasks.options import positive_int
+
+__all__ = ["EXPERIMENTS", "Experiment"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One ``attnkit experiment NAME``.
+
+    Attributes:
+        name: the sub-command.
+        help: one line for ``attnkit experiment --help``.
+        add_arguments: adds the experiment's own options to its sub-command's parser.
+        run: ``run(args, paths)`` runs it (``paths``: :class:`~attnkit.experiments.common.ExperimentPaths`); returns
+            whether it wrote ``docs/results.md`` (the command then prints that path).
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Any], bool]
+
+
+def _data(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--data", nargs="+", default=None, help=help)
+
+
+def _only(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--only", nargs="+", default=None, help=help)
+
+
+def _seeds(parser: argparse.ArgumentParser, default: int) -> None:
+    parser.add_argument("--seeds", type=positive_int, default=None, help=f"seeds per run (default {default})")
+
+
+# ---------------------------------------------------------------------------------------------- classification
+
+
+def _classification_arguments(parser: argparse.ArgumentParser) -> None:
+    _data(parser, "datasets (default: 20ng r8 r52 fine-foods)")
+    _seeds(parser, 3)
+
+
+def _classification(args: argparse.Namespace, paths) -> bool:
+    from attnkit.experiments.classification import DATASETS, run_classification
+
+    seeds = 3 if args.seeds is None else args.seeds
+    run_classification(list(args.data or DATASETS), seeds, paths, threads=args.threads, device=args.device)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------- masking
+
+
+def _masking_arguments(parser: argparse.ArgumentParser) -> None:
+    _data(parser, "one dataset (default fine-foods)")
+    _seeds(parser, 5)
+    _only(parser, "just these models (han, pooled)")
+
+
+def _masking(args: argparse.Namespace, paths) -> bool:
+    from attnkit.experiments.masking import MODELS, run_masking
+
+    if args.data and len(args.data) != 1:
+        raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
+    data = args.data[0] if args.data else "fine-foods"
+    models = tuple(args.only) if args.only else tuple(MODELS)
+    seeds = 5 if args.seeds is None else args.seeds
+    run_masking(data, seeds, paths, models=models, threads=args.threads, device=args.device)
+    return True
+
+
+# ----------------------------------------------------------------------------------------------- faithfulness
+
+
+def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
+    _data(parser, "datasets (default: fine-foods r8 r52 20ng)")
+    _only(parser, "just these models (han, pooled, pooled_bigru, pooled_transformer)")
+    parser.add_argument(
+        "--documents", type=int, default=None, help="test documents sampled per data set x model (default 200)"
+    )
+
+
+def _faithfulness(args: argparse.Namespace, paths) -> bool:
+    from attnkit.experiments.faithfulness import DATASETS, DOCUMENTS, run_faithfulness
+
+    run_faithfulness(
+        list(args.data or DATASETS),
+        paths,
+        models=tuple(args.only) if args.only else None,
+        documents=DOCUMENTS if args.documents is None else args.documents,
+        threads=args.threads,
+        device=args.device,
+    )
+    return True
+
+
+# ----------------------------------------------------------------------------------- the seq2seq results tables
+
+
+def _seq2seq_arguments(parser: argparse.ArgumentParser) -> None:
+    _only(parser, "just these runs or ensembles (by name; an ensemble brings its members)")
+
+
+def _seq2seq(name: str) -> Callable[[argparse.Namespace, Any], bool]:
+    def run(args: argparse.Namespace, paths) -> bool:
+        from attnkit.experiments.seq2seq import run_seq2seq_experiment
+
+        run_seq2seq_experiment(name, paths, threads=args.threads, runs=args.only, device=args.device)
+        return True
+
+    return run
+
+
+# ----------------------------------------------------------------------------------------------------- deploy
+
+
+def _deploy_arguments(parser: argparse.ArgumentParser) -> None:
+    _data(parser, "the task the checkpoint was trained on (its section of the table)")
+    parser.add_argument("--checkpoint", required=True, help="a Transformer run directory or checkpoint")
+    parser.add_argument("--beam", type=positive_int, default=1, help="beam size (default 1: greedy)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="timed rounds per decoder (default 3)")
+
+
+def _deploy(args: argparse.Namespace, paths) -> bool:
+    from attnkit.experiments.deploy import run_deploy
+
+    if not args.data or len(args.data) != 1:
+        raise ValueError("deploy needs --data: the one task the checkpoint was trained on (e.g. cmudict)")
+    run_deploy(args.checkpoint, args.data[0], paths, beam=args.beam, threads=args.threads or 1, rounds=args.rounds)
+    return True
+
+
+# ----------------------------------------------------------------------------------------------------- report
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """An experiment with no options of its own."""
+
+
+def _report(args: argparse.Namespace, paths) -> bool:
+    from attnkit.experiments.report import render_results
+
+    print(render_results(paths))
+    return False
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    experiment.name: experiment
+    for experiment in (
+        Experiment(
+            "classification",
+            "classifiers against TF-IDF on 20ng, r8, r52, fine-foods (hours on 2 cores)",
+            _classification_arguments,
+            _classification,
+        ),
+        Experiment("masking", "masked, unmasked and renormalised padding (one dataset)", _masking_arguments, _masking),
+        Experiment(
+            "faithfulness",
+            "does the attention explain the predictions? (minutes per data set x model)",
+            _faithfulness_arguments,
+            _faithfulness,
+        ),
+        *(
+            Experiment(name, setting.title, _seq2seq_arguments, _seq2seq(name))
+            for name, setting in SEQ2SEQ_EXPERIMENTS.items()
+        ),
+        Experiment(
+            "deploy",
+            "native vs CTranslate2 float32 / int8 exports of a Transformer: score and decode time",
+            _deploy_arguments,
+            _deploy,
+        ),
+        Experiment("report", "re-render docs/results.md from docs/results/*.json", _no_arguments, _report),
+    )
+}

@@ -1,0 +1,105 @@
+"""The start every ``attnkit train TASK`` hook shares (layer 5; no torch at import): the run plan checked, the
+``--init-from`` checkpoint resolved, the task's config built once (from the checkpoint, or from the arguments by the
+task's ``config_from_args``), the :class:`~attnkit.training.fit_config.FitConfig`, and whether ``--data`` is read as
+a stream — all checked before anything is read or written.
+
+    start = start_training(args, command="train classify", kind=KIND, inputs={...}, writes=(...),
+                           config_from_args=config_from_args, config_from_init=ClassifierConfig.from_dict,
+                           streams=streams)
+    with start.plan.writing():
+        ...  # train on start.config, start.fit_config
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnkit.tasks.options import fit_config_from_args
+
+__all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "start_training", "streams_file"]
+
+STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams training files larger than this
+
+
+@dataclass(frozen=True)
+class TrainingStart:
+    """What a train hook knows before it reads its data.
+
+    Attributes:
+        plan: the checked :class:`~attnkit.tasks.run_plan.RunPlan` (``plan.writing()`` guards every write).
+        init: the ``--init-from`` checkpoint (:class:`~attnkit.training.init_from.InitFrom`), or None.
+        config: the task's config, from the checkpoint when ``init`` is given, else from the arguments.
+        fit_config: the loop's options.
+        streamed: whether ``--data`` is trained on as a stream.
+    """
+
+    plan: Any
+    init: Any
+    config: Any
+    fit_config: Any
+    streamed: bool
+
+
+def start_training(
+    args: argparse.Namespace,
+    *,
+    command: str,
+    kind: str,
+    inputs: Mapping[str, tuple[str | None, Sequence[str]]],
+    writes: Sequence[str],
+    config_from_args: Callable[[argparse.Namespace], Any],
+    config_from_init: Callable[[Any], Any],
+    streams: Callable[[argparse.Namespace], bool] | None = None,
+    fit_overrides: Mapping[str, Any] | None = None,
+) -> TrainingStart:
+    """Check and build everything ``args`` asks of one training run, in the order its errors are reported.
+
+    Args:
+        command: ``"train classify"``, as the run's manifest records it.
+        kind: the task's checkpoint kind (``--init-from`` must name a checkpoint of it).
+        inputs, writes: what :func:`~attnkit.tasks.run_plan.plan_run` checks (input files, the run's own
+            directories).
+        config_from_args: the task's ``config_from_args`` (its ``config`` module).
+        config_from_init: the task's config from an ``--init-from`` checkpoint
+            (:class:`~attnkit.training.init_from.InitFrom`).
+        streams: whether the arguments ask for a streamed run (None: the task never streams).
+        fit_overrides: the task's own :class:`FitConfig` fields (``select_metric``, ...).
+
+    Raises:
+        ValueError, OSError: the run plan's refusals, a bad config or ``--init-from``.
+    """
+    from attnkit.tasks.run_plan import plan_run
+    from attnkit.training.init_from import resolve_init_from
+
+    plan = plan_run(args, command=command, inputs=inputs, writes=writes)
+    init = resolve_init_from(args.init_from, kind)
+    config = config_from_init(init) if init is not None else config_from_args(args)
+    fit_config = fit_config_from_args(args, **(fit_overrides or {}))
+    streamed = streams is not None and streams(args)
+    return TrainingStart(plan, init, config, fit_config, streamed)
+
+
+def streams_file(args: argparse.Namespace, builtins: Sequence[str]) -> bool:
+    """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
+    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data set names.
+
+    Raises:
+        ValueError: ``--streaming always`` or ``--skip-bad-rows`` with built-in data, or ``--skip-bad-rows`` with
+            ``--streaming never``.
+    """
+    if args.data in builtins:
+        if args.streaming == "always" or args.skip_bad_rows:
+            raise ValueError(
+                f"--streaming and --skip-bad-rows are for files; the built-in data set {args.data!r} is not"
+            )
+        return False
+    if args.skip_bad_rows and args.streaming == "never":
+        raise ValueError("--skip-bad-rows is for streamed files; drop --streaming never")
+    if args.streaming == "always" or args.skip_bad_rows:
+        return True
+    path = Path(args.data)
+    return args.streaming == "auto" and path.is_file() and path.stat().st_size > STREAM_ABOVE_BYTES
