@@ -52,7 +52,7 @@ def _seeds(parser: argparse.ArgumentParser, default: int) -> None:
 
 
 def _classification_arguments(parser: argparse.ArgumentParser) -> None:
-    _data(parser, "datasets (default: 20ng r8 r52 fine-foods)")
+    _data(parser, "data sets (default: 20ng r8 r52 fine-foods)")
     _seeds(parser, 3)
 
 
@@ -89,7 +89,7 @@ def _masking(args: argparse.Namespace, paths) -> bool:
 
 
 def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
-    _data(parser, "datasets (default: fine-foods r8 r52 20ng)")
+    _data(parser, "data sets (default: fine-foods r8 r52 20ng; also digits, cmudict)")
     _only(parser, "just these models (han, pooled, pooled_bigru, pooled_transformer)")
     parser.add_argument(
         "--documents", type=int, default=None, help="test documents sampled per data set x model (default 200)"
