@@ -64,7 +64,7 @@ def test_explain_faithfulness_on_the_shipped_g2p_model(tmp_path):
     html = page.read_text(encoding="utf-8")
     assert html.count('<div class="attn-faithfulness">') == 2
     assert f"p({EMITTED}) from" in html and "random letter" not in html and "random word" in html
-    assert html.count("comprehensiveness and sufficiency curves") == 2
+    assert html.count('class="attn-figure attn-faithfulness-curves"') == 2
     masked = subprocess.run(
         [sys.executable, "-m", "attnkit.cli", *argv, "--erase", "mask"], capture_output=True, text=True, env=env,
         timeout=600,
