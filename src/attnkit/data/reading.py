@@ -20,6 +20,7 @@ from typing import IO
 __all__ = [
     "DataError",
     "decode_utf8",
+    "open_binary",
     "parse_json_line",
     "read_lines",
     "read_utf8",
@@ -44,18 +45,8 @@ def read_utf8(path: str | Path) -> str:
             ``file:line: ...`` for bytes that are not UTF-8.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a file") from None
-    except PermissionError:
-        raise DataError(f"{path}: permission denied, cannot read the file") from None
-    except OSError as error:
-        raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
-    except ValueError as error:  # e.g. "embedded null byte" in the path
-        raise DataError(f"{path!r}: not a usable file name ({error})") from None
+    with open_binary(path) as handle:
+        raw = handle.read()
     return decode_utf8(raw, str(path))
 
 
@@ -146,3 +137,25 @@ def unicode_problem(text: str) -> str | None:
     if found is None:
         return None
     return f"holds a lone surrogate \\u{ord(found.group()):04x} at character {found.start() + 1}, which is not text"
+
+
+def open_binary(path: Path):
+    """``path`` opened for binary reading.
+
+    Raises:
+        DataError: ``file: ...`` when the path is missing, a directory, unreadable or not a valid path.
+    """
+    try:
+        if path.is_dir():
+            raise IsADirectoryError
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a file") from None
+    except PermissionError:
+        raise DataError(f"{path}: permission denied, cannot read the file") from None
+    except OSError as error:
+        raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
+    except ValueError as error:  # e.g. "embedded null byte" in the path
+        raise DataError(f"{path!r}: not a usable file name ({error})") from None

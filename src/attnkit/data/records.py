@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.reading import DataError
+from attnkit.data.reading import DataError, open_binary
 
 __all__ = ["Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
 
@@ -38,28 +38,6 @@ _BOM = b"\xef\xbb\xbf"
 _BLOCK = 1 << 20  # bytes hashed at each end of a file for its fingerprint
 _PROGRESS_LINES = 8192  # a progress callback hears the byte position this often
 _progress: dict[int, Callable[[int], None]] = {}  # open handle -> its reader's progress callback
-
-
-def open_binary(path: Path):
-    """``path`` opened for binary reading.
-
-    Raises:
-        DataError: ``file: ...`` when the path is missing, a directory, unreadable or not a valid path.
-    """
-    try:
-        if path.is_dir():
-            raise IsADirectoryError
-        return path.open("rb")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{path}: is a directory, expected a file") from None
-    except PermissionError:
-        raise DataError(f"{path}: permission denied, cannot read the file") from None
-    except OSError as error:
-        raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
-    except ValueError as error:  # e.g. "embedded null byte" in the path
-        raise DataError(f"{path!r}: not a usable file name ({error})") from None
 
 
 def _text_lines(path: Path, handle) -> Iterator[tuple[int, str]]:
