@@ -19,6 +19,7 @@ on disk first.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import queue
 import random
@@ -27,19 +28,56 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["StreamOptions", "StreamedBatches", "held_out"]
+__all__ = ["StreamOptions", "StreamedBatches", "held_out", "held_out_count"]
 
 Row = TypeVar("Row")
 _DONE = object()
 
 
+_MASK = 2**64 - 1
+
+
+@functools.lru_cache(maxsize=64)
+def _salt_key(salt: str) -> int:
+    return int.from_bytes(hashlib.blake2b(salt.encode(), digest_size=8).digest(), "big")
+
+
+def _mix(value: int) -> int:
+    """SplitMix64's output function of a 64-bit ``value`` (its first output from state 0 is 0xE220A8397B1DCDAF)."""
+    z = (value + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _threshold(fraction: float) -> int:
+    return min(int(fraction * 2**64), _MASK)
+
+
 def held_out(index: int, fraction: float, *, salt: str = "attnkit-valid") -> bool:
-    """Whether row ``index`` (0-based, counted over the file's good rows) belongs to the validation split: a salted
-    hash of the index below ``fraction`` of its range. Deterministic; about ``fraction`` of the rows are held."""
+    """Whether row ``index`` (0-based, counted over the file's good rows) belongs to the validation split:
+    SplitMix64 of the index plus a key hashed from ``salt``, below ``fraction`` of its range. Deterministic; about
+    ``fraction`` of the rows are held. :func:`held_out_count` counts it over a range of indices at once."""
     if fraction <= 0:
         return False
-    digest = hashlib.blake2b(f"{salt}:{index}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") < fraction * 2**64
+    return _mix((index + _salt_key(salt)) & _MASK) < _threshold(fraction)
+
+
+def held_out_count(start: int, stop: int, fraction: float, *, salt: str = "attnkit-valid", chunk: int = 1 << 20) -> int:
+    """How many indices in ``[start, stop)`` :func:`held_out` holds out, computed with numpy a chunk at a time
+    (about 10 ns an index instead of a microsecond)."""
+    import numpy as np
+
+    if fraction <= 0 or stop <= start:
+        return 0
+    key, threshold, held = np.uint64(_salt_key(salt)), np.uint64(_threshold(fraction)), 0
+    with np.errstate(over="ignore"):
+        for low in range(start, stop, chunk):
+            z = np.arange(low, min(low + chunk, stop), dtype=np.uint64) + key + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            held += int(np.count_nonzero((z ^ (z >> np.uint64(31))) < threshold))
+    return held
 
 
 @dataclass(frozen=True)

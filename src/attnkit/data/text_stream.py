@@ -11,6 +11,17 @@ its index says so (:func:`attnkit.data.streaming.held_out`), counts the labels, 
 the tokeniser's trainer (``tokenizers``' ``train_from_iterator``) as they go by. Its result is cached under
 ``$ATTNKIT_CACHE/streams/KEY/`` with KEY made of the file's :class:`~attnkit.data.records.Fingerprint` and every
 option the result depends on, so a second run on the same file starts training at once.
+
+**Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): the pass above reads only the rows of
+the file's first ``sample_bytes`` (to the reader's next progress mark), so the tokeniser, the label set, the
+label counts and the validation rows come from that prefix; the rest of the file is not parsed before training.
+Its rows are counted as its remaining lines (a C-speed newline count; Parquet files are always read whole), an upper
+bound that is exact when every row is one line and good, and the held-out share of them is counted by
+:func:`~attnkit.data.streaming.held_out_count`. So a bad row after the prefix stops the first epoch with its
+``file:line`` error (or is skipped with ``skip_bad_rows``, its place then taken by a repeated row, as an uneven
+rank split's is), and a label first seen after the prefix stops training with an error naming it
+(``sample_bytes=None`` scans the whole file first, as before). The tokeniser learnt from a 64 MB prefix holds
+the same frequent words as one learnt from the whole of a file whose rows are not sorted.
 """
 
 from __future__ import annotations
@@ -26,12 +37,24 @@ from pathlib import Path
 from attnkit.data.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
-from attnkit.data.streaming import held_out
+from attnkit.data.streaming import held_out, held_out_count
 from attnkit.data.tokenization import TextTokenizer
 
-__all__ = ["ReadProgress", "ScanResult", "TextFileStream", "stream_cache_dir"]
+__all__ = ["SAMPLE_BYTES", "ReadProgress", "ScanResult", "TextFileStream", "count_lines", "stream_cache_dir"]
 
 SCAN_FILE = "scan.json"
+SAMPLE_BYTES = 64 * 2**20  # the default prefix a sampled scan reads
+
+
+def count_lines(path: Path, start_line: int = 0, block: int = 16 * 2**20) -> int:
+    """The lines of ``path`` after line ``start_line`` (a last line without a newline counts), by counting
+    newline bytes a block at a time: about a second per gigabyte."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(block):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return max(lines + (last != b"\n") - start_line, 0)
 
 
 def stream_cache_dir() -> Path:
@@ -88,6 +111,8 @@ class ScanResult:
         bad_rows: rows skipped as bad (``skip_bad_rows``), and the first few messages.
         seconds: how long the pass took (0 when the result came from the cache).
         cached: whether the result came from the cache.
+        sampled_bytes: the prefix a sampled scan read (0: the whole file was read); the tokeniser, labels, label
+            counts and validation rows come from it, and ``train_rows``/``valid_rows`` count the rest's lines.
     """
 
     label_names: list[str]
@@ -100,13 +125,15 @@ class ScanResult:
     bad_examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
+    sampled_bytes: int = 0
 
     def counts_line(self, limit: int = 8) -> str:
         """``labels: pos 512,004 · neg 487,996`` (the most frequent ``limit``)."""
         shown = sorted(self.label_counts.items(), key=lambda item: -item[1])[:limit]
         more = len(self.label_counts) - len(shown)
         text = " · ".join(f"{name} {count:,}" for name, count in shown)
-        return f"labels: {text}" + (f" and {more} more" if more else "")
+        where = f" (in the first {self.sampled_bytes / 2**20:.0f} MB)" if self.sampled_bytes else ""
+        return f"labels{where}: {text}" + (f" and {more} more" if more else "")
 
 
 class TextFileStream:
@@ -123,6 +150,8 @@ class TextFileStream:
         delimiter: the column separator of a CSV-like file (None: from the suffix); the file is then read as CSV
             with it (see :func:`~attnkit.data.files.iter_rows`).
         max_chars: cut each text to this many characters as it is read (None: whole texts).
+        sample_bytes: a file larger than this gets a sampled scan of its first ``sample_bytes`` (see the module
+            docstring); None: always scan the whole file.
     """
 
     def __init__(
@@ -138,6 +167,7 @@ class TextFileStream:
         progress: bool = True,
         delimiter: str | None = None,
         max_chars: int | None = None,
+        sample_bytes: int | None = SAMPLE_BYTES,
     ) -> None:
         if not 0 <= valid_fraction < 1:
             raise ValueError(f"valid_fraction must lie in [0, 1), got {valid_fraction}")
@@ -149,6 +179,7 @@ class TextFileStream:
         self.text_column, self.label_column = text_column, label_column
         self.valid_fraction, self.limit, self.skip_bad_rows = valid_fraction, limit, skip_bad_rows
         self.max_valid_rows, self.progress = max_valid_rows, progress
+        self.sample_bytes = sample_bytes if sample_bytes and self.path.stat().st_size > sample_bytes else None
 
     @property
     def name(self) -> str:
@@ -157,6 +188,13 @@ class TextFileStream:
 
     def _rows(self, bad: BadRows | None, progress: Callable[[int], None] | None) -> Iterator[tuple[int, str, str]]:
         """``(index, text, label)`` for every good row, up to ``limit``."""
+        for index, text, label, _ in self._rows_with_lines(bad, progress):
+            yield index, text, label
+
+    def _rows_with_lines(
+        self, bad: BadRows | None, progress: Callable[[int], None] | None
+    ) -> Iterator[tuple[int, str, str, int]]:
+        """``(index, text, label, line)`` for every good row, up to ``limit``."""
         rows = iter_rows(
             self.path,
             text_column=self.text_column,
@@ -167,10 +205,10 @@ class TextFileStream:
             delimiter=self.delimiter,
             max_chars=self.max_chars,
         )
-        for index, (_, text, label) in enumerate(rows):
+        for index, (line, text, label) in enumerate(rows):
             if self.limit is not None and index >= self.limit:
                 return
-            yield index, text, label
+            yield index, text, label, line
 
     def training_rows(self) -> Iterator[tuple[str, str]]:
         """``(text, label name)`` for each training row, in file order (the held-out rows left out)."""
@@ -182,7 +220,7 @@ class TextFileStream:
     def cache_key(self, tokenizer_options: dict) -> str:
         """The cache key of a scan with these tokeniser options."""
         options = (self.text_column, self.label_column, self.valid_fraction, self.limit, self.skip_bad_rows)
-        reading = (self.delimiter, self.max_chars, self.max_valid_rows)
+        reading = (self.delimiter, self.max_chars, self.max_valid_rows, self.sample_bytes)
         return fingerprint(self.path).key(*options, *reading, sorted(tokenizer_options.items()))
 
     def scan(self, tokenizer_options: dict, *, cache: bool = True) -> tuple[ScanResult, TextTokenizer]:
@@ -216,10 +254,19 @@ class TextFileStream:
         counts: Counter[str] = Counter()
         valid_texts: list[str] = []
         valid_labels: list[str] = []
-        held = [0]
+        held, last = [0], {"index": -1, "line": 0, "cut": False}
+        positions: list[int] = []
+
+        def heard(position: int) -> None:
+            positions.append(position)
+            reporter.bytes_read(position)
 
         def train_texts() -> Iterator[str]:
-            for index, text, label in self._rows(bad, reporter.bytes_read):
+            for index, text, label, line in self._rows_with_lines(bad, heard):
+                if self.sample_bytes is not None and positions and positions[-1] >= self.sample_bytes:
+                    last["cut"] = True
+                    return
+                last["index"], last["line"] = index, line
                 reporter.rows = index + 1
                 if held_out(index, self.valid_fraction):
                     held[0] += 1
@@ -231,9 +278,20 @@ class TextFileStream:
                 yield text
 
         tokenizer = TextTokenizer.train(train_texts(), **tokenizer_options)
+        total, sampled = sum(counts.values()), 0
+        if last["cut"]:  # the rest of the file: its lines counted, not parsed
+            sampled = positions[-1]
+            rest = count_lines(self.path, last["line"])
+            start = last["index"] + 1
+            stop = start + rest if self.limit is None else min(start + rest, self.limit)
+            tail_held = held_out_count(start, stop, self.valid_fraction)
+            held[0] += tail_held
+            total += stop - start - tail_held
+            reporter.rows = stop
         note = f"; {bad.summary()}" if bad is not None and bad.count else ""
-        reporter.done(note)
-        total = sum(counts.values())
+        reporter.done(
+            note + (f"; the rows after the first {sampled / 2**20:.0f} MB counted, not read" if sampled else "")
+        )
         if total == 0:
             raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held[0] else ""))
         if len(counts) < 2:
@@ -253,6 +311,7 @@ class TextFileStream:
             valid_labels=valid_labels,
             bad_rows=bad.count if bad is not None else 0,
             bad_examples=list(bad.examples) if bad is not None else [],
+            sampled_bytes=sampled,
         )
         return result, tokenizer
 

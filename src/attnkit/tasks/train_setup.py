@@ -20,9 +20,32 @@ from typing import Any
 
 from attnkit.tasks.options import fit_config_from_args
 
-__all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "start_training", "streams_file"]
+__all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "add_scan_option", "scan_bytes", "start_training", "streams_file"]
 
 STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams training files larger than this
+
+
+def add_scan_option(group: argparse._ArgumentGroup, learns: str) -> None:
+    """``--scan-mb N``: how much of a streamed file the first pass reads for ``learns``."""
+    group.add_argument(
+        "--scan-mb",
+        type=int,
+        default=64,
+        metavar="N",
+        help=f"a streamed file's first pass reads its first N MB for {learns} (default 64; 0: the whole file). "
+        "The rest is not read before the first step; a bad row in it stops the first epoch with its file:line",
+    )
+
+
+def scan_bytes(args: argparse.Namespace) -> int | None:
+    """``--scan-mb`` in bytes; None for the whole file.
+
+    Raises:
+        ValueError: a negative ``--scan-mb``.
+    """
+    if args.scan_mb < 0:
+        raise ValueError(f"--scan-mb must be 0 (the whole file) or more, got {args.scan_mb}")
+    return args.scan_mb * 2**20 or None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.tasks.classify.data import data_summary
+from attnkit.tasks.train_setup import add_scan_option
 from attnkit.tasks.options import (
     DELIMITER_HELP,
     add_runtime_options,
@@ -65,6 +66,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
+    add_scan_option(data, "the vocabulary, the labels, their counts and the validation rows; the other rows are "
+                    "counted by their lines")  # fmt: skip
     data.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP)
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")

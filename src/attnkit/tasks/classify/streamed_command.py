@@ -26,6 +26,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
     texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
     from attnkit.data.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
+    from attnkit.tasks.train_setup import scan_bytes
 
     if not Path(args.data).exists():
         raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
@@ -39,6 +40,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
         progress=not args.no_progress and is_main_process(),
         delimiter=args.delimiter,
         max_chars=max_chars,
+        sample_bytes=scan_bytes(args),
     )
     with start.plan.writing():
         return train_classifier_streamed(

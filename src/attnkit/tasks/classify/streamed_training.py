@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from attnkit.data.batching import EncodedDataset
+from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
@@ -102,8 +103,18 @@ def train_classifier_streamed(
     encoder = TextEncoder(config, tokenizer)
     collate = encoder.collate()
 
+    def label_id(label: str) -> int:
+        if label not in index:  # a sampled scan saw only the file's first megabytes
+            raise DataError(
+                f"{stream.path}: label {label!r} first occurs after the {scan.sampled_bytes / 2**20:.0f} MB the scan "
+                f"read (its labels: {', '.join(scan.label_names)}); give --scan-mb 0 to scan the whole file"
+            )
+        return index[label]
+
     def encode(rows: list[tuple[str, str]]) -> list:
-        return list(zip(encoder.encode([text for text, _ in rows]), [index[label] for _, label in rows], strict=True))
+        return list(
+            zip(encoder.encode([text for text, _ in rows]), [label_id(label) for _, label in rows], strict=True)
+        )
 
     options_ = stream_options or StreamOptions(batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
     train_batches = StreamedBatches(
@@ -147,6 +158,7 @@ def train_classifier_streamed(
         "label_counts": scan.label_counts,
         "bucketed": bucketed,
         "steps_per_epoch": len(train_batches),
+        "scan_sampled_bytes": scan.sampled_bytes,
     }
     if init_from is not None:
         details["init_from"] = init_from.record()

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from attnkit.tasks.options import is_main_process, say
+from attnkit.tasks.train_setup import add_scan_option, scan_bytes
 
 __all__ = ["add_streaming_arguments", "streams", "train_streamed"]
 
@@ -26,6 +27,7 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
+    add_scan_option(group, "the tokenisers (every row is still read and checked before the first step)")
 
 
 def streams(args: argparse.Namespace) -> bool:
@@ -60,6 +62,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
         limit=args.limit,
         skip_bad_rows=args.skip_bad_rows,
         progress=not args.no_progress and is_main_process(),
+        sample_bytes=scan_bytes(args),
     )
     with start.plan.writing():
         report = train_seq2seq_streamed(
