@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.tasks.options import fit_config_from_args
+from attnkit.tasks.options import fit_config_from_args, non_negative_int
 
 __all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "add_scan_option", "scan_bytes", "start_training", "streams_file"]
 
@@ -29,7 +29,7 @@ def add_scan_option(group: argparse._ArgumentGroup, learns: str) -> None:
     """``--scan-mb N``: how much of a streamed file the first pass reads for ``learns``."""
     group.add_argument(
         "--scan-mb",
-        type=int,
+        type=non_negative_int,
         default=64,
         metavar="N",
         help=f"a streamed file's first pass reads its first N MB for {learns} (default 64; 0: the whole file). "
@@ -38,13 +38,7 @@ def add_scan_option(group: argparse._ArgumentGroup, learns: str) -> None:
 
 
 def scan_bytes(args: argparse.Namespace) -> int | None:
-    """``--scan-mb`` in bytes; None for the whole file.
-
-    Raises:
-        ValueError: a negative ``--scan-mb``.
-    """
-    if args.scan_mb < 0:
-        raise ValueError(f"--scan-mb must be 0 (the whole file) or more, got {args.scan_mb}")
+    """``--scan-mb`` in bytes; None for the whole file."""
     return args.scan_mb * 2**20 or None
 
 

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.tasks.classify.data import data_summary
-from attnkit.tasks.train_setup import add_scan_option
 from attnkit.tasks.options import (
     DELIMITER_HELP,
     add_runtime_options,
@@ -23,6 +22,7 @@ from attnkit.tasks.options import (
     read_texts,
     say,
 )
+from attnkit.tasks.train_setup import add_scan_option
 
 DESCRIPTION = "Train a document classifier (HAN or pooled); validation is carved from the training split."
 EXAMPLES = """examples:
