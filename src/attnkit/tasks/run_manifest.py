@@ -27,6 +27,7 @@ __all__ = [
     "differences",
     "input_record",
     "read_manifest",
+    "remembered_sha256",
     "write_manifest",
 ]
 
@@ -77,12 +78,42 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+REMEMBER_ABOVE_BYTES = 64 * 2**20  # inputs larger than this have their hash remembered in attnkit's cache
+
+
+def remembered_sha256(path: Path) -> str:
+    """:func:`file_sha256` of a large file, remembered under ``$ATTNKIT_CACHE/hashes/`` by its resolved path, size
+    and modification time (in nanoseconds), so a second run on a 2 GB training file does not read it whole again
+    (about 1 CPU second a gigabyte). Small files are hashed every time."""
+    stat = path.stat()
+    if stat.st_size <= REMEMBER_ABOVE_BYTES:
+        return file_sha256(path)
+    from attnkit.data.seq2seq.bible import cache_dir
+
+    key = hashlib.sha256(repr((str(path), stat.st_size, stat.st_mtime_ns)).encode()).hexdigest()[:24]
+    memo = cache_dir() / "hashes" / key
+    try:
+        known = memo.read_text(encoding="ascii").strip()
+        if len(known) == 64:
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = file_sha256(path)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(digest, encoding="ascii")
+    except OSError:  # a read-only cache costs the next run a hash, nothing more
+        pass
+    return digest
+
+
 def input_record(value: str, *, builtin: bool) -> InputRecord:
-    """The record of an input option's value: a built-in name as given, a file by path, size and hash."""
+    """The record of an input option's value: a built-in name as given, a file by path, size and hash (a large
+    file's hash remembered, see :func:`remembered_sha256`)."""
     if builtin:
         return InputRecord(path=value)
     path = Path(value).expanduser().resolve()
-    return InputRecord(path=str(path), sha256=file_sha256(path), bytes=path.stat().st_size)
+    return InputRecord(path=str(path), sha256=remembered_sha256(path), bytes=path.stat().st_size)
 
 
 def read_manifest(directory: Path) -> RunManifest | None:

@@ -96,7 +96,7 @@ def test_resumed_streamed_run_equals_an_uninterrupted_one(tmp_path):
 
 @pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 def test_two_gloo_ranks_on_uneven_rows_run_equal_steps_and_finish(tmp_path):
-    data = write_csv(tmp_path / "train.csv", 155)  # 141 training rows: one rank's stride is a row short
+    data = write_csv(tmp_path / "train.csv", 158)  # 141 training rows: one rank's stride is a row short
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTNKIT_CACHE": str(tmp_path / "cache")}
     for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)

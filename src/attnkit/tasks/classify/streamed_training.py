@@ -128,8 +128,13 @@ def train_classifier_streamed(
         rank=rank,
     )
     kept = [(t, index[y]) for t, y in zip(scan.valid_texts, scan.valid_labels, strict=True) if y in index][rank::world]
-    valid_set = EncodedDataset(encoder.encode([t for t, _ in kept]), [y for _, y in kept])
-    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
+    encoded: list = []
+
+    def valid_batches(epoch: int = 0):  # the validation rows are encoded when first validated, after step 1
+        if not encoded:
+            valid_set = EncodedDataset(encoder.encode([t for t, _ in kept]), [y for _, y in kept])
+            encoded.append(make_batches(valid_set, collate, 2 * batch_size, shuffle=False))
+        return encoded[0](epoch)
 
     model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
