@@ -32,8 +32,7 @@ def add_scan_option(group: argparse._ArgumentGroup, learns: str) -> None:
         type=non_negative_int,
         default=64,
         metavar="N",
-        help=f"a streamed file's first pass reads its first N MB for {learns} (default 64; 0: the whole file). "
-        "The rest is not read before the first step; a bad row in it stops the first epoch with its file:line",
+        help=f"a streamed file's first pass reads its first N MB for {learns} (default 64; 0: the whole file)",
     )
 
 

@@ -67,7 +67,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
     add_scan_option(data, "the vocabulary, the labels, their counts and the validation rows; the other rows are "
-                    "counted by their lines")  # fmt: skip
+                    "counted by their lines, not read before the first step (a bad row or a new label there "
+                    "stops the first epoch with one error)")  # fmt: skip
     data.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP)
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
