@@ -144,7 +144,10 @@ def run_faithfulness(
     summary["integrated_gradients_steps"] = IG_STEPS
     for data in datasets:
         section = summary["data"].setdefault(data, {"models": {}})
-        section["command"] = command_line(["experiment", "faithfulness", "--data", data, "--documents", str(documents)])
+        given = ["--checkpoint", checkpoint] if checkpoint is not None else []
+        section["command"] = command_line(
+            ["experiment", "faithfulness", "--data", data, "--documents", str(documents), *given]
+        )
         for model, measure in _measures(data, models, checkpoint):
             section["models"][model] = measure(paths, documents, threads, device)
             write_json(summary_path, summary)
