@@ -152,7 +152,8 @@ def test_the_dates_transformer_row_is_measured_rendered_and_reused(tmp_path, mon
     for method in ("attention", "rollout", "flow", "random"):
         assert row["methods"][method]["aopc_comprehensiveness"]["n"] == 2
     page = (paths.docs / "results.md").read_text()
-    assert f"| Transformer ({tiny_dates}) | flow |" in page and "### dates" in page
+    assert "| Transformer (run run) | flow |" in page and "### dates" in page  # tiny_dates is .../run
+    assert faithfulness_transformer._run_name("runs/dates-transformer/best") == "dates-transformer"
 
     def no_measuring(*args, **kwargs):
         raise AssertionError("the records of an unchanged model are reused")

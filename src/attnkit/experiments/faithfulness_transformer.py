@@ -72,6 +72,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
+def _run_name(checkpoint: str) -> str:
+    """``runs/dates-transformer/best`` -> ``dates-transformer`` (the run a checkpoint belongs to)."""
+    path = Path(checkpoint)
+    return path.parent.name if path.name in ("best", "last") and path.parent.name else path.name
+
+
 def resolve_model(checkpoint: str | None) -> tuple[str, list]:
     """The checkpoint to measure (``checkpoint``, else the shipped :data:`SHIPPED`) and an id of its weights.
 
@@ -129,7 +135,7 @@ def run_dates_transformer(
     shuffled = [r["permutation"] for r in records if "permutation" in r]
     shipped = name if name == SHIPPED else None
     return {
-        "label": f"Transformer (shipped {SHIPPED})" if shipped else f"Transformer ({name})",
+        "label": f"Transformer (shipped {SHIPPED})" if shipped else f"Transformer (run {_run_name(name)})",
         "shipped": shipped,
         "checkpoint": name,
         "documents": len(records),
