@@ -79,24 +79,33 @@ def _run_name(checkpoint: str) -> str:
 
 
 def resolve_model(checkpoint: str | None) -> tuple[str, list]:
-    """The checkpoint to measure (``checkpoint``, else the shipped :data:`SHIPPED`) and an id of its weights.
+    """The checkpoint to measure (``checkpoint``, else the shipped :data:`SHIPPED`) and an id of its weights: the
+    SHA-256 of each ``model.safetensors`` (the same bytes shipped or in a run are the same model).
 
     Raises:
         ValueError: no ``checkpoint`` and no shipped dates Transformer, or a ``checkpoint`` that does not exist.
     """
-    from attnkit.pretrained import read_card, shipped_path
+    from attnkit.pretrained import shipped_path
 
     name = checkpoint or SHIPPED
-    if shipped_path(name) is not None:
-        card = read_card(name)
-        return name, [name, card["measured"], card["value"]]
-    if checkpoint is None:
+    folder = shipped_path(name)
+    if folder is None and checkpoint is None:
         raise ValueError(f"--data dates: no {SHIPPED} is shipped yet (attnkit models); give --checkpoint RUN")
-    path = Path(checkpoint)
+    path = folder if folder is not None else Path(checkpoint)
     weights = sorted(path.rglob("model.safetensors")) if path.is_dir() else []
     if not weights:
         raise ValueError(f"--checkpoint {checkpoint}: no trained model there")
-    return str(path), [str(path.resolve()), *[[str(w), w.stat().st_size, w.stat().st_mtime_ns] for w in weights]]
+    return name, [["sha256", _sha256(w)] for w in weights]
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def run_dates_transformer(

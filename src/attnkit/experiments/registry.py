@@ -89,7 +89,7 @@ def _masking(args: argparse.Namespace, paths) -> bool:
 
 
 def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
-    _data(parser, "data sets (default: fine-foods r8 r52 20ng digits cmudict, and dates once dates-transformer ships)")
+    _data(parser, "data sets (default: fine-foods r8 r52 20ng digits cmudict dates)")
     _only(parser, "just these models (han, pooled, pooled_bigru, pooled_transformer)")
     parser.add_argument(
         "--documents", type=int, default=None, help="test documents sampled per data set x model (default 200)"
