@@ -25,10 +25,20 @@ from pathlib import Path
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
 from attnkit.experiments.faithfulness_measure import IG_STEPS
 
-__all__ = ["DATASETS", "DOCUMENTS", "MODELS", "SHIPPED", "run_faithfulness", "train_argv"]
+__all__ = [
+    "DATASETS",
+    "DOCUMENTS",
+    "MODELS",
+    "SHIPPED",
+    "run_faithfulness",
+    "run_uniform_only",
+    "shipped_uniform_argv",
+    "train_argv",
+]
 
 CLASSIFIER_DATASETS = ("fine-foods", "r8", "r52", "20ng")
-OTHER_DATASETS = ("digits", "cmudict")  # measured by faithfulness_vision / faithfulness_seq2seq
+# measured by faithfulness_vision / faithfulness_seq2seq (the G2P RNN) / faithfulness_transformer (dates)
+OTHER_DATASETS = ("digits", "cmudict", "dates")
 DATASETS = (*CLASSIFIER_DATASETS, *OTHER_DATASETS)
 DOCUMENTS = 200  # test documents sampled per data set x model (the interval shows what the sample costs)
 # Short recipes (minutes, not the results table's runs): GloVe 50d, one attention pooling head so that the
@@ -45,8 +55,7 @@ MODELS: dict[str, list[str]] = {
     }.items()
 }
 # The rows measured on a shipped model (``attnkit models``) instead of a short run: (data, model) -> its name.
-# No uniform twin is trained for them (the shipped recipes take 3-8 minutes of a quiet core each; none was free on
-# 2026-11-25): their rows give the card's test accuracy and leave the uniform-attention difference empty.
+# Their uniform twins train with the shipped model's own recipe (its card's command) and ``--uniform-attention``.
 SHIPPED = {("fine-foods", "han"): "fine-foods-han", ("r8", "pooled_bigru"): "r8", ("r52", "pooled_bigru"): "r52"}
 LABELS = {
     "han": "HAN",
@@ -67,6 +76,39 @@ def train_argv(data: str, model: str, out: Path, *, uniform: bool = False) -> li
     return ["train", "classify", "--data", data, *options, "--seed", "0", "--out", str(out), "--resume"]
 
 
+def shipped_uniform_argv(name: str, out: Path) -> list[str]:
+    """The ``attnkit`` arguments of a shipped model's uniform-attention twin: the training command of its card
+    (``attnkit models``) with ``--uniform-attention``, writing to ``out`` (``--threads`` and ``--out`` are the
+    experiment's, not the recipe's).
+
+    Raises:
+        ValueError: the card's command is not one ``attnkit train classify`` command.
+    """
+    from attnkit.pretrained import read_card
+
+    words = shlex.split(read_card(name)["command"])
+    if words[:3] != ["attnkit", "train", "classify"] or "&&" in words:
+        raise ValueError(f"{name}: its card's command is not one 'attnkit train classify' command")
+    recipe: list[str] = []
+    skip = False
+    for word in words[1:]:
+        if skip:
+            skip = False
+        elif word in ("--threads", "--out", "--device"):
+            skip = True
+        elif not word.startswith(("--threads=", "--out=", "--device=")):
+            recipe.append(word)
+    return [*recipe, "--uniform-attention", "--out", str(out), "--resume"]
+
+
+def default_datasets() -> list[str]:
+    """The data sets measured when none is named: all of :data:`DATASETS`, ``dates`` once its Transformer ships."""
+    from attnkit.experiments.faithfulness_transformer import SHIPPED as DATES_MODEL
+    from attnkit.pretrained import shipped_path
+
+    return [data for data in DATASETS if data != "dates" or shipped_path(DATES_MODEL) is not None]
+
+
 def run_faithfulness(
     datasets: list[str],
     paths: ExperimentPaths,
@@ -75,8 +117,10 @@ def run_faithfulness(
     documents: int = DOCUMENTS,
     threads: int | None = None,
     device: str = "auto",
+    checkpoint: str | None = None,
 ) -> dict:
-    """Train (or reuse) each data set x model and its uniform twin, measure, write and return the summary."""
+    """Train (or reuse) each data set x model and its uniform twin, measure, write and return the summary
+    (``checkpoint``: the Transformer of ``dates``, default the shipped one)."""
     unknown = sorted(set(datasets) - set(DATASETS))
     if unknown:
         raise ValueError(f"no faithfulness setting for {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
@@ -85,6 +129,12 @@ def run_faithfulness(
         raise ValueError(f"no faithfulness model {', '.join(bad)}; choose from {', '.join(MODELS)}")
     if documents < 1:
         raise ValueError(f"documents must be >= 1, got {documents}")
+    if checkpoint is not None and datasets != ["dates"]:
+        raise ValueError("--checkpoint is for --data dates alone")
+    if "dates" in datasets:
+        from attnkit.experiments.faithfulness_transformer import resolve_model
+
+        resolve_model(checkpoint)  # refused before any run starts
     if threads is not None:
         import torch
 
@@ -94,8 +144,11 @@ def run_faithfulness(
     summary["integrated_gradients_steps"] = IG_STEPS
     for data in datasets:
         section = summary["data"].setdefault(data, {"models": {}})
-        section["command"] = command_line(["experiment", "faithfulness", "--data", data, "--documents", str(documents)])
-        for model, measure in _measures(data, models):
+        given = ["--checkpoint", checkpoint] if checkpoint is not None else []
+        section["command"] = command_line(
+            ["experiment", "faithfulness", "--data", data, "--documents", str(documents), *given]
+        )
+        for model, measure in _measures(data, models, checkpoint):
             section["models"][model] = measure(paths, documents, threads, device)
             write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
@@ -104,9 +157,58 @@ def run_faithfulness(
     return summary
 
 
-def _measures(data: str, models: tuple[str, ...] | None) -> list[tuple[str, object]]:
+def run_uniform_only(
+    datasets: list[str], paths: ExperimentPaths, *, models: tuple[str, ...] | None = None, threads=None, device="auto"
+) -> dict:
+    """Only Wiegreffe & Pinter's column: train (or reuse) the uniform-attention twin of each classifier row already
+    in ``faithfulness.json`` and replace that row's ``uniform``, ``uniform_command`` and ``minutes.train``, leaving
+    its measured figures as they are. Rows not measured yet are left alone (run the experiment without
+    ``--uniform-only`` for them).
+
+    Raises:
+        ValueError: a data set without classifier rows (digits, cmudict, dates).
+    """
+    others = sorted(set(datasets) - set(CLASSIFIER_DATASETS))
+    if others:
+        raise ValueError(
+            f"--uniform-only is for the classifier data sets ({', '.join(CLASSIFIER_DATASETS)}), not {', '.join(others)}"
+        )
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    from attnkit.data.classification import load_data_set
+
+    summary_path = paths.results / "faithfulness.json"
+    summary = read_json(summary_path) or {"data": {}}
+    for data in datasets:
+        rows = summary["data"].get(data, {}).get("models", {})
+        chosen = [m for m in rows if m in MODELS and (not models or m in models)]
+        dataset = load_data_set(data) if chosen else None
+        for model in chosen:
+            root = paths.runs / "faithfulness" / data / model
+            classifier, metrics, _ = _learned(data, model, root, threads, device)
+            found = _uniform(data, model, dataset, classifier, metrics, root, threads, device)
+            row = rows[model]
+            row["uniform"], row["uniform_command"] = found["uniform"], found["uniform_command"]
+            row["test_accuracy"] = found["uniform"]["accuracy"]
+            row["minutes"]["train"] = found["minutes"]["train"]
+            write_json(summary_path, summary)
+    from attnkit.experiments.report import render_results
+
+    render_results(paths)
+    return summary
+
+
+def _measures(data: str, models: tuple[str, ...] | None, checkpoint: str | None) -> list[tuple[str, object]]:
     """``(model, measure(paths, documents, threads, device) -> row)`` for each model of ``data`` (``models``: only
     these, for the classifiers)."""
+    from functools import partial
+
+    if data == "dates":
+        from attnkit.experiments.faithfulness_transformer import run_dates_transformer
+
+        return [("transformer", partial(run_dates_transformer, checkpoint=checkpoint))]
     if data == "digits":
         from attnkit.experiments.faithfulness_vision import run_digits
 
@@ -115,8 +217,6 @@ def _measures(data: str, models: tuple[str, ...] | None) -> list[tuple[str, obje
         from attnkit.experiments.faithfulness_seq2seq import run_g2p
 
         return [("g2p", run_g2p)]
-    from functools import partial
-
     from attnkit.data.classification import load_data_set
 
     dataset = load_data_set(data)
@@ -149,10 +249,8 @@ def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents
         measure_documents,
         sample_documents,
         summarise_documents,
-        uniform_difference,
     )
     from attnkit.explain.faithfulness.names import METHODS
-    from attnkit.tasks.classify.inference import load_classifier
 
     clock = Stopwatch()
     root = paths.runs / "faithfulness" / data / model
@@ -169,24 +267,8 @@ def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents
         measured = measuring.minutes()
         write_json(root / "documents.json", {"settings": settings, "minutes": measured, "records": records})
     shipped = SHIPPED.get((data, model))
-    if shipped is None:
-        uniform_argv = train_argv(data, model, root / "uniform", uniform=True)
-        uniform_metrics = ensure_run(uniform_argv, root / "uniform", threads=threads, device=device)
-        both = {"learned": metrics["train_seconds"], "uniform": uniform_metrics["train_seconds"]}
-        stored = read_json(root / "uniform.json")
-        if stored and stored.get("runs") == both:
-            baseline = stored["result"]
-        else:
-            uniform = load_classifier(root / "uniform" / "best", device=device)
-            baseline = uniform_difference(classifier, uniform, dataset.test_texts, dataset.test_labels)
-            write_json(root / "uniform.json", {"runs": both, "result": baseline})
-        trained = round((metrics["train_seconds"] + uniform_metrics["train_seconds"]) / 60, 1)
-        uniform_command = command_line([*uniform_argv[:-3], "--out", str(_published(data, model) / "uniform")])
-    else:
-        from attnkit.pretrained import read_card
-
-        baseline = {"accuracy": read_card(shipped)["value"], "uniform_accuracy": None, "difference": None}
-        trained, uniform_command = 0.0, None
+    uniform = _uniform(data, model, dataset, classifier, metrics, root, threads, device)
+    baseline, trained, uniform_command = uniform["uniform"], uniform["minutes"]["train"], uniform["uniform_command"]
     return {
         "label": LABELS[model] if shipped is None else f"{LABELS[model]} (shipped {shipped})",
         "shipped": shipped,
@@ -197,6 +279,35 @@ def _run_model(data: str, model: str, dataset, paths: ExperimentPaths, documents
         "minutes": {"train": trained, "measure": measured, "this_command": clock.minutes()},
         **summarise_documents(records),
     }
+
+
+def _uniform(data: str, model: str, dataset, classifier, metrics: dict, root: Path, threads, device) -> dict:
+    """Wiegreffe & Pinter's baseline of a row: its uniform-attention twin (the short recipe, or a shipped model's own
+    recipe: :func:`shipped_uniform_argv`) trained or reused, and the accuracy difference on the whole test split
+    (reused while both runs are unchanged). Returns the row's ``uniform``, ``uniform_command`` and
+    ``minutes.train``."""
+    from attnkit.experiments.faithfulness_measure import uniform_difference
+    from attnkit.tasks.classify.inference import load_classifier
+
+    shipped = SHIPPED.get((data, model))
+    if shipped is None:
+        uniform_argv = train_argv(data, model, root / "uniform", uniform=True)
+        published = [*uniform_argv[:-3], "--out", str(_published(data, model) / "uniform")]
+    else:
+        uniform_argv = shipped_uniform_argv(shipped, root / "uniform")
+        published = shipped_uniform_argv(shipped, _published(data, model) / "uniform")[:-1]
+    uniform_metrics = ensure_run(uniform_argv, root / "uniform", threads=threads, device=device)
+    both = {"learned": metrics["train_seconds"], "uniform": uniform_metrics["train_seconds"]}
+    stored = read_json(root / "uniform.json")
+    if stored and stored.get("runs") == both:
+        baseline = stored["result"]
+    else:
+        uniform = load_classifier(root / "uniform" / "best", device=device)
+        baseline = uniform_difference(classifier, uniform, dataset.test_texts, dataset.test_labels)
+        write_json(root / "uniform.json", {"runs": both, "result": baseline})
+    learned_seconds = 0.0 if shipped is not None else metrics["train_seconds"]
+    trained = round((learned_seconds + uniform_metrics["train_seconds"]) / 60, 1)
+    return {"uniform": baseline, "uniform_command": command_line(published), "minutes": {"train": trained}}
 
 
 def _published(data: str, model: str) -> Path:

@@ -89,23 +89,42 @@ def _masking(args: argparse.Namespace, paths) -> bool:
 
 
 def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
-    _data(parser, "data sets (default: fine-foods r8 r52 20ng; also digits, cmudict)")
+    _data(parser, "data sets (default: fine-foods r8 r52 20ng digits cmudict dates)")
     _only(parser, "just these models (han, pooled, pooled_bigru, pooled_transformer)")
     parser.add_argument(
         "--documents", type=int, default=None, help="test documents sampled per data set x model (default 200)"
     )
+    parser.add_argument(
+        "--uniform-only",
+        action="store_true",
+        help="only the uniform-attention column: train (or reuse) the twins of the classifier rows already in "
+        "faithfulness.json and leave their other figures as they are",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="RUN",
+        help="--data dates: the Transformer to measure (default: the shipped dates-transformer)",
+    )
 
 
 def _faithfulness(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.faithfulness import DATASETS, DOCUMENTS, run_faithfulness
+    from attnkit.experiments.faithfulness import DOCUMENTS, default_datasets, run_faithfulness, run_uniform_only
 
+    datasets = list(args.data or default_datasets())
+    if args.uniform_only:
+        run_uniform_only(
+            datasets, paths, models=tuple(args.only) if args.only else None, threads=args.threads, device=args.device
+        )
+        return True
     run_faithfulness(
-        list(args.data or DATASETS),
+        datasets,
         paths,
         models=tuple(args.only) if args.only else None,
         documents=DOCUMENTS if args.documents is None else args.documents,
         threads=args.threads,
         device=args.device,
+        checkpoint=args.checkpoint,
     )
     return True
 

@@ -32,13 +32,15 @@ def total_variation(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 def permutation_test(subject: Subject, *, n: int = 100, seed: int = 0) -> PermutationResult | None:
     """Jain & Wallace's permutation test on one prediction: ``n`` shuffles (drawn with ``seed``) of every
-    attention distribution of the model among the real positions, in one batched forward. ``None`` when the
-    model has no attention distribution to shuffle (mean or max pooling)."""
+    attention distribution of the model among the real positions, in one batched forward (a subject with a
+    ``permutable()`` method names the attention modules to shuffle: a Transformer seq2seq step, its decoder's
+    cross-attentions). ``None`` when the model has no attention distribution to shuffle (mean or max pooling)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     generator = torch.Generator().manual_seed(seed)
     keep = torch.ones(n, len(subject.tokens), dtype=torch.bool)  # [n, T]: nothing erased, n copies
-    with permuted_attention(subject.model, generator) as swapped:
+    holders = subject.permutable() if hasattr(subject, "permutable") else None
+    with permuted_attention(subject.model, generator, holders) as swapped:
         if not swapped:
             return None
         shuffled = subject.probabilities_when(keep, "delete")  # [n, C], a new shuffle per row

@@ -12,7 +12,7 @@ Shape glossary:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -59,23 +59,34 @@ def attention_distributions(model: nn.Module, kinds: tuple[type, ...] = (Attenti
 
 
 @contextmanager
-def _swapped(model: nn.Module, make: Callable[[nn.Module], nn.Module]) -> Iterator[int]:
-    holders = attention_distributions(model)
+def _swapped(
+    model: nn.Module, make: Callable[[nn.Module], nn.Module], holders: Sequence[nn.Module] | None = None
+) -> Iterator[int]:
+    holders = attention_distributions(model) if holders is None else list(holders)
     originals = [holder.distribution for holder in holders]
+    # a multi-head attention's fused kernel computes softmax itself: its readable path calls the distribution
+    fast = [getattr(holder, "fast_path", None) for holder in holders]
     try:
         for holder, original in zip(holders, originals, strict=True):
             holder.distribution = make(original)
+            if hasattr(holder, "fast_path"):
+                holder.fast_path = False
         yield len(holders)
     finally:
-        for holder, original in zip(holders, originals, strict=True):
+        for holder, original, was in zip(holders, originals, fast, strict=True):
             holder.distribution = original
+            if was is not None:
+                holder.fast_path = was
 
 
 @contextmanager
-def permuted_attention(model: nn.Module, generator: torch.Generator) -> Iterator[int]:
-    """Within the block every attention distribution of ``model`` shuffles its weights among real positions;
-    yields how many were swapped (0: the model has no attention to permute)."""
-    with _swapped(model, lambda base: Permuted(base, generator)) as count:
+def permuted_attention(
+    model: nn.Module, generator: torch.Generator, holders: Sequence[nn.Module] | None = None
+) -> Iterator[int]:
+    """Within the block every attention distribution of ``model`` (or of just the modules ``holders``, e.g. a
+    Transformer decoder's cross-attentions) shuffles its weights among real positions; yields how many were
+    swapped (0: the model has no attention to permute)."""
+    with _swapped(model, lambda base: Permuted(base, generator), holders) as count:
         yield count
 
 

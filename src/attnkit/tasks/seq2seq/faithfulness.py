@@ -19,7 +19,13 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.tasks.seq2seq.faithfulness_subjects import Seq2SeqStepSubject
 
-__all__ = ["checkpoint_faithfulness", "faithfulness_command", "seq2seq_faithfulness", "text_faithfulness"]
+__all__ = [
+    "checkpoint_faithfulness",
+    "faithfulness_command",
+    "seq2seq_faithfulness",
+    "step_subjects",
+    "text_faithfulness",
+]
 
 
 def seq2seq_faithfulness(
@@ -34,24 +40,35 @@ def seq2seq_faithfulness(
     """For each text, greedy-decode it, then run the tests on every emitted token (``<eos>`` included) over the
     source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token."""
     texts = list(texts)
-    if not texts:
-        raise ValueError("no texts to test")
-    translations = loaded.translate(texts)
-    vocabulary = [loaded.target_tokenizer.id_to_token(i) for i in range(loaded.model.output.out_features)]
     results = []
-    for number, (text, translation) in enumerate(zip(texts, translations, strict=True)):
-        source_ids = loaded.source_tokenizer.encode(text)
-        tokens = loaded.source_tokenizer.tokens(text)[: len(source_ids)]
-        target_ids = list(translation.token_ids or [])
-        subjects = [
-            Seq2SeqStepSubject(loaded.model, source_ids, target_ids, step, tokens, vocabulary)
-            for step in range(len(target_ids))
-        ]
+    for number, (text, subjects) in enumerate(zip(texts, step_subjects(loaded, texts), strict=True)):
         labels = [f"{text} -> step {step + 1}" for step in range(len(subjects))]
         results.append(
             faithfulness_of(subjects, texts=labels, methods=methods, erase=erase, seed=seed + number, steps=steps)
         )
     return results
+
+
+def step_subjects(loaded, texts: Sequence[str]) -> list[list[Seq2SeqStepSubject]]:
+    """For each text, greedy-decode it: one :class:`Seq2SeqStepSubject` per emitted token (``<eos>`` included),
+    its units the source tokens."""
+    texts = list(texts)
+    if not texts:
+        raise ValueError("no texts to test")
+    translations = loaded.translate(texts)
+    vocabulary = [loaded.target_tokenizer.id_to_token(i) for i in range(loaded.model.output.out_features)]
+    found = []
+    for text, translation in zip(texts, translations, strict=True):
+        source_ids = loaded.source_tokenizer.encode(text)
+        tokens = loaded.source_tokenizer.tokens(text)[: len(source_ids)]
+        target_ids = list(translation.token_ids or [])
+        found.append(
+            [
+                Seq2SeqStepSubject(loaded.model, source_ids, target_ids, step, tokens, vocabulary)
+                for step in range(len(target_ids))
+            ]
+        )
+    return found
 
 
 def text_faithfulness(

@@ -103,6 +103,14 @@ class Seq2SeqStepSubject:
             scores["flow"] = attention_flow(layers, cross).to(torch.float32)
         return scores
 
+    def permutable(self) -> list[nn.Module] | None:
+        """The attention modules Jain & Wallace's permutation test shuffles: a Transformer's decoder
+        cross-attentions (every layer and head; the encoder's self-attention is left as it is); None (the model's
+        attention poolings, which an RNN seq2seq has none of) otherwise."""
+        if isinstance(self.model, TransformerSeq2Seq):
+            return [layer.cross_attention for layer in self.model.decoder_layers]
+        return None
+
     def attention_details(self) -> dict[str, list]:
         """Transformer: ``attention_heads [H][S]`` of the last layer's cross-attention at this step."""
         if isinstance(self.model, TransformerSeq2Seq):
