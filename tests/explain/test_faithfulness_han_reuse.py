@@ -87,3 +87,19 @@ def test_the_two_stages_compose_to_the_forward_in_values_and_gradients():
     (grad_whole,) = torch.autograd.grad(whole.logits[:, 0].sum(), model.embedding.weight)
     (grad_stages,) = torch.autograd.grad(logits[:, 0].sum(), model.embedding.weight)
     torch.testing.assert_close(grad_stages, grad_whole)
+
+
+def test_a_swapped_attention_distribution_runs_the_whole_model():
+    from attnkit.explain.faithfulness.permutation import permuted_attention, uniform_attention
+
+    subject = han_subject(han_model(seed=4), DOCUMENT)
+    keep = torch.ones(4, len(subject.tokens), dtype=torch.bool)
+    keep[1:, 2] = False
+    with uniform_attention(subject.model):
+        uniform = subject.probabilities_when(keep, "delete")
+        torch.testing.assert_close(uniform, subject.full_probabilities_when(keep, "delete"))
+    assert not torch.allclose(uniform[0], subject.probabilities)
+    with permuted_attention(subject.model, torch.Generator().manual_seed(0)):
+        shuffled = subject.probabilities_when(keep, "delete")
+    assert not torch.allclose(shuffled[0], subject.probabilities)
+    torch.testing.assert_close(subject.probabilities_when(keep[:1], "delete")[0], subject.probabilities)

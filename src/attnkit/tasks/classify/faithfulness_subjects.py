@@ -155,6 +155,12 @@ class HanSubject(_ClassifierSubject):
         self.word_of = torch.tensor([w for _, w in where], dtype=torch.long)  # [T]
         self.flat_ids = torch.tensor([t for sentence in ids for t in sentence], dtype=torch.long)  # [T]
         super().__init__(model, tokens, label_names, **ids_of)
+        self._predicted_with = self._distributions()
+
+    def _distributions(self) -> tuple[int, ...]:
+        """Which attention distribution objects the model holds now (the reuse of sentence vectors needs the ones
+        of the prediction)."""
+        return tuple(id(getattr(module, "distribution", None)) for module in self.model.modules())
 
     def _whole(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch = collate_documents([(self.sentence_ids, None)], pad_id=self.pad_id)
@@ -163,8 +169,10 @@ class HanSubject(_ClassifierSubject):
     def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
         """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` reuses the vectors of the sentences a variant
         leaves untouched and encodes each shortened sentence once (:mod:`~attnkit.tasks.classify.han_sentence_reuse`;
-        equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model."""
-        if erase != "delete":
+        equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model, and so does
+        ``delete`` while an attention distribution of the model is swapped since the prediction (the permutation
+        test's shuffles: then the prediction's sentence vectors are not the model's any more)."""
+        if erase != "delete" or self._distributions() != self._predicted_with:
             return self.full_probabilities_when(keep, erase)
         self._check_keep(keep)
         if keep.shape[0] == 0:

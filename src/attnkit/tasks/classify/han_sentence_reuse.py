@@ -85,8 +85,10 @@ def _encode_shortened(
     device: torch.device,
 ) -> torch.Tensor:
     """The vectors of sentences ``sentence [U]`` keeping only the words ``kept [U, W]``: ``[U, D]``."""
+    if kept.shape[0] == 0:
+        return torch.empty(0, model.word_encoder.output_dim, device=device)
     lengths = kept.sum(1)  # [U]
-    width = max(int(lengths.max()), 1) if lengths.numel() else 1
+    width = max(int(lengths.max()), 1)
     word_mask = torch.arange(width) < lengths[:, None]  # [U, W']
     token_ids = torch.full(word_mask.shape, pad_id, dtype=torch.long)
     token_ids[word_mask] = token_grid[sentence][kept]  # row-major: each sentence's kept words in order
@@ -96,6 +98,4 @@ def _encode_shortened(
             ids = token_ids[start : start + SENTENCE_CHUNK].to(device)
             mask = word_mask[start : start + SENTENCE_CHUNK].to(device)
             parts.append(model.encode_sentences(ids, mask).context)  # [u, D]
-    if not parts:
-        return torch.empty(0, model.word_encoder.output_dim, device=device)
     return torch.cat(parts)
