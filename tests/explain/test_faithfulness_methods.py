@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import combinations
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from attnkit.distributions import Uniform
 from attnkit.explain.faithfulness.baselines import permutation_test
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.flow import attention_flow, residual_attention
-from attnkit.explain.faithfulness.metrics import kendall_tau, top_k_overlap
+from attnkit.explain.faithfulness.metrics import kendall_tau, kendall_taus, top_k_overlap
 from attnkit.explain.faithfulness.permutation import permute_among_kept, permuted_attention, uniform_attention
 from attnkit.explain.faithfulness.table import erasure_sentence
 
@@ -218,3 +219,27 @@ def test_data_set_means_average_the_documents():
         "flipped": pytest.approx(0.2),
         "documents": 2,
     }
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 300), st.sampled_from([3, 50, None]))
+def test_kendall_taus_of_every_pair_equal_scipys(seed, units, levels):
+    from scipy.stats import kendalltau
+
+    generator = torch.Generator().manual_seed(seed)
+    draw = (
+        (lambda: torch.rand(units, generator=generator))
+        if levels is None
+        else (lambda: torch.randint(levels, (units,), generator=generator).float())
+    )
+    scores = {name: draw() for name in ("attention", "leave_one_out", "random")}
+    scores["constant"] = torch.ones(units)
+    taus = kendall_taus(scores)
+    assert list(taus) == [f"{a}|{b}" for a, b in combinations(scores, 2)]
+    for pair, tau in taus.items():
+        a, b = pair.split("|")
+        expected = kendalltau(scores[a].tolist(), scores[b].tolist()).statistic
+        if math.isnan(expected):
+            assert math.isnan(tau)
+        else:
+            assert tau == pytest.approx(expected, abs=1e-12)

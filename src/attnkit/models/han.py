@@ -108,32 +108,54 @@ class HierarchicalAttentionClassifier(nn.Module):
         real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
 
         real_ids = token_ids.reshape(batch * sentences, words)[real]  # [N, W]
-        embedded = self.dropout(self.embedding(real_ids))  # [N, W, E]
-        encoded = self.word_encoder(embedded, flat_mask[real])  # [N, W, Dw]
-        attend_mask = attend.reshape(batch * sentences, words)[real]  # [N, W]
-        if self.attendable is not None:
-            attend_mask = attend_mask & self.attendable[real_ids]
-        pooled_words = self.word_pooling(encoded, attend_mask)  # context [N, Dw], weights [N, 1, W]
+        pooled_words = self.encode_sentences(
+            real_ids, flat_mask[real], attend_mask=attend.reshape(batch * sentences, words)[real]
+        )  # context [N, Dw], weights [N, W]
 
         # in the pooled vectors' dtype: under autocast it is not the encoder's
         sentence_vectors = pooled_words.context.new_zeros(batch * sentences, pooled_words.context.shape[-1])
         sentence_vectors[real] = pooled_words.context
         word_weights = pooled_words.weights.new_zeros(batch * sentences, words)
-        word_weights[real] = pooled_words.weights[:, 0]
+        word_weights[real] = pooled_words.weights
 
-        # the sentence GRU reads each document's real sentences in order, without gaps
-        order = _compact(sentence_mask)  # [B, S]
-        packed_mask = torch.gather(sentence_mask, 1, order)
-        vectors = sentence_vectors.view(batch, sentences, -1)
-        vectors = torch.gather(vectors, 1, order[..., None].expand_as(vectors))  # [B, S, Dw]
-        encoded_sentences = self.sentence_encoder(vectors, packed_mask)  # [B, S, Ds]
-        attend_sentences = torch.gather(sentence_mask & attend.any(dim=2), 1, order)  # [B, S]
-        document = self.sentence_pooling(encoded_sentences, attend_sentences)  # [B, Ds], weights [B, 1, S]
-        sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
-
-        logits = self.classifier(self.dropout(document.context))
+        logits, document = self.classify_sentences(
+            sentence_vectors.view(batch, sentences, -1), sentence_mask, sentence_mask & attend.any(dim=2)
+        )
         return HANOutput(
             logits,
             AttentionOutput(sentence_vectors.view(batch, sentences, -1), word_weights.view(batch, sentences, words)),
-            AttentionOutput(document.context, sentence_weights),
+            document,
         )
+
+    def encode_sentences(
+        self, token_ids: torch.Tensor, word_mask: torch.Tensor, *, attend_mask: torch.Tensor | None = None
+    ) -> AttentionOutput:
+        """The word level alone, on sentences that each have a word: token_ids ``[N, W]``, word_mask ``[N, W]``,
+        attend_mask ``[N, W]`` (optional, within ``word_mask``) -> ``AttentionOutput(context [N, Dw], weights
+        [N, W])``: each sentence's vector, computed from its own words only (so it can be computed once and reused
+        in every document that contains the sentence unchanged)."""
+        attend = word_mask if attend_mask is None else attend_mask & word_mask  # [N, W]
+        if self.attendable is not None:
+            attend = attend & self.attendable[token_ids]
+        embedded = self.dropout(self.embedding(token_ids))  # [N, W, E]
+        encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
+        pooled = self.word_pooling(encoded, attend)  # context [N, Dw], weights [N, 1, W]
+        return AttentionOutput(pooled.context, pooled.weights[:, 0])
+
+    def classify_sentences(
+        self, vectors: torch.Tensor, sentence_mask: torch.Tensor, attend_sentences: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, AttentionOutput]:
+        """The sentence level alone: sentence vectors ``[B, S, Dw]`` (as :meth:`encode_sentences` gives them),
+        sentence_mask ``[B, S]`` (real sentences; gaps allowed), attend_sentences ``[B, S]`` (optional, within
+        ``sentence_mask``: the sentences the attention may weigh) -> ``logits [B, C]`` and
+        ``AttentionOutput(document [B, Ds], weights [B, S])`` (weights at the sentences' own positions)."""
+        attend = sentence_mask if attend_sentences is None else attend_sentences & sentence_mask
+        # the sentence GRU reads each document's real sentences in order, without gaps
+        order = _compact(sentence_mask)  # [B, S]
+        packed_mask = torch.gather(sentence_mask, 1, order)
+        vectors = torch.gather(vectors, 1, order[..., None].expand_as(vectors))  # [B, S, Dw]
+        encoded_sentences = self.sentence_encoder(vectors, packed_mask)  # [B, S, Ds]
+        document = self.sentence_pooling(encoded_sentences, torch.gather(attend, 1, order))  # weights [B, 1, S]
+        sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
+        logits = self.classifier(self.dropout(document.context))
+        return logits, AttentionOutput(document.context, sentence_weights)

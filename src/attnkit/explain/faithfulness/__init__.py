@@ -2,7 +2,7 @@
 
 The field's tests, tied to attnkit's exact masks: erasure that really removes a token (ERASER's comprehensiveness,
 sufficiency and AOPC, DeYoung et al. 2020; the fraction erased before the decision flips, Serrano & Smith 2019),
-other explanations to compare with (gradient × input and integrated gradients through Captum, leave-one-out,
+other explanations to compare with (gradient × input and integrated gradients, equal to Captum's, leave-one-out,
 attention rollout and flow, Abnar & Zuidema 2020), a seeded random floor, Kendall τ between methods, Jain &
 Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 
@@ -12,7 +12,8 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.subject` | the :class:`Subject` protocol every model family adapts to |
 | :mod:`~attnkit.explain.faithfulness.erasure` | which units each erasure keeps, at every k |
 | :mod:`~attnkit.explain.faithfulness.methods` | the attribution methods' scores |
-| :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients through Captum |
+| :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients through Captum (the reference) |
+| :mod:`~attnkit.explain.faithfulness.gradients_fused` | both in one forward and backward, without Captum (what runs) |
 | :mod:`~attnkit.explain.faithfulness.flow` | attention flow (maximum flow through the layers) |
 | :mod:`~attnkit.explain.faithfulness.metrics` | comprehensiveness, sufficiency, AOPC, flip fraction, Kendall τ, top-k overlap |
 | :mod:`~attnkit.explain.faithfulness.evaluate` | all of it on a prediction, erasures batched (:func:`faithfulness_of`) |

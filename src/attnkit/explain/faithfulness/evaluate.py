@@ -68,7 +68,7 @@ def evaluate_subject(
     if units:
         results = _erasure_results(subject, found, erase=erase, full=full)
     names = list(results)
-    tau = {f"{a}|{b}": metrics.kendall_tau(found[a].scores, found[b].scores) for a, b in combinations(names, 2)}
+    tau = metrics.kendall_taus({name: found[name].scores for name in names})
     overlap_k = top_counts(units, (OVERLAP_PERCENT,))[0] if units else 0
     overlap = {
         f"{a}|{b}": metrics.top_k_overlap(found[a].scores, found[b].scores, overlap_k)

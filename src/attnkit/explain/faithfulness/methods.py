@@ -6,10 +6,13 @@
 | ``attention`` | the model's own attention weights (heads averaged; HAN: word × sentence weight) |
 | ``rollout`` | attention rollout through a Transformer encoder, read out by the pooling (Abnar & Zuidema 2020) |
 | ``flow`` | attention flow (maximum flow) through the same graph |
-| ``gradient_x_input`` | gradient × embedding, summed over features (Captum) |
-| ``integrated_gradients`` | integrated gradients from the zero embedding (Captum; with its convergence delta) |
+| ``gradient_x_input`` | gradient × embedding, summed over features |
+| ``integrated_gradients`` | integrated gradients from the zero embedding (with its convergence delta) |
 | ``leave_one_out`` | the drop in p(predicted class) when the unit alone is erased |
 | ``random`` | seeded random scores: the floor every method must be read against |
+
+Both gradient methods come from one forward and backward (:mod:`~attnkit.explain.faithfulness.gradients_fused`),
+equal to Captum's (:mod:`~attnkit.explain.faithfulness.gradients`, the reference; tested).
 
 ``rollout`` and ``flow`` exist only where an encoder mixes the units by attention; a subject that cannot give a
 method simply leaves it out of its results.
@@ -58,19 +61,22 @@ def method_scores(
 
     ``erase`` is how ``leave_one_out`` erases; ``generator`` draws ``random``; ``steps`` are IG's.
     """
-    from attnkit.explain.faithfulness import gradients
+    from attnkit.explain.faithfulness.gradients_fused import fused_gradients
 
     units = len(subject.tokens)
     label = subject.label
     found: dict[str, MethodScores] = {}
     attention = subject.attention_scores() if {"attention", "rollout", "flow"} & set(methods) else {}
+    gradient_methods = {"gradient_x_input", "integrated_gradients"} & set(methods)
+    fused = None  # both gradient methods from one forward and backward
     for method in check_methods(methods):
         if method in attention:
             found[method] = MethodScores(attention[method].to(torch.float32))
-        elif method == "gradient_x_input":
-            found[method] = MethodScores(gradients.gradient_x_input(subject.gradient_inputs(), label).scores)
-        elif method == "integrated_gradients":
-            result = gradients.integrated_gradients(subject.gradient_inputs(), label, steps=steps)
+        elif method in gradient_methods:
+            if fused is None:
+                integrated = "integrated_gradients" in gradient_methods
+                fused = fused_gradients(subject.gradient_inputs(), label, steps=steps, integrated=integrated)
+            result = fused[0] if method == "gradient_x_input" else fused[1]
             found[method] = MethodScores(result.scores, result.convergence_delta)
         elif method == "leave_one_out":
             keep = ~torch.eye(units, dtype=torch.bool)  # [T, T]: row t erases unit t alone

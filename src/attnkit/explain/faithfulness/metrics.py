@@ -1,6 +1,6 @@
 """Faithfulness metrics of one prediction (layer 5): ERASER's comprehensiveness, sufficiency and AOPC (DeYoung et
 al. 2020), the fraction erased before the decision flips (Serrano & Smith 2019), and agreement between methods
-(Kendall's τ through ``scipy.stats.kendalltau``, top-k overlap).
+(Kendall's τ-b, equal to ``scipy.stats.kendalltau``'s; top-k overlap).
 
 Shape glossary:
     T  units   K  erasure sizes
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import combinations
 
 import torch
 
-__all__ = ["aopc", "comprehensiveness", "flip_fraction", "kendall_tau", "sufficiency", "top_k_overlap"]
+__all__ = ["aopc", "comprehensiveness", "flip_fraction", "kendall_tau", "kendall_taus", "sufficiency", "top_k_overlap"]
 
 
 def comprehensiveness(full: float, erased: torch.Tensor) -> list[float]:
@@ -46,16 +47,44 @@ def flip_fraction(counts: Sequence[int], labels: Sequence[int], label: int, unit
 
 
 def kendall_tau(a: Sequence[float] | torch.Tensor, b: Sequence[float] | torch.Tensor) -> float:
-    """Kendall's τ-b between two methods' scores over the same units (``scipy.stats.kendalltau``); NaN when
-    either is constant or there are fewer than two units (scipy's answer), returned as ``nan``."""
-    from scipy.stats import kendalltau
-
+    """Kendall's τ-b between two methods' scores over the same units, the statistic of ``scipy.stats.kendalltau``
+    (equal to it, tested; computed here in float64 over all pairs, without importing scipy); NaN when either is
+    constant or there are fewer than two units (scipy's answer)."""
     a, b = _as_list(a), _as_list(b)
     if len(a) != len(b):
         raise ValueError(f"kendall_tau: {len(a)} scores against {len(b)}")
-    if len(a) < 2:
-        return math.nan
-    return float(kendalltau(a, b).statistic)
+    return kendall_taus({"a": a, "b": b})["a|b"]
+
+
+def kendall_taus(scores: dict[str, Sequence[float] | torch.Tensor]) -> dict[str, float]:
+    """Kendall's τ-b (see :func:`kendall_tau`) of every pair of the named scores, ``{"A|B": τ}`` in the order of
+    ``itertools.combinations``: each method's pairwise signs ``[T, T]`` are built once.
+
+    τ-b = (concordant - discordant) / sqrt((pairs - ties in A) · (pairs - ties in B)), over the unordered pairs.
+    """
+    names = list(scores)
+    signs = {name: _pair_signs(scores[name]) for name in names}  # each [T, T]
+    sizes = {signs[name].shape[0] for name in names}
+    if len(sizes) > 1:
+        raise ValueError(f"kendall_taus: scores of different lengths {sorted(sizes)}")
+    units = sizes.pop() if sizes else 0
+    pairs = units * (units - 1) / 2
+    untied = {name: float(signs[name].abs().sum()) / 2 for name in names}  # pairs minus ties
+    taus = {}
+    for first, second in combinations(names, 2):
+        denominator = math.sqrt(untied[first] * untied[second])
+        if pairs < 1 or denominator == 0.0:
+            taus[f"{first}|{second}"] = math.nan
+            continue
+        agreement = float((signs[first] * signs[second]).sum()) / 2  # concordant - discordant
+        taus[f"{first}|{second}"] = min(1.0, max(-1.0, agreement / denominator))
+    return taus
+
+
+def _pair_signs(values: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    """``sign(v_i - v_j)`` for every pair: ``[T]`` -> ``[T, T]`` float64."""
+    v = torch.as_tensor(_as_list(values), dtype=torch.float64)
+    return torch.sign(v[:, None] - v[None, :])
 
 
 def top_k_overlap(a: Sequence[float] | torch.Tensor, b: Sequence[float] | torch.Tensor, k: int) -> float:

@@ -19,6 +19,7 @@ from attnkit.data.batching import collate_documents, collate_tokens
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
 from attnkit.models.pooled import bigram_ids
+from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
 __all__ = ["CHUNK", "HanSubject", "PooledSubject"]
 
@@ -39,14 +40,21 @@ class _ClassifierSubject(abc.ABC):
 
     def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
         """keep ``[N, T]`` -> probabilities ``[N, C]``, in forwards of at most :data:`CHUNK` variants."""
-        if keep.shape[-1] != len(self.tokens):
-            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+        return self.full_probabilities_when(keep, erase)
+
+    def full_probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+        """The readable reference: every variant through the whole model, :data:`CHUNK` variants per forward."""
+        self._check_keep(keep)
         parts = []
         for start in range(0, keep.shape[0], CHUNK):
             inputs, attend_mask = self._variants(keep[start : start + CHUNK].cpu(), erase)
             logits = self._forward(*inputs, attend_mask=attend_mask).logits  # [n, C]
             parts.append(torch.softmax(logits.float(), -1).cpu())
         return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+
+    def _check_keep(self, keep: torch.Tensor) -> None:
+        if keep.dim() != 2 or keep.shape[-1] != len(self.tokens):
+            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
 
     @abc.abstractmethod
     def _whole(self) -> tuple[torch.Tensor, ...]:
@@ -147,10 +155,39 @@ class HanSubject(_ClassifierSubject):
         self.word_of = torch.tensor([w for _, w in where], dtype=torch.long)  # [T]
         self.flat_ids = torch.tensor([t for sentence in ids for t in sentence], dtype=torch.long)  # [T]
         super().__init__(model, tokens, label_names, **ids_of)
+        self._predicted_with = self._distributions()
+
+    def _distributions(self) -> tuple[int, ...]:
+        """Which attention distribution objects the model holds now (the reuse of sentence vectors needs the ones
+        of the prediction)."""
+        return tuple(id(getattr(module, "distribution", None)) for module in self.model.modules())
 
     def _whole(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch = collate_documents([(self.sentence_ids, None)], pad_id=self.pad_id)
         return batch.token_ids, batch.word_mask, batch.sentence_mask  # [1, S, W], [1, S, W], [1, S]
+
+    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` reuses the vectors of the sentences a variant
+        leaves untouched and encodes each shortened sentence once (:mod:`~attnkit.tasks.classify.han_sentence_reuse`;
+        equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model, and so does
+        ``delete`` while an attention distribution of the model is swapped since the prediction (the permutation
+        test's shuffles: then the prediction's sentence vectors are not the model's any more)."""
+        if erase != "delete" or self._distributions() != self._predicted_with:
+            return self.full_probabilities_when(keep, erase)
+        self._check_keep(keep)
+        if keep.shape[0] == 0:
+            return torch.empty(0, len(self.label_names))
+        token_grid = self._whole()[0][0]  # [S, W]
+        return delete_reusing_sentences(
+            self.model,
+            token_grid=token_grid,
+            sentence_vectors=self._output.words.context[0],  # [S, D]
+            sentence_of=self.sentence_of,
+            word_of=self.word_of,
+            keep=keep.cpu(),
+            chunk=CHUNK,
+            pad_id=self.pad_id,
+        )
 
     def _variants(self, keep: torch.Tensor, erase: str) -> tuple:
         n, units = keep.shape
