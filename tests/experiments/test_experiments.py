@@ -64,6 +64,7 @@ def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_p
                 "baseline": {"test_accuracy": 97.67, "minutes": 0.1},
                 "published_text_gcn": 97.07,
                 "target": 98.0,
+                "ensemble": {"members": 2, "test_accuracy": 97.72, "training_minutes": 6.0, "command": "attnkit ev"},
             }
         },
     )
@@ -98,6 +99,10 @@ def test_the_results_page_renders_recorded_tables_and_says_what_is_not_run(tmp_p
     (paths.results / "demo.md").write_text("## The demo\n\nhand-written\n")
     page = render_results(paths).read_text()
     assert "| r8 | 97.00 ± 0.71 (2) | 97.67 | **no** | 97.07 | ≥ 98.00 | **no** | 3.0 |" in page
+    assert (
+        "| r8 | ensemble of the 2 seeds: 97.72 | 97.67 | yes | 97.07 | ≥ 98.00 | **no** | 6.0 in all | `attnkit ev` |"
+        in page
+    )
     assert "## The demo\n\nhand-written" in page
     assert (
         "- embeddings + one-head attention pooling: unmasked (b) put 40.0% of a row's attention on padding and "
@@ -353,6 +358,49 @@ def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkey
     assert len(calls) == 2
     page = (paths.docs / "results.md").read_text()
     assert "| **peer:** Phonetisaurus 0.3.0 (order-8 joint n-gram WFST, same split and scorer) | 25.79 | 6.18 |" in page
+
+
+def test_classification_scores_the_seeds_as_an_ensemble_row_with_their_summed_minutes(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from attnkit.data import classification as classification_data
+    from attnkit.tasks.classify import inference
+
+    paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
+    loaded = []
+
+    def fake_ensure_run(argv, out, threads=None, device="auto"):
+        seed = int(argv[argv.index("--seed") + 1])
+        return {"test": {"accuracy": 0.9 + seed / 100}, "best_valid": {"accuracy": 0.9}, "best_epoch": 2,
+                "train_seconds": 60 * (seed + 1)}  # fmt: skip
+
+    class Member:
+        # seed0 says "a" for everything, seed1 says "b" weakly, seed2 "b" weakly: the mean says "a" (0.6 vs 0.4)
+        def __init__(self, path):
+            self.label_names = ["a", "b"]
+            self.sure = path.name == "seed0"
+            loaded.append(path.name)
+
+        def probabilities(self, texts, *, batch_size=64):
+            import torch
+
+            return torch.tensor([[1.0, 0.0] if self.sure else [0.4, 0.6]] * len(texts))
+
+        def label_ids(self, labels):
+            return [self.label_names.index(label) for label in labels]
+
+    data = SimpleNamespace(test_texts=["x", "y", "z", "w"], test_labels=[0, 0, 0, 1], label_names=["a", "b"])
+    monkeypatch.setattr(classification, "ensure_run", fake_ensure_run)
+    monkeypatch.setattr(classification_data, "load_data_set", lambda name: data)
+    monkeypatch.setattr(inference, "load_classifier", lambda path, device="auto": Member(path))
+    monkeypatch.setattr(classification, "_baseline", lambda name: {"test_accuracy": 70.0, "minutes": 0.1})
+    table = classification.run_classification(["r8"], 3, paths)
+    assert loaded == ["seed0", "seed1", "seed2"]
+    ensemble = table["r8"]["ensemble"]
+    assert ensemble["members"] == 3 and ensemble["test_accuracy"] == 75.0 and ensemble["training_minutes"] == 6.0
+    assert ensemble["command"].endswith("r8/seed1 runs/experiments/classification/r8/seed2 --data r8")
+    assert "| r8 | ensemble of the 3 seeds: 75.00 | 70.00 | yes |" in (paths.docs / "results.md").read_text()
+    assert "ensemble" not in classification.run_classification(["r8"], 1, paths)["r8"]  # one seed: no ensemble
 
 
 def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path, monkeypatch):

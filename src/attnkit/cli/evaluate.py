@@ -25,6 +25,7 @@ EXAMPLES = """examples:
   attnkit evaluate --checkpoint runs/mine --data test_pairs.tsv  seq2seq: every pair of a file
   attnkit evaluate --checkpoint runs/mine --data pairs.txt --delimiter ';'   a file with another separator
   attnkit evaluate --checkpoint runs/g2p-rnn runs/g2p-transformer --beam 5   seq2seq: an ensemble of both
+  attnkit evaluate --checkpoint runs/r8-0 runs/r8-1 runs/r8-2 --data r8       classifiers: an ensemble of three
   attnkit evaluate --checkpoint runs/digits                   vision: the test split of its data set
   attnkit evaluate --backend ctranslate2 --checkpoint exports/g2p --beam 5 --threads 2   an `attnkit export` dir
 """
@@ -44,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         required=True,
         nargs="+",
         help="a run directory (meaning its best/), a checkpoint directory or a shipped model's name (attnkit models); seq2seq: several, trained on one task "
-        "with one vocabulary, decode as an ensemble (their next-token distributions averaged)",
+        "with one vocabulary, decode as an ensemble (their next-token distributions averaged); classifiers: several, "
+        "trained on one label set, score as an ensemble (their class probabilities averaged)",
     )
     parser.add_argument(
         "--data",
@@ -70,5 +72,8 @@ def run(args: argparse.Namespace) -> int:
     refuse_foreign_options(args, task)
     if len(checkpoints) > 1 and not (len(tasks) == 1 and task.ensembles):
         kinds = ", ".join(task.kind for task, _ in found)
-        raise ValueError(f"only seq2seq checkpoints can be evaluated as an ensemble; got kinds {kinds}")
+        able = " or ".join(spec.kind for spec in registered_tasks() if spec.ensembles)
+        raise ValueError(
+            f"only checkpoints all of one kind ({able}) can be evaluated as an ensemble; got kinds {kinds}"
+        )
     return task.evaluate(args, checkpoints)

@@ -78,6 +78,28 @@ def _classification(table: dict | None) -> str:
             f"| {data} | {mean:.2f} ± {std:.2f} ({seeds}) | {row['baseline']['test_accuracy']:.2f} | {beats} | {published} "
             f"| ≥ {row['target']:.2f} | {met} | {row['minutes_mean']:.1f} | `{row['command']}` |"
         )
+        if row.get("ensemble"):
+            lines.append(_ensemble_row(data, row))
+    if any(row.get("ensemble") for row in table.values()):
+        lines += [
+            "",
+            "An *ensemble* row scores the seeds' models of the row above it as one (their class probabilities "
+            "averaged); its minutes are all its members' training minutes together.",
+        ]
     lines += ["", "One run of each row, as a training command:", ""]
     lines += [f"- {data}: `{row['run_command']}`" for data, row in table.items()]
     return "\n".join(lines) + "\n"
+
+
+def _ensemble_row(data: str, row: dict) -> str:
+    """The table row of a data set's seed ensemble (its cost: the members' training minutes summed)."""
+    ensemble, baseline = row["ensemble"], row["baseline"]["test_accuracy"]
+    accuracy = ensemble["test_accuracy"]
+    published = "–" if row["published_text_gcn"] is None else f"{row['published_text_gcn']:.2f}"
+    beats = "yes" if accuracy > baseline else "**no**"
+    met = "yes" if accuracy >= row["target"] else "**no**"
+    return (
+        f"| {data} | ensemble of the {ensemble['members']} seeds: {accuracy:.2f} | {baseline:.2f} | {beats} "
+        f"| {published} | ≥ {row['target']:.2f} | {met} | {ensemble['training_minutes']:.1f} in all "
+        f"| `{ensemble['command']}` |"
+    )

@@ -25,6 +25,14 @@ class _Baseline(_Open):
 
 
 @dataclass
+class _ClassificationEnsemble(_Open):
+    members: int
+    test_accuracy: float
+    training_minutes: float
+    command: str
+
+
+@dataclass
 class _ClassificationRow(_Open):
     command: str
     run_command: str
@@ -35,6 +43,7 @@ class _ClassificationRow(_Open):
     baseline: _Baseline
     target: float
     published_text_gcn: float | None = None
+    ensemble: _ClassificationEnsemble | None = None
 
 
 @dataclass

@@ -8,6 +8,7 @@
 | :mod:`~attnkit.tasks.classify.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
 | :mod:`~attnkit.tasks.classify.training` | ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
+| :mod:`~attnkit.tasks.classify.ensemble` | ``ClassifierEnsemble``: several classifiers' probabilities averaged |
 | :mod:`~attnkit.tasks.classify.explain` | the HTML report of what the classifier attended to (``classifier_report``) |
 | :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
 | :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |
@@ -41,4 +42,5 @@ SPEC = TaskSpec(
     faithfulness=commands.faithfulness,
     add_explain_arguments=commands.add_explain_arguments,
     commands=(demo.register,),
+    ensembles=True,
 )

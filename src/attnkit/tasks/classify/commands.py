@@ -134,6 +134,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
     fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
     fit.add_argument(
+        "--valid-seed",
+        type=non_negative_int,
+        default=None,
+        help="seed of the validation split carved from train (default: --seed); give the members of a seed "
+        "ensemble one --valid-seed so that they share a validation split the ensemble can be scored on",
+    )
+    fit.add_argument(
         "--label-smoothing", type=non_negative_float, default=0.0, help="of the training loss (default 0: none)"
     )
     fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
@@ -193,6 +200,7 @@ def train(args: argparse.Namespace) -> int:
             config,
             start.fit_config,
             valid_fraction=args.valid_fraction,
+            valid_seed=args.valid_seed,
             init_from=start.init,
             load_seconds=load_seconds,
             **options,
@@ -252,16 +260,20 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
-    """``attnkit evaluate`` for one classifier: accuracy, per-class precision/recall/F1 and the confusion matrix on
-    a built-in test split or every row of a file (read with the training file's columns unless told otherwise)."""
+    """``attnkit evaluate`` for classifiers: accuracy, per-class precision/recall/F1 and the confusion matrix on
+    a built-in test split or every row of a file (read with the first checkpoint's columns unless told otherwise).
+    Several checkpoints are scored as one ensemble, their class probabilities averaged
+    (:class:`~attnkit.tasks.classify.ensemble.ClassifierEnsemble`)."""
     from attnkit.data.classification import data_set_names
     from attnkit.tasks.classify.data import load_data
+    from attnkit.tasks.classify.ensemble import ClassifierEnsemble
     from attnkit.tasks.classify.report import format_report
 
-    (checkpoint,) = checkpoints
     if args.data is None:
         raise ValueError("a classifier checkpoint needs --data (a built-in data set name or a file of labelled texts)")
-    classifier = load(checkpoint, device=args.device, precision=args.precision)
+    members = [load(checkpoint, device=args.device, precision=args.precision) for checkpoint in checkpoints]
+    classifier = members[0]
+    scorer = classifier if len(members) == 1 else ClassifierEnsemble(members)
     text_column = args.text_column or classifier.config.text_column
     label_column = args.label_column or classifier.config.label_column
     delimiter = getattr(args, "delimiter", None)
@@ -271,7 +283,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         label_column=label_column,
         min_labels=1,
         delimiter=delimiter,
-        max_chars=document_chars(classifier.config),
+        max_chars=max(document_chars(member.config) for member in members),
     )
     if args.data in data_set_names():
         texts, labels = data.test_texts, data.test_labels
@@ -279,15 +291,17 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
         texts, labels = data.train_texts, data.train_labels
     names = [data.label_names[label] for label in labels]
     try:
-        classifier.label_ids(names)
+        scorer.label_ids(names)
     except ValueError as error:
         raise ValueError(f"{args.data}: {error}") from None
-    report = classifier.evaluate(texts, names, batch_size=args.batch_size)  # what Python's evaluate returns
+    report = scorer.evaluate(texts, names, batch_size=args.batch_size)  # what Python's evaluate returns
+    shown = str(checkpoints[0]) if len(checkpoints) == 1 else [str(checkpoint) for checkpoint in checkpoints]
     if args.json:
         rounded = {"accuracy": round(report["accuracy"], 2), "loss": round(report["loss"], 4)}
-        print(json.dumps({"data": args.data, "checkpoint": str(checkpoint), **report, **rounded}))
+        print(json.dumps({"data": args.data, "checkpoint": shown, **report, **rounded}))
         return 0
-    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {report['loss']:.4f})\n")
+    ensemble = f" (an ensemble of {len(members)}, probabilities averaged)" if len(members) > 1 else ""
+    print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {report['loss']:.4f}){ensemble}\n")
     print(format_report(report))
     return 0
 

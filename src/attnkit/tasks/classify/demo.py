@@ -11,10 +11,11 @@ A command of the classify task (``TaskSpec.commands``; layer 5, torch is importe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
-from attnkit.tasks.options import add_runtime_options
+from attnkit.tasks.options import add_runtime_options, positive_int
 
 REPORT_TITLE = "attnkit demo: what the HAN attended to"
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.splitlines()[2].strip()
         + " "
         + " ".join(line.strip() for line in __doc__.splitlines()[3:6]),
-        epilog="examples:\n  attnkit demo\n  attnkit demo --epochs 3 --out /tmp/demo\n  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token",
+        epilog="examples:\n  attnkit demo\n  attnkit demo --epochs 3 --out /tmp/demo\n  attnkit demo --ensemble 3     three HANs, one ensemble (three times the training)\n  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default="fine-foods", help="a built-in data set name (default: fine-foods)")
@@ -45,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="content",
         help="what the word attention may attend to: content words only (default: not stop words or "
         "punctuation; the GRU still reads every word), or all tokens",
+    )
+    parser.add_argument(
+        "--ensemble",
+        type=positive_int,
+        default=1,
+        help="train N HANs (seeds SEED..SEED+N-1, one validation split: SEED's) and score them as one, their "
+        "probabilities averaged, on validation and test, beside the first alone; costs N trainings (default 1)",
     )
     parser.add_argument("--out", default="runs/demo", help="checkpoint and report directory (default runs/demo)")
     parser.add_argument("--examples", type=int, default=4, help="predictions to show (default 4)")
@@ -64,6 +72,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
     ranked = sorted(zip(weights, words, strict=True), reverse=True)[:k]
     return ", ".join(f"{word} ({weight:.2f})" for weight, word in ranked)
+
+
+def _ensemble_accuracies(data, reports, args: argparse.Namespace) -> tuple[float, float]:
+    """The demo's HANs as one ensemble: its accuracy (percent) on their shared validation split and on test."""
+    from attnkit.data.classification import stratified_split
+    from attnkit.tasks.classify.ensemble import ClassifierEnsemble
+    from attnkit.tasks.classify.inference import load_classifier
+
+    members = [load_classifier(r.checkpoint, device=args.device, precision=args.precision) for r in reports]
+    ensemble = ClassifierEnsemble(members)
+    _, valid = stratified_split(data.train_texts, data.train_labels, test_fraction=0.1, seed=args.seed)
+    names = data.label_names
+    valid_report = ensemble.evaluate([data.train_texts[i] for i in valid], [names[data.train_labels[i]] for i in valid])
+    test_report = ensemble.evaluate(data.test_texts, [names[label] for label in data.test_labels])
+    return valid_report["accuracy"], test_report["accuracy"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,14 +134,36 @@ def run(args: argparse.Namespace) -> int:
         max_minutes=args.max_minutes,
         precision=args.precision,
     )
-    report = train_classifier(data, config, fit_config, out_dir=args.out, batch_size=32, device=args.device)
-    han = report.test_metrics["accuracy"]
+    reports = [
+        train_classifier(
+            data,
+            config,
+            dataclasses.replace(fit_config, seed=args.seed + member),
+            out_dir=Path(args.out) / f"member{member}" if member else args.out,
+            valid_seed=args.seed,
+            batch_size=32,
+            device=args.device,
+        )
+        for member in range(args.ensemble)
+    ]
+    report = reports[0]
 
     print()
-    print(f"{'model':<32}{'test accuracy':>14}")
-    print(f"{'TF-IDF + logistic regression':<32}{100 * baseline:>13.2f}%")
-    print(f"{'HAN (attnkit)':<32}{han:>13.2f}%")
-    print(f"HAN trained {report.train_seconds / 60:.1f} min, best epoch {report.fit.best_epoch}")
+    print(f"{'model':<40}{'validation':>11}{'test accuracy':>15}")
+    print(f"{'TF-IDF + logistic regression':<40}{'':>11}{100 * baseline:>14.2f}%")
+    for member, trained in enumerate(reports):
+        name = "HAN (attnkit)" if args.ensemble == 1 else f"HAN (attnkit), seed {args.seed + member}"
+        print(f"{name:<40}{trained.fit.best_metrics['accuracy']:>10.2f}%{trained.test_metrics['accuracy']:>14.2f}%")
+    if args.ensemble > 1:
+        valid, test = _ensemble_accuracies(data, reports, args)
+        print(f"{f'ensemble of the {args.ensemble} HANs':<40}{valid:>10.2f}%{test:>14.2f}%")
+    minutes = sum(trained.train_seconds for trained in reports) / 60
+    epochs = ", ".join(str(trained.fit.best_epoch) for trained in reports)
+    print(
+        f"HAN{'s' if args.ensemble > 1 else ''} trained {minutes:.1f} min, best epoch{'s' if args.ensemble > 1 else ''} {epochs}"
+    )
+    if args.ensemble > 1:
+        print(f"(what follows explains the seed-{args.seed} HAN alone: an ensemble has no one attention to show)")
 
     classifier = load_classifier(report.checkpoint, device=args.device, precision=args.precision)
     predictions = classifier.predict(data.test_texts[: max(args.examples, args.report_documents)])

@@ -119,13 +119,18 @@ class Classifier:
             raise ValueError(f"labels {unknown[:5]} are not among the checkpoint's classes ({', '.join(index)})")
         return [index[label] for label in labels]
 
-    @torch.no_grad()
     def predict_ids(self, texts: Sequence[str], *, batch_size: int = 64) -> list[int]:
         """The predicted class id of each text, in input order (batches of similar lengths, no attention kept)."""
+        return self.probabilities(texts, batch_size=batch_size).argmax(-1).tolist()
+
+    @torch.no_grad()
+    def probabilities(self, texts: Sequence[str], *, batch_size: int = 64) -> torch.Tensor:
+        """Each text's class probabilities ``[N, C]`` (float32, on the CPU, in input order; batches of similar
+        lengths, no attention kept)."""
         items = self.encoder.encode(as_texts(texts))
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         collate = self.encoder.collate()
-        predicted = [0] * len(items)
+        result = torch.zeros(len(items), len(self.label_names))  # [N, C]
         device = self.device
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
@@ -133,9 +138,8 @@ class Classifier:
                 logits = forward_batch(
                     self.model, collate([(items[i], None) for i in chunk]).to(device)
                 ).logits  # [B, C]
-            for i, label in zip(chunk, logits.argmax(-1).tolist(), strict=True):
-                predicted[i] = label
-        return predicted
+            result[chunk] = torch.softmax(logits.float(), dim=-1).cpu()
+        return result
 
 
 def load_classifier(

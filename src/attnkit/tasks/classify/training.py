@@ -56,6 +56,7 @@ def train_classifier(
     out_dir: str | Path,
     batch_size: int = 32,
     valid_fraction: float = 0.1,
+    valid_seed: int | None = None,
     resume: bool = False,
     bucketed: bool = True,
     device: str | torch.device = "auto",
@@ -70,7 +71,8 @@ def train_classifier(
     ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json`` (its details hold ``load_seconds``, the time the
     caller spent reading ``data``, when given); returns the
     :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and
-    tokeniser (``config`` must be its config; ``data`` must have its labels, in its order).
+    tokeniser (``config`` must be its config; ``data`` must have its labels, in its order). The validation
+    split is ``valid_fraction`` of the training split, carved with ``valid_seed`` (default: ``fit_config.seed``).
     """
     out_dir = Path(out_dir)
     rank, world = replica()
@@ -79,8 +81,9 @@ def train_classifier(
             f"--init-from {init_from.given}: its labels {config.label_names} are not {data.name}'s {data.label_names}"
         )
     config = dataclasses.replace(config, label_names=list(data.label_names), punctuated=data.punctuated)
+    split_seed = fit_config.seed if valid_seed is None else valid_seed
     train_idx, valid_idx = stratified_split(
-        data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=fit_config.seed
+        data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=split_seed
     )
     train_texts = [data.train_texts[i] for i in train_idx]
     tokenizer_dir = out_dir / TOKENIZER_DIR
@@ -126,7 +129,12 @@ def train_classifier(
         test_metrics = evaluate_encoded(
             model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size, precision=fit_config.precision
         )
-    details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "bucketed": bucketed}
+    details = {
+        "train_documents": len(train_idx),
+        "valid_documents": len(valid_idx),
+        "valid_seed": split_seed,
+        "bucketed": bucketed,
+    }
     if init_from is not None:
         details["init_from"] = init_from.record()
     if load_seconds is not None:
