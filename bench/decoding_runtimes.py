@@ -13,7 +13,8 @@ share of tokens agreeing with float32 (random weights: judge int8's accuracy on 
 ``attnkit experiment deploy`` does). Target: attnkit float32 at ≥ 0.6× CTranslate2 float32's tokens/s with 2
 threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32.
 Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N] [--threads 1|2]`` (``--threads``: that setting
-alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy; ``--workdir DIR`` keeps the export for the next run).
+alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy; ``--workdir DIR`` keeps the export for the next run;
+``--inner N`` timed decodes per process, default 2, fewer to fit a short window).
 """
 
 from __future__ import annotations
@@ -89,7 +90,12 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
         )
     ]
     figures: dict[str, object] = {
-        name: {"tokens_per_s": tokens / timings.min(name), "spread_s": timings.spread(name)} for name in timings.samples
+        name: {
+            "tokens_per_s": tokens / timings.min(name),
+            "spread_s": timings.spread(name),
+            "cpu_s": timings.cpu_min(name),  # least process CPU time: steadier than wall time under load
+        }
+        for name in timings.samples
     }
     figures["attnkit_int8"]["tokens_agreeing_with_float32"] = _agreement(timings, "attnkit_int8")
     for name in ("ct2_float32", "ct2_int8"):
@@ -98,6 +104,7 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
         target = 1.0 / TARGETS[threads] if name == "ct2_float32" else None
         rows.append(common.Row("greedy decode", f"{size}, {where}", ours, timings.min(name), LABELS[name], "s", target))
         figures[name]["attnkit_share"] = timings.min(name) / ours  # attnkit's tokens/s over this side's
+        figures[name]["attnkit_share_cpu"] = timings.cpu_min(name) / timings.cpu_min("attnkit")  # per CPU second
         figures[name]["tokens_agreeing_with_float32"] = _agreement(timings, name)
     if "ct2_float32" in timings.samples and not timings.same_result("attnkit", "ct2_float32"):
         raise AssertionError("attnkit and CTranslate2 float32 returned different tokens; the timings compare nothing")
@@ -105,10 +112,15 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
 
 
 def run(
-    quick: bool = False, repeats: int | None = None, threads: int | None = None, workdir: Path | None = None
+    quick: bool = False,
+    repeats: int | None = None,
+    threads: int | None = None,
+    workdir: Path | None = None,
+    inner: int | None = None,
 ) -> tuple[list[common.Row], dict[str, object]]:
     """Export, then time every side in fresh processes at 2 threads and at 1 (core 0), or at ``threads`` alone;
-    rows and JSON payload. ``workdir``: keep the weights and exports there and reuse them on the next run."""
+    rows and JSON payload. ``workdir``: keep the weights and exports there and reuse them on the next run.
+    ``inner``: timed decodes per process after the warm-up (default 2; 1 with ``quick``)."""
     torch.manual_seed(0)
     config = decoding.QUICK if quick else decoding.FULL
     rounds = repeats or (2 if quick else 5)
@@ -121,7 +133,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-runtimes-") as tmp:
         directory = Path(tmp) if workdir is None else workdir
         directory.mkdir(parents=True, exist_ok=True)
-        sides = _sides(config, directory, sources, inner=1 if quick else 2)
+        inner = inner or (1 if quick else 2)
+        sides = _sides(config, directory, sources, inner=inner)
         chosen = [s for s in SETTINGS if threads in (None, s[0])]
         for count, cpus in chosen[:1] if quick and threads is None else chosen:
             timings = compare_processes(sides, rounds=rounds, threads=count, cpus=cpus, quiet=quick)
@@ -130,7 +143,13 @@ def run(
             rows += setting_rows
     payload = {
         "quick": quick,
-        "config": {**config.__dict__, "rounds": rounds, "eos": "disabled (eos_id=-1)", "encoder_layers": 0},
+        "config": {
+            **config.__dict__,
+            "rounds": rounds,
+            "inner": inner,
+            "eos": "disabled (eos_id=-1)",
+            "encoder_layers": 0,
+        },
         "method": "each side a fresh process per round, order rotating, threads pinned; minimum over rounds",
         "ctranslate2": {"available": ct2.missing_reason() is None, "reason": ct2.missing_reason()},
         "targets": {"attnkit_share_of_ct2_float32": TARGETS, "int8_over_float32": INT8_TARGET},
@@ -155,8 +174,9 @@ def main(argv: Sequence[str] | None = None) -> list[common.Row]:
         help="keep the saved weights and CTranslate2 exports here and reuse them when present (a run timed in a "
         "short window can skip the export); delete it after changing the model",
     )
+    parser.add_argument("--inner", type=int, help="timed decodes per process after its warm-up (default 2)")
     args = common.parse_args(argv, parser.description, parser)
-    rows, payload = run(args.quick, args.repeats, args.threads, args.workdir)
+    rows, payload = run(args.quick, args.repeats, args.threads, args.workdir, args.inner)
     print(common.format_table(rows))
     print(f"wrote {common.write_json(NAME, payload, args.out)}")
     return rows

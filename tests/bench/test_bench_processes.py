@@ -31,6 +31,7 @@ def test_a_peer_slowed_by_a_sleep_comes_out_slower() -> None:
     timings = compare_processes({"base": base, "slowed": slowed}, rounds=2, threads=1)
     assert timings.min("slowed") >= 0.32
     assert timings.min("slowed") / timings.min("base") > 3.0  # 16x in the sleeps alone
+    assert timings.cpu_min("slowed") < 0.2  # a sleep takes no CPU time: waiting is not counted there
 
 
 def test_a_peer_slowed_by_a_busy_loop_comes_out_slower() -> None:
@@ -38,6 +39,8 @@ def test_a_peer_slowed_by_a_busy_loop_comes_out_slower() -> None:
     slowed = Side(SPIN, {"work": 2_000_000}, warmup=1, inner=3)
     timings = compare_processes({"base": base, "slowed": slowed}, rounds=2, threads=1)
     assert timings.min("slowed") / timings.min("base") > 4.0  # 40x the work; a 10x margin for load
+    assert timings.cpu_min("slowed") / timings.cpu_min("base") > 4.0  # the work is CPU time too
+    assert all(len(timings.cpu_samples[n]) == 2 for n in ("base", "slowed"))
 
 
 def test_each_side_gets_a_fresh_process_with_pinned_threads() -> None:

@@ -2,7 +2,8 @@
 
 Run as ``python -m attnkit.experiments.process_worker SPEC`` where ``SPEC`` is JSON: ``setup`` (``"module:function"``), ``kwargs``,
 ``threads``, ``warmup``, ``inner`` and ``result`` (the path of the report). The report holds ``seconds`` (one per
-timed call), ``setup_seconds``, the ``result`` of the last call and its ``digest``. The thread-count environment is
+timed call, wall clock), ``cpu_seconds`` (the process's CPU time of each timed call, every thread:
+what a loaded machine's other jobs inflate least), ``setup_seconds``, the ``result`` of the last call and its ``digest``. The thread-count environment is
 set by the parent before this interpreter starts; torch, when the setup loaded it, is pinned here too.
 """
 
@@ -34,14 +35,16 @@ def main(argv: list[str]) -> None:
     result = None
     for _ in range(spec["warmup"]):
         result = fn()
-    seconds = []
+    seconds, cpu_seconds = [], []
     for _ in range(spec["inner"]):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         result = fn()
         seconds.append(time.perf_counter() - start)
+        cpu_seconds.append(time.process_time() - cpu_start)
     from attnkit.experiments.processes import digest
 
-    report = {"seconds": seconds, "setup_seconds": setup_seconds, "result": result, "digest": digest(result)}
+    report = {"seconds": seconds, "cpu_seconds": cpu_seconds, "setup_seconds": setup_seconds, "result": result}
+    report["digest"] = digest(result)
     path = Path(spec["result"])
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(report))

@@ -15,7 +15,9 @@ each in its own. So a comparison between runtimes is made here as:
   their runtime (CTranslate2's ``intra_threads``); with ``cpus`` the process runs under ``taskset -c CPUS``;
 * a side's figure is the **minimum over rounds** (each process's sample is the fastest of its ``inner`` timed calls
   after ``warmup`` untimed ones), with the median and maximum as its spread, and the 1-minute load average read
-  before each round kept beside it: on a loaded machine the minimum is the least disturbed figure.
+  before each round kept beside it: on a loaded machine the minimum is the least disturbed figure. Each process
+  also reports its CPU time (all threads, ``time.process_time``), kept per round as ``cpu_samples``: waiting for a
+  core does not count there, so on a loaded machine it is the steadier of the two figures.
 
 The sides' results (e.g. decoded tokens) come back as JSON, digested in every round, so a parity check between
 runtimes and a determinism check between rounds need no extra run. Torch against torch may still share a process
@@ -66,6 +68,9 @@ class ProcessTimings:
     cpus: str | None
     load_before_round: list[float] = field(default_factory=list)  # 1-minute load average
     results: dict[str, Any] = field(default_factory=dict)  # each side's result in its first round
+    cpu_samples: dict[str, list[float]] = field(
+        default_factory=dict
+    )  # per round, the least process CPU time of its calls
     digests: dict[str, str] = field(default_factory=dict)
 
     def min(self, name: str) -> float:
@@ -79,6 +84,11 @@ class ProcessTimings:
     def max(self, name: str) -> float:
         """The side's slowest round (spread)."""
         return max(self.samples[name])
+
+    def cpu_min(self, name: str) -> float:
+        """The side's least process CPU time over rounds (all its threads; less sensitive to other jobs' load
+        than wall time, though not to their use of the shared caches)."""
+        return min(self.cpu_samples[name])
 
     def spread(self, name: str) -> str:
         """``min / median / max`` in seconds, for tables: ``0.351 / 0.362 / 0.410 s``."""
@@ -105,6 +115,7 @@ class ProcessTimings:
             "threads": self.threads,
             "cpus": self.cpus,
             "samples_s": self.samples,
+            "cpu_samples_s": self.cpu_samples,
             "min_median_max_s": {n: [self.min(n), self.median(n), self.max(n)] for n in self.samples},
             "load_average_before_round": [round(x, 2) for x in self.load_before_round],
             "result_digests": self.digests,
@@ -192,6 +203,7 @@ def compare_processes(
         for name in names[r % len(names) :] + names[: r % len(names)]:
             report = run_side(sides[name], threads=threads, cpus=cpus, path=path)
             timings.samples[name].append(min(report["seconds"]))
+            timings.cpu_samples.setdefault(name, []).append(min(report.get("cpu_seconds", [float("nan")])))
             if name not in timings.digests:
                 timings.digests[name], timings.results[name] = report["digest"], report["result"]
             elif report["digest"] != timings.digests[name]:

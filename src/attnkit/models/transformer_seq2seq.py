@@ -31,6 +31,7 @@ from attnkit.kv_cache import KVCache
 from attnkit.models.dropout import Dropout
 from attnkit.models.encoders import TransformerEncoderLayer
 from attnkit.models.transformer_decoder import MemoryKV, TransformerDecoderLayer, attend_memory, project_memory
+from attnkit.models.transformer_lean_step import LeanWeights, lean_decode_step, lean_weights
 from attnkit.models.transformer_positions import POSITION_SCHEMES, SINUSOIDAL, PositionScheme, position_scheme
 
 __all__ = [
@@ -65,7 +66,9 @@ class TransformerDecodingState:
     Also what every step would otherwise rebuild: ``step_memory_mask`` is ``memory_mask``, or None when every
     source position is real (nothing to mask), and ``output_weight_t`` the output projection's weight as a
     contiguous ``[D, V]`` (``h @ W_t`` reads it in order; ``F.linear`` with one row per hypothesis is ~2x slower).
-    Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again.
+    Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again. ``lean``: the
+    decoder's weights laid out for :func:`~attnkit.models.transformer_lean_step.lean_decode_step` (the fast path
+    of a step without weights), None where it does not apply.
     """
 
     caches: list[KVCache]
@@ -76,6 +79,7 @@ class TransformerDecodingState:
     step_memory_mask: torch.Tensor | None = None  # [N, S], None if all True
     output_weight_t: torch.Tensor | None = None  # [D, V]
     output_bias: torch.Tensor | None = None  # [V]
+    lean: LeanWeights | None = None
 
 
 class TransformerSeq2Seq(nn.Module):
@@ -234,7 +238,10 @@ class TransformerSeq2Seq(nn.Module):
             for _ in self.decoder_layers
         ]
         memory_mask = expand_for_beams(source_mask, beams)  # [N, S]
-        float_output = isinstance(self.output.weight, torch.Tensor)  # False: int8 (attnkit.models.quantize)
+        lean = lean_weights(self)
+        if lean is not None:  # SDPA reads contiguous keys and values faster
+            memory_kv = [(keys.contiguous(), values.contiguous()) for keys, values in memory_kv]
+        float_output = lean is None and isinstance(self.output.weight, torch.Tensor)  # False: int8 or lean
         return TransformerDecodingState(
             caches,
             memory_kv,
@@ -243,6 +250,7 @@ class TransformerSeq2Seq(nn.Module):
             step_memory_mask=None if bool(memory_mask.all()) else memory_mask,
             output_weight_t=self.output.weight.t().contiguous() if float_output else None,  # [D, V]
             output_bias=self.output.bias if float_output else None,
+            lean=lean,
         )
 
     def decode_step(
@@ -250,10 +258,15 @@ class TransformerSeq2Seq(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``.
 
-        Without weights, every layer takes :meth:`TransformerDecoderLayer.decode_token` (the lean one-token path);
-        with them, the layers' ``forward``, which computes them.
+        Without weights, :func:`~attnkit.models.transformer_lean_step.lean_decode_step` on the weights laid out at
+        :meth:`start_decoding` (``state.lean``), or where that does not apply every layer's
+        :meth:`TransformerDecoderLayer.decode_token` (the modules' one-token path, the lean step's reference); with
+        weights, the layers' ``forward``, which computes them.
         """
         x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
+        if state.lean is not None and not need_weights:
+            state.step += 1
+            return lean_decode_step(state.lean, x[:, 0], state.caches, state.memory_kv, state.step_memory_mask), None
         layers = zip(self.decoder_layers, state.caches, state.memory_kv, strict=True)
         cross = []
         if need_weights:

@@ -1,0 +1,121 @@
+"""The lean decoding step (weights laid out once, a flat run of kernels) against its reference, the modules'
+one-token path (``TransformerDecoderLayer.decode_token``): the same tokens, logits equal to float32 rounding, the
+same caches; it applies only where it computes what the modules compute, and follows weight changes."""
+
+import pytest
+import torch
+from torch import nn
+
+from attnkit.decoding import beam_search, greedy
+from attnkit.distributions import Sparsemax
+from attnkit.models.quantize import quantize_model
+from attnkit.models.transformer_lean_step import lean_weights
+from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+
+SRC_VOCAB, TGT_VOCAB = 23, 17
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def make_model(**options):
+    torch.manual_seed(0)
+    options = {"dim": 16, "heads": 2, "encoder_layers": 1, "decoder_layers": 2, "dropout": 0.0, **options}
+    return build_transformer_seq2seq(SRC_VOCAB, TGT_VOCAB, **options).eval()
+
+
+def make_sources(lengths=(6, 3, 1, 5)):
+    g = torch.Generator().manual_seed(1)
+    source = torch.randint(4, SRC_VOCAB, (len(lengths), max(lengths)), generator=g)
+    return source, torch.arange(max(lengths)) < torch.tensor(lengths)[:, None]
+
+
+def reference_state(model, source, mask, **options):
+    """A decoding state that takes the modules' path: the lean step's reference."""
+    state = model.start_decoding(source, mask, **options)
+    assert state.lean is not None
+    state.lean = None
+    state.output_weight_t, state.output_bias = model.output.weight.t().contiguous(), model.output.bias
+    return state
+
+
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("options", [{}, {"norm_first": False}, {"tie_output": False}, {"positions": "learned"}])
+def test_lean_steps_equal_the_modules_steps(options, padded):
+    model = make_model(**options)
+    source, mask = make_sources()
+    if not padded:
+        mask = torch.ones_like(mask)
+    lean = model.start_decoding(source, mask, max_steps=8)
+    reference = reference_state(model, source, mask, max_steps=8)
+    tokens = torch.full((source.shape[0],), 1)
+    with torch.no_grad():
+        for _ in range(8):
+            got, _ = model.decode_step(tokens, lean)
+            want, _ = model.decode_step(tokens, reference)
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+            tokens = want.argmax(-1)  # both continue from the reference's choice
+    for fast, slow in zip(lean.caches, reference.caches, strict=True):
+        torch.testing.assert_close(fast.keys, slow.keys, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(fast.values, slow.values, atol=1e-6, rtol=1e-5)
+
+
+class _ModulesPath:
+    """``model`` decoded through the modules' path (the reference), for greedy and beam search."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def start_decoding(self, source, mask, **options):
+        return reference_state(self.model, source, mask, **options)
+
+    def decode_step(self, tokens, state, *, need_weights=False):
+        return self.model.decode_step(tokens, state, need_weights=need_weights)
+
+    def reorder_state(self, state, indices):
+        self.model.reorder_state(state, indices)
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_lean_decoding_gives_the_modules_tokens(beams):
+    model = make_model(dim=32, heads=4, decoder_layers=3)
+    source, mask = make_sources()
+    if beams == 1:
+        got, want = greedy(model, source, mask, max_len=12), greedy(_ModulesPath(model), source, mask, max_len=12)
+    else:
+        got = beam_search(model, source, mask, beam_size=beams, max_len=12)
+        want = beam_search(_ModulesPath(model), source, mask, beam_size=beams, max_len=12)
+    assert torch.equal(got.tokens, want.tokens) and torch.equal(got.lengths, want.lengths)
+    torch.testing.assert_close(got.scores, want.scores, atol=1e-5, rtol=1e-5)
+
+
+def test_the_lean_step_applies_only_where_it_computes_what_the_modules_compute():
+    assert lean_weights(make_model()) is not None
+    assert lean_weights(make_model().train()) is None  # dropout would be skipped
+    assert lean_weights(make_model(positions="rotary")) is None
+    assert lean_weights(quantize_model(make_model(), "int8")) is None
+    sparse = make_model()
+    sparse.decoder_layers[1].cross_attention.distribution = Sparsemax()
+    sparse.decoder_layers[1].cross_attention.fast_path = False
+    assert lean_weights(sparse) is None
+    odd = make_model()
+    odd.decoder_layers[0].feed_forward[1] = nn.Tanh()
+    assert lean_weights(odd) is None
+
+
+def test_lean_weights_are_laid_out_once_and_follow_weight_changes():
+    model = make_model()
+    first = lean_weights(model)
+    assert lean_weights(model) is first  # kept between batches
+    with torch.no_grad():
+        model.decoder_layers[1].feed_forward[3].weight.mul_(2.0)  # an in-place change (an optimizer step)
+    second = lean_weights(model)
+    assert second is not first
+    torch.testing.assert_close(second.layers[1].ff_out[0], model.decoder_layers[1].feed_forward[3].weight.t())
+    model.load_state_dict({k: v.clone() for k, v in model.state_dict().items()}, assign=True)  # new storage
+    assert lean_weights(model) is not second
