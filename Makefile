@@ -29,8 +29,12 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix src tests bench
 	$(VENV)/bin/ruff format src tests bench
 
+# The suite runs in one worker per core (at most 4; CI has 2), whole test files per worker so that a module's
+# fixtures (toy runs, trained models) are built once. `make test TEST_WORKERS=0` runs it in this process.
+TEST_WORKERS ?= auto
+
 test: lint
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

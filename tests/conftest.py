@@ -1,11 +1,14 @@
-"""Shared test settings: deterministic seeds, few threads (CI has 2 cores), a bounded Hypothesis profile."""
+"""Shared test settings: deterministic seeds, few threads (CI has 2 cores, one test worker each), a bounded Hypothesis profile."""
 
 import os
 
 import torch
 from hypothesis import HealthCheck, settings
 
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# Under pytest-xdist (`make test`: one worker per core) each worker gets its share of the cores, so that workers
+# do not oversubscribe the machine; run alone, the suite uses up to 2 threads.
+_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1) // _workers))
 
 settings.register_profile(
     "attnkit",
