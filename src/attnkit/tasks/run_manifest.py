@@ -141,16 +141,20 @@ def write_manifest(directory: Path, manifest: RunManifest) -> None:
 
 def differences(
     saved: RunManifest, command: str, settings: Mapping[str, Any], inputs: Mapping[str, InputRecord],
-    *, may_change: Sequence[str],
+    *, may_change: Sequence[str], added_later: Mapping[str, Any] | None = None,
 ) -> list[str]:  # fmt: skip
     """Every way the new command differs from the run it would resume, one phrase each (``"model: han then,
     pooled now"``, ``"data: /d/a.csv has changed since the run started (sha256 1f2e3d4c then, 5a6b7c8d now)"``);
-    settings named in ``may_change`` (``epochs``, ``device``, ...) are not compared."""
+    settings named in ``may_change`` (``epochs``, ``device``, ...) are not compared. A setting the saved run does not
+    record but ``added_later`` names (an option added to attnkit after the run started) is compared as if the saved
+    run had held ``added_later[name]``."""
+    added_later = added_later or {}
     if saved.command != command:
         return [f"command: {saved.command} then, {command} now"]
     found = []
     for name in sorted((set(saved.settings) | set(settings)) - set(may_change) - set(saved.inputs) - set(inputs)):
-        then, now = saved.settings.get(name, "(not set)"), settings.get(name, "(not set)")
+        then = saved.settings.get(name, added_later.get(name, "(not set)"))
+        now = settings.get(name, "(not set)")
         if then != now:
             found.append(f"{name}: {_shown(then)} then, {_shown(now)} now")
     for name in sorted(set(saved.inputs) | set(inputs)):

@@ -12,7 +12,9 @@ live process is writing ``--out`` (:mod:`attnkit.tasks.run_lock`), and what is a
 - a run (``metrics.json``, ``best/`` or ``last/``) needs ``--resume`` or ``--overwrite``;
 - ``--resume`` needs ``last/``, and the run's manifest (:mod:`attnkit.tasks.run_manifest`) must record the same
   command, settings and inputs (path and content) as this one: every difference is named. Only the settings of
-  :data:`MAY_CHANGE` may differ (a longer run, another device, ...);
+  :data:`MAY_CHANGE` may differ (a longer run, another device, ...). A setting the run's manifest does not record
+  belongs to an option added to attnkit after the run started: :data:`ADDED_LATER` gives the value that reproduces
+  how such runs were trained, and the new command is compared with it;
 - ``--overwrite`` replaces what the run's manifest lists, nothing else, and only if all of it can be removed.
 
 :meth:`RunPlan.writing` takes the lock, moves the replaced run aside (``.attnkit-replaced-PID``), writes the new
@@ -43,13 +45,17 @@ from attnkit.tasks.run_manifest import (
     write_manifest,
 )
 
-__all__ = ["MAY_CHANGE", "RUN_MARKERS", "RunPlan", "plan_run", "train_writes"]
+__all__ = ["ADDED_LATER", "MAY_CHANGE", "RUN_MARKERS", "RunPlan", "plan_run", "train_writes"]
 
 # what marks a directory as an attnkit run (a finished or interrupted one)
 RUN_MARKERS = ("metrics.json", "best", "last")
 # settings a resumed run may change: how long it runs, where, how it reports; not what it computes
 MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_progress", "debug", "tensorboard",
               "resume", "overwrite", "no_test", "out")  # fmt: skip
+# Options added after runs began to record manifests -> the value that means "as runs were trained before the option
+# existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
+# what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
+ADDED_LATER = {"valid_seed": None, "scan_mb": 64}
 REPLACED_PREFIX = ".attnkit-replaced-"
 _CHECKPOINT_FILES = ("config.json", "model.safetensors")
 
@@ -227,7 +233,9 @@ def _check_resume(out: Path, manifest: RunManifest) -> None:
     saved = read_manifest(out)
     if saved is None:  # a run from before manifests: fit compares the settings its checkpoint records
         return
-    found = differences(saved, manifest.command, manifest.settings, manifest.inputs, may_change=MAY_CHANGE)
+    found = differences(
+        saved, manifest.command, manifest.settings, manifest.inputs, may_change=MAY_CHANGE, added_later=ADDED_LATER
+    )
     if found:
         raise ValueError(
             f"--resume: {out} was started differently ({'; '.join(found)}): resume with what it started with, or "
