@@ -10,6 +10,7 @@
 | :mod:`~attnkit.training.objective` | the protocol of a loss with summable metrics |
 | :mod:`~attnkit.training.schedule` | learning-rate schedules |
 | :mod:`~attnkit.training.averaging` | checkpoint averaging: the model validated and shipped |
+| :mod:`~attnkit.training.average_checkpoints` | one checkpoint, the mean of several of one architecture (a model soup; `python -m` it) |
 | :mod:`~attnkit.training.optim` | AdamW, the linear warm-up and the plateau schedule's moves |
 | :mod:`~attnkit.training.cross_entropy` | the loss and metrics of every single-label classifier |
 | :mod:`~attnkit.training.precision` | devices, autocast, ``place_model``, ``ready_for_inference`` |
