@@ -13,9 +13,10 @@ What the lean step does differently, measured in ``bench.decoding_runtimes`` (is
   ``[Dout, Din]``); self-attention's q, k, v are one ``[D, 3D]`` matmul;
 * no module calls, argument checks, routing or closures per layer: ~30 kernels a layer and nothing else.
 
-The transposed weights are built on first use and kept (one copy of the decoder's weights) until a weight changes:
-:func:`lean_weights` compares every source tensor's storage and version counter, so an optimizer step,
-``load_state_dict`` or ``.to()`` rebuilds them. The lean step applies to models in eval mode whose decoder has no
+The transposed weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights, a few
+milliseconds against a decoding's hundreds of steps). They were once kept between decodings, keyed by every source
+tensor's storage and version counter, but a model trained by ``fit`` and then evaluated decoded with stale weights
+(an update the version counters did not show), so correctness won over the saving. The lean step applies to models in eval mode whose decoder has no
 rotary positions, plain float ``nn.Linear`` layers (not :func:`attnkit.models.quantize.quantize_model`'s) and
 fast-path attentions; :func:`lean_weights` returns None for any other and ``decode_step`` keeps the modules' path.
 
@@ -26,7 +27,6 @@ Shape glossary:
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -70,9 +70,6 @@ class LeanWeights:
     output: Linear  # [D, V]
     heads: int
     signature: tuple[tuple[int, int], ...]
-
-
-_CACHE: weakref.WeakKeyDictionary[nn.Module, LeanWeights] = weakref.WeakKeyDictionary()
 
 
 def _linear(module: nn.Module) -> Linear:
@@ -125,15 +122,12 @@ def _signature(model: nn.Module) -> tuple[tuple[int, int], ...]:
 
 @torch.no_grad()
 def lean_weights(model: nn.Module) -> LeanWeights | None:
-    """``model``'s decoder weights laid out for :func:`lean_decode_step` (built once, rebuilt after any weight
-    changes), or None when the lean step does not apply (training mode, rotary positions, quantised or custom
+    """``model``'s decoder weights laid out for :func:`lean_decode_step` (built anew at each call, so they always
+    are the model's current weights), or None when the lean step does not apply (training mode, rotary positions, quantised or custom
     layers, a score other than scaled dot): then decode through the modules."""
     if not _eligible(model):
         return None
     signature = _signature(model)
-    cached = _CACHE.get(model)
-    if cached is not None and cached.signature == signature:
-        return cached
     layers = []
     for layer in model.decoder_layers:
         first, activation, _, second = layer.feed_forward
@@ -161,7 +155,6 @@ def lean_weights(model: nn.Module) -> LeanWeights | None:
         model.decoder_layers[0].self_attention.num_heads,
         signature,
     )
-    _CACHE[model] = weights
     return weights
 
 
