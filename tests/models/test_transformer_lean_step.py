@@ -8,7 +8,7 @@ from torch import nn
 
 from attnkit.decoding import beam_search, greedy
 from attnkit.distributions import Sparsemax
-from attnkit.models.quantize import quantize_model
+from attnkit.models.quantize import is_quantized, quantize_model
 from attnkit.models.transformer_lean_step import lean_weights
 from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
 
@@ -40,14 +40,20 @@ def reference_state(model, source, mask, **options):
     state = model.start_decoding(source, mask, **options)
     assert state.lean is not None
     state.lean = None
-    state.output_weight_t, state.output_bias = model.output.weight.t().contiguous(), model.output.bias
+    if not is_quantized(model.output):
+        state.output_weight_t, state.output_bias = model.output.weight.t().contiguous(), model.output.bias
     return state
 
 
 @pytest.mark.parametrize("padded", [True, False])
-@pytest.mark.parametrize("options", [{}, {"norm_first": False}, {"tie_output": False}, {"positions": "learned"}])
+@pytest.mark.parametrize(
+    "options", [{}, {"norm_first": False}, {"tie_output": False}, {"positions": "learned"}, {"quantize": "int8"}]
+)
 def test_lean_steps_equal_the_modules_steps(options, padded):
+    options = dict(options)
+    quantize = options.pop("quantize", None)
     model = make_model(**options)
+    model = model if quantize is None else quantize_model(model, quantize)
     source, mask = make_sources()
     if not padded:
         mask = torch.ones_like(mask)
@@ -81,9 +87,12 @@ class _ModulesPath:
         self.model.reorder_state(state, indices)
 
 
+@pytest.mark.parametrize("quantize", [None, "int8"])
 @pytest.mark.parametrize("beams", [1, 3])
-def test_lean_decoding_gives_the_modules_tokens(beams):
+def test_lean_decoding_gives_the_modules_tokens(beams, quantize):
     model = make_model(dim=32, heads=4, decoder_layers=3)
+    if quantize is not None:  # the lean step on fbgemm's int8 kernels against the quantised modules
+        model = quantize_model(model, quantize)
     source, mask = make_sources()
     if beams == 1:
         got, want = greedy(model, source, mask, max_len=12), greedy(_ModulesPath(model), source, mask, max_len=12)
@@ -98,7 +107,10 @@ def test_the_lean_step_applies_only_where_it_computes_what_the_modules_compute()
     assert lean_weights(make_model()) is not None
     assert lean_weights(make_model().train()) is None  # dropout would be skipped
     assert lean_weights(make_model(positions="rotary")) is None
-    assert lean_weights(quantize_model(make_model(), "int8")) is None
+    assert lean_weights(quantize_model(make_model(), "int8")) is not None  # int8 throughout: its own kernels
+    mixed = quantize_model(make_model(), "int8")
+    mixed.decoder_layers[0].self_attention.k_proj = make_model().decoder_layers[0].self_attention.k_proj
+    assert lean_weights(mixed) is None  # q, k, v half int8, half float: no one map computes them
     sparse = make_model()
     sparse.decoder_layers[1].cross_attention.distribution = Sparsemax()
     sparse.decoder_layers[1].cross_attention.fast_path = False
@@ -114,8 +126,8 @@ def test_lean_weights_always_follow_the_models_current_weights():
     with torch.no_grad():
         model.decoder_layers[1].feed_forward[3].weight.mul_(2.0)  # an in-place change (an optimizer step)
     second = lean_weights(model)
-    torch.testing.assert_close(second.layers[1].ff_out[0], model.decoder_layers[1].feed_forward[3].weight.t())
-    assert not torch.equal(first.layers[1].ff_out[0], second.layers[1].ff_out[0])
+    torch.testing.assert_close(second.layers[1].ff_out.weight_t, model.decoder_layers[1].feed_forward[3].weight.t())
+    assert not torch.equal(first.layers[1].ff_out.weight_t, second.layers[1].ff_out.weight_t)
     with torch.no_grad():
         model.decoder_layers[1].feed_forward[3].weight.data.mul_(0.5)  # through .data: no version counter moves
-    torch.testing.assert_close(lean_weights(model).layers[1].ff_out[0], first.layers[1].ff_out[0])
+    torch.testing.assert_close(lean_weights(model).layers[1].ff_out.weight_t, first.layers[1].ff_out.weight_t)

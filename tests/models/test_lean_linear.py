@@ -1,0 +1,91 @@
+"""The lean step's linear maps (``attnkit.models.lean_linear``) against their reference, the modules they were
+built from: the same values (float: to float32 rounding; int8: exactly, the same kernel on the same int8 weights),
+q, k, v side by side as one map, and None where no one map computes the modules."""
+
+import pytest
+import torch
+from torch import nn
+
+from attnkit.models import lean_linear as ll
+from attnkit.models.quantize import quantize_model
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def linears(count=3, din=16, dout=12, bias=True):
+    torch.manual_seed(0)
+    return [nn.Linear(din, dout, bias=bias).eval() for _ in range(count)]
+
+
+def int8(modules):
+    wrapper = quantize_model(nn.Sequential(*modules), "int8")
+    return list(wrapper)
+
+
+def rows(n=5, din=16):
+    return torch.randn(n, din, generator=torch.Generator().manual_seed(2)) * 3.0
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_dense_map_equals_the_layers_side_by_side(bias):
+    modules = linears(bias=bias)
+    fast = ll.lean_linear(modules)
+    assert isinstance(fast, ll.DenseLinear)
+    x = rows()
+    torch.testing.assert_close(fast(x), torch.cat([m(x) for m in modules], dim=-1), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.skipif(not ll._packing_available(), reason="this torch build has no oneDNN (mkldnn) linear")
+@pytest.mark.parametrize("n", [1, 8, 24])
+def test_packed_map_equals_the_layer_for_any_number_of_rows(monkeypatch, n):
+    monkeypatch.setattr(ll, "PACK_FROM_OUTPUTS", 10)
+    (module,) = linears(count=1, din=32, dout=40)
+    fast = ll.lean_linear([module])
+    assert isinstance(fast, ll.PackedLinear)
+    x = rows(n, 32)
+    torch.testing.assert_close(fast(x), module(x), atol=1e-5, rtol=1e-5)
+    assert fast(x).argmax(-1).tolist() == module(x).argmax(-1).tolist()
+
+
+def test_small_float_maps_stay_dense_and_large_ones_are_packed():
+    (small,) = linears(count=1, dout=ll.PACK_FROM_OUTPUTS - 1)
+    assert isinstance(ll.lean_linear([small]), ll.DenseLinear)
+    if ll._packing_available():
+        (large,) = linears(count=1, dout=ll.PACK_FROM_OUTPUTS)
+        assert isinstance(ll.lean_linear([large]), ll.PackedLinear)
+
+
+@pytest.mark.parametrize("count", [1, 3])
+@pytest.mark.parametrize("bias", [True, False])
+def test_int8_map_equals_the_quantised_layers_exactly(count, bias):
+    modules = int8(linears(count=count, bias=bias))
+    fast = ll.lean_linear(modules)
+    assert isinstance(fast, ll.Int8Linear)
+    for n in (1, 4):  # each call quantises its own input: compare on the same rows
+        x = rows(n)
+        assert torch.equal(fast(x), torch.cat([m(x) for m in modules], dim=-1))
+
+
+def test_int8_map_is_not_the_float_map():
+    float_modules = linears(count=1)
+    x = rows()
+    got = ll.lean_linear(int8(linears(count=1)))(x)
+    with torch.no_grad():
+        want = float_modules[0](x)
+    assert not torch.equal(got, want)
+    torch.testing.assert_close(got, want, atol=0.05 * float(want.abs().max()), rtol=0.0)
+
+
+def test_no_map_for_layers_that_differ():
+    float_part, int8_part = linears(count=1), int8(linears(count=1))
+    assert ll.lean_linear([*float_part, *int8_part]) is None
+    with_bias, without = linears(count=1), linears(count=1, bias=False)
+    assert ll.lean_linear([*with_bias, *without]) is None
+    assert ll.lean_linear([*int8(with_bias), *int8(without)]) is None
+    assert ll.lean_linear([nn.Identity()]) is None
