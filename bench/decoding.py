@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from attnkit.decoding import greedy
+from attnkit.decoding_threads import decode_in_threads
 from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
 from bench._lib import common, timing
@@ -142,10 +143,15 @@ def recompute_greedy(
     return prefix[:, 1:]
 
 
-def cached_greedy(model: TransformerSeq2Seq, source_ids: torch.Tensor, steps: int) -> torch.Tensor:
-    """attnkit: ``steps`` greedy tokens ``[B, steps]`` with the KV cache (``<eos>`` disabled)."""
+def cached_greedy(
+    model: TransformerSeq2Seq, source_ids: torch.Tensor, steps: int, *, split: int | None = None
+) -> torch.Tensor:
+    """attnkit: ``steps`` greedy tokens ``[B, steps]`` with the KV cache (``<eos>`` disabled); ``split``: the batch
+    decoded in that many slices, each in its own Python thread with one torch thread."""
     source_mask = torch.ones_like(source_ids, dtype=torch.bool)
-    out = greedy(model, source_ids, source_mask, max_len=steps, eos_id=NO_EOS)
+    if split is None:
+        return greedy(model, source_ids, source_mask, max_len=steps, eos_id=NO_EOS).best  # [B, steps]
+    out = decode_in_threads(greedy, model, source_ids, source_mask, threads=split, max_len=steps, eos_id=NO_EOS)
     return out.best  # [B, steps]
 
 

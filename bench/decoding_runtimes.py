@@ -11,7 +11,10 @@ before each round beside it. CTranslate2 float32 must return attnkit's very toke
 (``--quantize int8``'s :func:`attnkit.models.quantize.quantize_model`) and CTranslate2 int8 are reported with the
 share of tokens agreeing with float32 (random weights: judge int8's accuracy on a trained model, as
 ``attnkit experiment deploy`` does). Target: attnkit float32 at ≥ 0.6× CTranslate2 float32's tokens/s with 2
-threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32.
+threads and ≥ 0.8× with 1 thread; native int8 at ≥ 1.5× native float32. A fourth side, ``attnkit_split``, decodes
+the batch in two halves, each in its own Python thread with one torch thread
+(:func:`attnkit.decoding_threads.decode_in_threads`), and must return attnkit's very tokens: at 2 threads it is the
+alternative to torch's intra-op threads, at 1 thread (both halves on one core) its overhead.
 Run: ``python -m bench.decoding_runtimes [--quick] [--repeats N] [--threads 1|2]`` (``--threads``: that setting
 alone, e.g. ``--threads 1`` under ``taskset -c 0`` while the other core is busy; ``--workdir DIR`` keeps the export for the next run;
 ``--inner N`` timed decodes per process, default 2, fewer to fit a short window).
@@ -37,9 +40,11 @@ TARGETS = {2: 0.6, 1: 0.8}  # threads -> attnkit's share of CTranslate2 float32'
 INT8_TARGET = 1.5  # native int8 tokens/s over native float32's
 SETTINGS = ((2, None), (1, "0"))  # (threads, taskset cpus)
 SIDES = "bench._lib.decoding_sides"
+SPLIT = 2  # the split side: the batch in two halves, each in a Python thread with one torch thread
 LABELS = {
     "attnkit": "attnkit float32 (cached greedy)",
     "attnkit_int8": "attnkit int8 (dynamic quantisation)",
+    "attnkit_split": f"attnkit float32, batch split over {SPLIT} Python threads x 1 torch thread",
     **ct2.LABELS,
 }
 
@@ -57,6 +62,7 @@ def _sides(config: decoding.Config, directory: Path, sources: list[list[int]], i
     sides = {
         "attnkit": Side(f"{SIDES}:native", native, inner=inner),
         "attnkit_int8": Side(f"{SIDES}:native", {**native, "quantize": "int8"}, inner=inner),
+        "attnkit_split": Side(f"{SIDES}:native", {**native, "split": SPLIT}, inner=inner),
     }
     if ct2.missing_reason() is None:
         exports = {name: directory / name for name in ct2.QUANTIZATIONS}
@@ -106,6 +112,21 @@ def _setting_rows(timings: ProcessTimings, config: decoding.Config, size: str) -
         figures[name]["attnkit_share"] = timings.min(name) / ours  # attnkit's tokens/s over this side's
         figures[name]["attnkit_share_cpu"] = timings.cpu_min(name) / timings.cpu_min("attnkit")  # per CPU second
         figures[name]["tokens_agreeing_with_float32"] = _agreement(timings, name)
+    if "ct2_float32" in timings.samples:  # the split side against CTranslate2, and its cost or gain over attnkit
+        rows.append(
+            common.Row(
+                "greedy decode, split",
+                f"{size}, {where}",
+                timings.min("attnkit_split"),
+                timings.min("ct2_float32"),
+                LABELS["ct2_float32"],
+                "s",
+                1.0 / TARGETS[threads],
+            )
+        )
+    figures["attnkit_split"]["over_attnkit"] = timings.min("attnkit") / timings.min("attnkit_split")
+    if not timings.same_result("attnkit", "attnkit_split"):
+        raise AssertionError("attnkit split across threads returned other tokens than attnkit in one thread")
     if "ct2_float32" in timings.samples and not timings.same_result("attnkit", "ct2_float32"):
         raise AssertionError("attnkit and CTranslate2 float32 returned different tokens; the timings compare nothing")
     return rows, {"figures": figures, "timings": timings.to_json(), "summary": timings.summary(where)}

@@ -5,7 +5,9 @@ and returns the tokens as lists, which the harness digests: CTranslate2 float32 
 
 * :func:`native` — attnkit's :func:`attnkit.decoding.greedy` on ``bench.decoding``'s model, rebuilt from its
   config and the weights the parent saved (safetensors); ``quantize="int8"`` applies
-  :func:`attnkit.models.quantize.quantize_int8` first;
+  :func:`attnkit.models.quantize.quantize_model` first (the lean step then runs fbgemm's int8 kernels);
+  ``split=2`` decodes the batch in two halves, each in its own Python thread with one torch thread
+  (:func:`attnkit.decoding_threads.decode_in_threads`);
 * :func:`ctranslate2` — a CTranslate2 export (float32 or int8) loaded with ``intra_threads = threads``.
 """
 
@@ -15,7 +17,13 @@ from collections.abc import Callable
 
 
 def native(
-    *, threads: int, config: dict, weights: str, sources: list[list[int]], quantize: str | None = None
+    *,
+    threads: int,
+    config: dict,
+    weights: str,
+    sources: list[list[int]],
+    quantize: str | None = None,
+    split: int | None = None,
 ) -> Callable[[], list[list[int]]]:
     """attnkit's cached greedy decoder on the saved weights; the function returns ``[B][steps]`` token ids."""
     import torch
@@ -32,7 +40,7 @@ def native(
 
         model = quantize_model(model, quantize)
     source_ids = torch.tensor(sources, dtype=torch.long)
-    return lambda: decoding.cached_greedy(model, source_ids, settings.steps).tolist()
+    return lambda: decoding.cached_greedy(model, source_ids, settings.steps, split=split).tolist()
 
 
 def ctranslate2(*, threads: int, directory: str, sources: list[list[int]], steps: int) -> Callable[[], list[list[int]]]:

@@ -20,7 +20,7 @@ def test_decoding_runtimes_quick_times_each_side_in_its_own_process(tmp_path: Pa
     assert "each side a fresh process" in printed and document["method"].startswith("each side a fresh process")
     setting = document["settings"]["2"]
     timings = setting["timings"]
-    sides = {"attnkit", "attnkit_int8"} | (
+    sides = {"attnkit", "attnkit_int8", "attnkit_split"} | (
         {"ct2_float32", "ct2_int8"} if document["ctranslate2"]["available"] else set()
     )
     assert set(timings["samples_s"]) == sides and timings["threads"] == 2
@@ -32,11 +32,18 @@ def test_decoding_runtimes_quick_times_each_side_in_its_own_process(tmp_path: Pa
     figures = setting["figures"]
     assert math.isclose(figures["attnkit"]["tokens_per_s"], tokens / timings["min_median_max_s"]["attnkit"][0])
     assert 0.0 <= figures["attnkit_int8"]["tokens_agreeing_with_float32"] <= 1.0
+    assert (
+        timings["result_digests"]["attnkit_split"] == timings["result_digests"]["attnkit"]
+    )  # two threads, same tokens
+    assert figures["attnkit_split"]["over_attnkit"] > 0
     assert rows[0].benchmark == "greedy decode, int8" and math.isclose(rows[0].ratio, rows[0].attnkit / rows[0].peer)
     if document["ctranslate2"]["available"]:
         assert timings["result_digests"]["ct2_float32"] == timings["result_digests"]["attnkit"]
         assert figures["ct2_float32"]["tokens_agreeing_with_float32"] == 1.0
-        assert len(rows) == 3 and rows[1].target == pytest.approx(1 / decoding_runtimes.TARGETS[2])
+        assert len(rows) == 4 and rows[1].target == pytest.approx(1 / decoding_runtimes.TARGETS[2])
+        assert (
+            rows[3].benchmark == "greedy decode, split" and rows[3].peer_name == decoding_runtimes.LABELS["ct2_float32"]
+        )
 
 
 @pytest.mark.slow  # fresh processes that load torch, twice
