@@ -41,26 +41,6 @@ def test_dense_map_equals_the_layers_side_by_side(bias):
     torch.testing.assert_close(fast(x), torch.cat([m(x) for m in modules], dim=-1), atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.skipif(not ll._packing_available(), reason="this torch build has no oneDNN (mkldnn) linear")
-@pytest.mark.parametrize("n", [1, 8, 24])
-def test_packed_map_equals_the_layer_for_any_number_of_rows(monkeypatch, n):
-    monkeypatch.setattr(ll, "PACK_FROM_OUTPUTS", 10)
-    (module,) = linears(count=1, din=32, dout=40)
-    fast = ll.lean_linear([module])
-    assert isinstance(fast, ll.PackedLinear)
-    x = rows(n, 32)
-    torch.testing.assert_close(fast(x), module(x), atol=1e-5, rtol=1e-5)
-    assert fast(x).argmax(-1).tolist() == module(x).argmax(-1).tolist()
-
-
-def test_small_float_maps_stay_dense_and_large_ones_are_packed():
-    (small,) = linears(count=1, dout=ll.PACK_FROM_OUTPUTS - 1)
-    assert isinstance(ll.lean_linear([small]), ll.DenseLinear)
-    if ll._packing_available():
-        (large,) = linears(count=1, dout=ll.PACK_FROM_OUTPUTS)
-        assert isinstance(ll.lean_linear([large]), ll.PackedLinear)
-
-
 @pytest.mark.parametrize("count", [1, 3])
 @pytest.mark.parametrize("bias", [True, False])
 def test_int8_map_equals_the_quantised_layers_exactly(count, bias):

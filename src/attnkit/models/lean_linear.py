@@ -1,23 +1,22 @@
 """The linear maps of the lean decoding step (layer 4), each a weight laid out once for a few rows per call.
 
 ``lean_linear(modules)`` takes one ``nn.Linear`` (or several sharing an input, concatenated along the output: the
-self-attention's q, k, v) and returns a callable ``x [N, Din] -> [N, Dout]`` of one of three kinds:
+self-attention's q, k, v) and returns a callable ``x [N, Din] -> [N, Dout]`` of one of two kinds:
 
 =====================  ==============================================================  ===============================
 kind                   kernel                                                          used for
 =====================  ==============================================================  ===============================
-:class:`DenseLinear`   ``torch.addmm(bias, x, weight_t)``, weight transposed once to   float ``nn.Linear`` (the default)
+:class:`DenseLinear`   ``torch.addmm(bias, x, weight_t)``, weight transposed once to   float ``nn.Linear``
                        ``[Din, Dout]`` (MKL reads that ~1.25x faster than ``F.linear``)
-:class:`PackedLinear`  oneDNN's ``mkldnn._linear_pointwise`` on a weight reordered      a float map with many outputs
-                       once (``mkldnn._reorder_linear_weight``)                        (the vocabulary projection)
 :class:`Int8Linear`    ``quantized.linear_dynamic`` on fbgemm-packed int8 weights,     ``--quantize int8``'s layers
                        the very call of ``torch.ao``'s dynamic ``Linear``
 =====================  ==============================================================  ===============================
 
 Each kind's readable reference is the module it was built from (``module(x)``); the tests compare the two in
-values (``tests/models/test_lean_linear.py``). The packed kind pays off only for large output sizes: measured at
-1 thread on ``bench.decoding``'s sizes (8 rows, under load), oneDNN took 2.1 ms against ``addmm``'s 2.6–2.9 ms
-for ``256 -> 8000`` but was slower for ``256 -> 256`` (84 against 44 µs), hence :data:`PACK_FROM_OUTPUTS`.
+values (``tests/models/test_lean_linear.py``). Tried and dropped (issue #24): oneDNN's linear on a weight
+reordered once (``mkldnn._linear_pointwise``) for the vocabulary projection; alone, ``256 -> 8000`` on 8 rows, it
+took 2.1 ms of CPU against ``addmm``'s 2.6–2.9 ms, but a whole decoding (``bench.decoding``'s model, 96 steps, 6
+alternated rounds, CPU time, under load) took 1.515 s against 1.521 s: no gain worth a third kind.
 Int8 quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales,
 so concatenating q, k and v changes no value: every output column is computed as by its own layer.
 """
@@ -30,9 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["PACK_FROM_OUTPUTS", "DenseLinear", "Int8Linear", "PackedLinear", "is_int8_linear", "lean_linear"]
-
-PACK_FROM_OUTPUTS = 4096  # float maps with at least this many outputs run on oneDNN's packed weight
+__all__ = ["DenseLinear", "Int8Linear", "is_int8_linear", "lean_linear"]
 
 
 @dataclass(frozen=True)
@@ -44,17 +41,6 @@ class DenseLinear:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:  # [N, Din] -> [N, Dout]
         return x @ self.weight_t if self.bias is None else torch.addmm(self.bias, x, self.weight_t)
-
-
-@dataclass(frozen=True)
-class PackedLinear:
-    """oneDNN's linear on a weight reordered once to its blocked layout."""
-
-    packed: torch.Tensor  # oneDNN's opaque layout of [Dout, Din]
-    bias: torch.Tensor | None  # [Dout]
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:  # [N, Din] -> [N, Dout]
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [None], "")
 
 
 @dataclass(frozen=True)
@@ -75,17 +61,11 @@ def is_int8_linear(module: nn.Module) -> bool:
     return type(module) is DynamicLinear and module._packed_params.dtype == torch.qint8
 
 
-def _packing_available() -> bool:
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
-
-
-def _float(modules: Sequence[nn.Linear]) -> DenseLinear | PackedLinear | None:
+def _float(modules: Sequence[nn.Linear]) -> DenseLinear | None:
     if len({m.bias is None for m in modules}) > 1:
         return None
     weight = torch.cat([m.weight.detach() for m in modules])  # [Dout, Din]
     bias = None if modules[0].bias is None else torch.cat([m.bias.detach() for m in modules])
-    if weight.shape[0] >= PACK_FROM_OUTPUTS and weight.dtype == torch.float32 and _packing_available():
-        return PackedLinear(torch.ops.mkldnn._reorder_linear_weight(weight.contiguous()), bias)
     return DenseLinear(weight.t().contiguous(), bias)
 
 
@@ -113,7 +93,7 @@ def _int8(modules: Sequence[nn.Module]) -> Int8Linear | None:
     return Int8Linear(torch.ops.quantized.linear_prepack(weight, bias), _reduce_range(modules[0]))
 
 
-def lean_linear(modules: Sequence[nn.Module]) -> DenseLinear | PackedLinear | Int8Linear | None:
+def lean_linear(modules: Sequence[nn.Module]) -> DenseLinear | Int8Linear | None:
     """One map computing every module in ``modules`` (same input) side by side, ``[N, Din] -> [N, ΣDout]``, or
     None when they are not all float ``nn.Linear`` or all int8 dynamic ``Linear`` alike (bias, scheme): then the
     caller keeps the modules."""

@@ -9,9 +9,8 @@ the two to the same tokens and logits within float32 rounding (``tests/models/te
 What the lean step does differently, measured in ``bench.decoding_runtimes`` (issue #24):
 
 * every linear map is one of :mod:`attnkit.models.lean_linear`'s kinds, its weight laid out once: ``addmm`` on
-  the weight transposed to ``[Din, Dout]``, oneDNN's packed weight for the vocabulary projection, or fbgemm's
-  int8 kernel for ``--quantize int8``'s layers (the very call of its modules); self-attention's q, k, v are one
-  ``[D, 3D]`` map;
+  the weight transposed to ``[Din, Dout]``, or fbgemm's int8 kernel for ``--quantize int8``'s layers (the very
+  call of its modules); self-attention's q, k, v are one ``[D, 3D]`` map;
 * no module calls, argument checks, routing or closures per layer: ~30 kernels a layer and nothing else.
 
 The weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights, a few
@@ -38,11 +37,11 @@ from torch import nn
 
 from attnkit.functional.sdpa import scaled_dot_product_attention
 from attnkit.kv_cache import KVCache
-from attnkit.models.lean_linear import DenseLinear, Int8Linear, PackedLinear, lean_linear
+from attnkit.models.lean_linear import DenseLinear, Int8Linear, lean_linear
 
 __all__ = ["LeanWeights", "lean_decode_step", "lean_weights"]
 
-Linear = DenseLinear | PackedLinear | Int8Linear  # x [N, Din] -> [N, Dout]
+Linear = DenseLinear | Int8Linear  # x [N, Din] -> [N, Dout]
 Norm = tuple[torch.Tensor | None, torch.Tensor | None, float]  # LayerNorm weight, bias, eps
 
 
