@@ -98,3 +98,16 @@ def test_held_out_rows_are_deterministic_and_about_the_fraction():
     assert 1800 < len(chosen) < 2200
     assert not any(held_out(i, 0.0) for i in range(1000))
     assert set(chosen) <= {i for i in range(20_000) if held_out(i, 0.2)}  # a larger fraction holds more
+
+
+def test_a_short_stride_reads_its_first_rows_again_for_the_steps_left_over():
+    batches = StreamedBatches(lambda: iter(range(10)), 13, encode=list, length=lambda row: 0, collate=list,
+                              options=StreamOptions(batch_size=4, prefetch=0, pool_rows=1))  # fmt: skip
+    assert list(batches.stride()) == [*range(10), 0, 1, 2]
+    two = StreamedBatches(lambda: iter(range(3)), 9, encode=list, length=lambda row: 0, collate=list,
+                          options=StreamOptions(batch_size=2, prefetch=0), world=2, rank=1)  # fmt: skip
+    assert list(two.stride()) == [1, 1, 1, 1, 1]  # its one row, read five times
+    options = StreamOptions(batch_size=2, prefetch=0)
+    strided = StreamedBatches(lambda: iter([7, 8]), 10, encode=list, length=lambda row: 0, collate=list,
+                              options=options, world=2, rank=0, strided=True)  # fmt: skip
+    assert list(strided.stride()) == [7, 8, 7, 8, 7]

@@ -59,7 +59,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "always", "never"],
         default="auto",
         help="read --data FILE as a stream, with memory bounded whatever its size (one pass for the vocabulary, "
-        "cached; one per epoch), or in memory: auto streams files over 64 MB (default auto)",
+        "cached; the first epoch keeps the token ids, later epochs read them), or in memory: auto streams files "
+        "over 64 MB (default auto)",
     )
     data.add_argument(
         "--skip-bad-rows",
