@@ -123,8 +123,9 @@ def test_explain_takes_the_panels_integrated_gradients_steps():
     from attnkit.explain.faithfulness.names import PANEL_STEPS, STEPS
 
     parse = build_parser().parse_args
-    assert parse(["explain", "--checkpoint", "x", "--text", "t", "--faithfulness"]).steps == PANEL_STEPS == 8
-    assert parse(["explain", "--checkpoint", "x", "--text", "t", "--steps", "32"]).steps == 32
+    explain = ["explain", "--checkpoint", "x", "--text", "t", "--out", "r.html"]
+    assert parse([*explain, "--faithfulness"]).steps == PANEL_STEPS == 8
+    assert parse([*explain, "--steps", "32"]).steps == 32
     assert parse(["faithfulness", "--checkpoint", "x", "--text", "t"]).steps == STEPS == 32
 
 
