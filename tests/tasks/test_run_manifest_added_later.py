@@ -27,3 +27,61 @@ def test_without_added_later_a_new_setting_is_still_a_difference():
     old = _manifest(seed=0)
     found = differences(old, "train classify", {"seed": 0, "valid_seed": None}, {}, may_change=MAY_CHANGE)
     assert found == ["valid_seed: (not set) then, none now"]
+
+
+def _plan(out, **settings):
+    import argparse
+
+    from attnkit.tasks.run_plan import plan_run
+
+    args = argparse.Namespace(out=str(out), resume=False, overwrite=False, seed=0, lr=0.002, **settings)
+    return args, lambda: plan_run(args, command="train classify", inputs={}, writes=["best", "last"])
+
+
+def _started(out, **settings) -> None:
+    _, plan = _plan(out, **settings)
+    with plan().writing():
+        (out / "last").mkdir()
+
+
+def test_a_run_started_by_the_cli_resumes_in_process_and_back(tmp_path):
+    """`attnkit train classify` records argparse's sub-command fields (command, task); `attnkit experiment` trains
+    in process without them: either resumes the other's run (found when the classification experiment refused the
+    fine-foods seeds trained by the CLI)."""
+    from attnkit.tasks.run_plan import DISPATCH
+
+    cli, in_process = tmp_path / "cli", tmp_path / "in_process"
+    _started(cli, command="train", task="classify")
+    _started(in_process)
+    assert not set(DISPATCH) & set(json_settings(cli))
+    _record_as_before_the_fix(cli, command="train", task="classify")  # as the runs of earlier sessions hold them
+    for out, fields in ((cli, {}), (in_process, {"command": "train", "task": "classify"})):
+        args, plan = _plan(out, **fields)
+        args.resume = True
+        assert plan().mode == "resume"
+
+
+def test_a_real_difference_is_still_named_beside_the_sub_command_fields(tmp_path):
+    import pytest
+
+    out = tmp_path / "run"
+    _started(out, command="train", task="classify")
+    args, plan = _plan(out)
+    args.resume, args.lr = True, 0.01
+    with pytest.raises(ValueError, match=r"lr: 0.002 then, 0.01 now\): resume"):
+        plan()
+
+
+def json_settings(out) -> dict:
+    from attnkit.tasks.run_manifest import read_manifest
+
+    return read_manifest(out).settings
+
+
+def _record_as_before_the_fix(out, **fields) -> None:
+    import dataclasses
+
+    from attnkit.tasks.run_manifest import read_manifest, write_manifest
+
+    saved = read_manifest(out)
+    write_manifest(out, dataclasses.replace(saved, settings={**saved.settings, **fields}))

@@ -45,7 +45,7 @@ from attnkit.tasks.run_manifest import (
     write_manifest,
 )
 
-__all__ = ["ADDED_LATER", "MAY_CHANGE", "RUN_MARKERS", "RunPlan", "plan_run", "train_writes"]
+__all__ = ["ADDED_LATER", "DISPATCH", "MAY_CHANGE", "RUN_MARKERS", "RunPlan", "plan_run", "train_writes"]
 
 # what marks a directory as an attnkit run (a finished or interrupted one)
 RUN_MARKERS = ("metrics.json", "best", "last")
@@ -56,6 +56,9 @@ MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_prog
 # existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
 # what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
 ADDED_LATER = {"valid_seed": None, "scan_mb": 64}
+# argparse's sub-command fields: what the manifest's ``command`` already records ("train classify"). A run started by
+# ``attnkit train classify`` has them and one started in process by ``attnkit experiment`` has not; neither is a setting.
+DISPATCH = ("command", "task")
 REPLACED_PREFIX = ".attnkit-replaced-"
 _CHECKPOINT_FILES = ("config.json", "model.safetensors")
 
@@ -218,6 +221,8 @@ def _settings(args: argparse.Namespace) -> dict:
     plain = (str, int, float, bool, type(None))
     settings = {}
     for name, value in sorted(vars(args).items()):
+        if name in DISPATCH:
+            continue
         if isinstance(value, plain) or (isinstance(value, list) and all(isinstance(v, plain) for v in value)):
             settings[name] = value
     return settings
@@ -234,7 +239,12 @@ def _check_resume(out: Path, manifest: RunManifest) -> None:
     if saved is None:  # a run from before manifests: fit compares the settings its checkpoint records
         return
     found = differences(
-        saved, manifest.command, manifest.settings, manifest.inputs, may_change=MAY_CHANGE, added_later=ADDED_LATER
+        saved,
+        manifest.command,
+        manifest.settings,
+        manifest.inputs,
+        may_change=(*MAY_CHANGE, *DISPATCH),
+        added_later=ADDED_LATER,
     )
     if found:
         raise ValueError(
