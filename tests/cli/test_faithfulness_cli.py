@@ -111,10 +111,22 @@ def test_explain_adds_a_faithfulness_panel_and_its_figures(transformer_run, tmp_
         assert f'data-method="{method}"' in page
     assert "rollout and flow follow the mixing" in page
     assert "most-attended word" in page and "random word" in page
+    assert page.count("Completeness delta of integrated gradients: ") == 2  # what the panel's 8 nodes cost
     assert sorted(p.name for p in figures.glob("*faithfulness-curves.png")) == [
         "01-faithfulness-curves.png",
         "02-faithfulness-curves.png",
     ]
+
+
+def test_explain_takes_the_panels_integrated_gradients_steps():
+    from attnkit.cli import build_parser
+    from attnkit.explain.faithfulness.names import PANEL_STEPS, STEPS
+
+    parse = build_parser().parse_args
+    explain = ["explain", "--checkpoint", "x", "--text", "t", "--out", "r.html"]
+    assert parse([*explain, "--faithfulness"]).steps == PANEL_STEPS == 8
+    assert parse([*explain, "--steps", "32"]).steps == 32
+    assert parse(["faithfulness", "--checkpoint", "x", "--text", "t"]).steps == STEPS == 32
 
 
 def test_python_api_and_uniform_attention_training(tmp_path):

@@ -66,3 +66,21 @@ def test_encode_documents_calls_the_encoder_once_with_only_kept_sentences():
 def test_bad_caps():
     with pytest.raises(ValueError, match="max_words must be at least 1"):
         encode_documents([["a"]], fake_encode, max_words=0)
+
+
+def test_split_remembers_documents_without_sharing_its_lists(monkeypatch):
+    from attnkit.data import sentences
+
+    monkeypatch.setattr(sentences, "CACHED", 2)
+    splitter = sentences.SentenceSplitter()
+    first = splitter.split("It was stale. I returned it!")
+    assert first == ["It was stale.", "I returned it!"]
+    first.append("changed by the caller")
+    calls = []
+    monkeypatch.setattr(splitter, "_segment", lambda paragraph: calls.append(paragraph) or [paragraph])
+    assert splitter.split("It was stale. I returned it!") == ["It was stale.", "I returned it!"]  # remembered
+    assert calls == []
+    splitter.split("One. Two.")
+    splitter.split("Three. Four.")  # the oldest (the first text) leaves the cache
+    assert splitter.split("It was stale. I returned it!") == ["It was stale. I returned it!"]  # segmented anew
+    assert len(calls) == 3

@@ -36,7 +36,7 @@ def test_one_epoch_reads_every_row_once_in_the_announced_number_of_batches(count
 
 
 def test_order_depends_only_on_seed_and_epoch_and_prefetching_changes_nothing():
-    first, again = stream(50)(2), stream(50, prefetch=0)(2)
+    first, again = stream(50, prefetch=4)(2), stream(50, prefetch=0)(2)
     assert list(first) == list(again)  # the background thread gives the reference's batches
     assert list(first) == list(first)  # an epoch can be read twice
     assert rows_of(stream(50)(3)) != rows_of(first)
@@ -77,7 +77,7 @@ def test_a_failing_reader_raises_in_the_consumer():
         raise ValueError("big.csv:7: empty text in column 'text'")
 
     batches = StreamedBatches(
-        rows, 10, encode=list, length=lambda r: 0, collate=list, options=StreamOptions(batch_size=2, pool_rows=2)
+        rows, 10, encode=list, length=lambda r: 0, collate=list, options=StreamOptions(2, pool_rows=2, prefetch=2)
     )
     with pytest.raises(ValueError, match=r"big\.csv:7: empty text"):
         list(batches(1))
@@ -86,8 +86,9 @@ def test_a_failing_reader_raises_in_the_consumer():
 def test_stopping_early_stops_the_prefetch_thread():
     import threading
 
-    iterator = iter(stream(10_000, batch_size=1)(1))
+    iterator = iter(stream(10_000, batch_size=1, prefetch=4)(1))
     next(iterator)
+    assert any(t.name == "attnkit-stream" and t.is_alive() for t in threading.enumerate())
     iterator.close()
     assert not any(t.name == "attnkit-stream" and t.is_alive() for t in threading.enumerate())
 
@@ -98,3 +99,27 @@ def test_held_out_rows_are_deterministic_and_about_the_fraction():
     assert 1800 < len(chosen) < 2200
     assert not any(held_out(i, 0.0) for i in range(1000))
     assert set(chosen) <= {i for i in range(20_000) if held_out(i, 0.2)}  # a larger fraction holds more
+
+
+def test_a_short_stride_reads_its_first_rows_again_for_the_steps_left_over():
+    batches = StreamedBatches(lambda: iter(range(10)), 13, encode=list, length=lambda row: 0, collate=list,
+                              options=StreamOptions(batch_size=4, prefetch=0, pool_rows=1))  # fmt: skip
+    assert list(batches.stride()) == [*range(10), 0, 1, 2]
+    two = StreamedBatches(lambda: iter(range(3)), 9, encode=list, length=lambda row: 0, collate=list,
+                          options=StreamOptions(batch_size=2, prefetch=0), world=2, rank=1)  # fmt: skip
+    assert list(two.stride()) == [1, 1, 1, 1, 1]  # its one row, read five times
+    options = StreamOptions(batch_size=2, prefetch=0)
+    strided = StreamedBatches(lambda: iter([7, 8]), 10, encode=list, length=lambda row: 0, collate=list,
+                              options=options, world=2, rank=0, strided=True)  # fmt: skip
+    assert list(strided.stride()) == [7, 8, 7, 8, 7]
+
+
+def test_the_prefetch_thread_is_started_only_where_more_than_one_core_may_run(monkeypatch):
+    import os
+
+    from attnkit.data.streaming import default_prefetch
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert default_prefetch() == 0 and StreamOptions(batch_size=1).prefetch == 0
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert default_prefetch() == 8 and StreamOptions(batch_size=1).prefetch == 8

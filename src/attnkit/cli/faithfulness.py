@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.explain.faithfulness.names import ERASURES, METHODS, parse_methods
+from attnkit.explain.faithfulness.names import ERASURES, METHODS, STEPS, parse_methods
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options, positive_int
 
@@ -73,7 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"comma-separated, from {', '.join(METHODS)} (default: all; rollout and flow only where a "
         "Transformer encoder mixes the tokens)",
     )
-    parser.add_argument("--steps", type=positive_int, default=32, help="integrated gradients' steps (default 32)")
+    parser.add_argument(
+        "--steps", type=positive_int, default=STEPS, help=f"integrated gradients' steps (default {STEPS})"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per text")
     parser.add_argument(
         "--report",

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["SentenceSplitter", "encode_documents", "pseudo_sentences"]
 
+CACHED = 4096  # documents whose sentences a SentenceSplitter remembers
+
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 _TRAILING_MARKS = re.compile(r"[.!?…\"'”’)\]\s]*$")  # a sentence's own ending: marks, closing quotes
 
@@ -48,15 +50,21 @@ class SentenceSplitter:
         self.words_per_pseudo_sentence = words_per_pseudo_sentence
         self.language = language
         self._segmenter = None
+        self._split: dict[str, tuple[str, ...]] = {}  # the last CACHED documents' sentences (pysbd is slow)
 
     def split(self, text: str) -> list[str]:
         """The sentences of one document."""
         if not self.punctuated:
             return pseudo_sentences(text, self.words_per_pseudo_sentence)
+        if text in self._split:  # explain --faithfulness reads each text twice (predict, then the tests)
+            return list(self._split[text])
         sentences: list[str] = []
         for paragraph in _LINE_BREAKS.split(text.strip()):
             if paragraph:
                 sentences.extend(s.strip() for s in self._segment(paragraph) if s.strip())
+        if len(self._split) >= CACHED:
+            self._split.pop(next(iter(self._split)))  # the oldest
+        self._split[text] = tuple(sentences)
         return sentences
 
     def split_batch(self, texts: Sequence[str]) -> list[list[str]]:

@@ -8,8 +8,9 @@ at most a fixed number of them: the shuffle pool (``pool_rows``) plus one bucket
         sort by length, cut into batches (bucketed) ─ shuffle the window's batches ─ collate ─ prefetch queue
 
 Every rank reads a disjoint stride of the rows and yields exactly ``ceil(ceil(count / world) / batch_size)``
-batches per epoch, so no rank waits for another at a collective (a rank whose stride is one row short repeats
-its first row). The order depends only on ``(seed, epoch, rank)``: a run resumed at an epoch boundary reads the
+batches per epoch, so no rank waits for another at a collective (a rank whose stride is short, by one row of an
+uneven split or by the rows a sampled scan's count overestimated, reads its first rows again for the rest).
+The order depends only on ``(seed, epoch, rank)``: a run resumed at an epoch boundary reads the
 same batches as an uninterrupted one. The shuffle is the bounded one OpenNMT-py and WebDataset use: rows move at
 most about ``pool_rows`` places from their place in the file, so a file sorted by label should be shuffled once
 on disk first.
@@ -21,11 +22,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
+import os
 import queue
 import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 __all__ = ["StreamOptions", "StreamedBatches", "held_out", "held_out_count"]
@@ -80,6 +83,15 @@ def held_out_count(start: int, stop: int, fraction: float, *, salt: str = "attnk
     return held
 
 
+def default_prefetch(depth: int = 8) -> int:
+    """``depth`` if this process may run on more than one core, else 0 (see :class:`StreamOptions`)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this platform
+        cores = os.cpu_count() or 1
+    return depth if cores > 1 else 0
+
+
 @dataclass(frozen=True)
 class StreamOptions:
     """How a stream is batched.
@@ -90,7 +102,9 @@ class StreamOptions:
             shuffled order.
         pool_rows: rows in the shuffle pool.
         window_batches: batches per bucketing window.
-        prefetch: collated batches a background thread keeps ready.
+        prefetch: collated batches a background thread keeps ready (0: no thread). By default 8 when the
+            process may run on more than one core, else 0: on one core the thread can only take turns with the
+            training loop, and the turns cost more than they save.
         seed: the shuffle's seed (with the epoch and rank).
     """
 
@@ -98,7 +112,7 @@ class StreamOptions:
     bucketed: bool = True
     pool_rows: int = 16_384
     window_batches: int = 64
-    prefetch: int = 8
+    prefetch: int = field(default_factory=lambda: default_prefetch())
     seed: int = 0
 
 
@@ -114,6 +128,8 @@ class StreamedBatches(Generic[Row]):
         collate: a list of items -> one batch.
         options: see :class:`StreamOptions`.
         world, rank: the ranks sharing the stream, and this one.
+        strided: ``rows()`` gives this rank's rows only (rows ``rank, rank + world, ...`` of the stream, e.g. an
+            :class:`~attnkit.data.id_cache.EncodedStride` reading them as ids), not every row.
     """
 
     def __init__(
@@ -127,6 +143,7 @@ class StreamedBatches(Generic[Row]):
         options: StreamOptions,
         world: int = 1,
         rank: int = 0,
+        strided: bool = False,
     ) -> None:
         if count < 1:
             raise ValueError(f"a stream needs at least one row, got count={count}")
@@ -136,7 +153,7 @@ class StreamedBatches(Generic[Row]):
             raise ValueError(f"batch_size must be at least 1, got {options.batch_size}")
         self.rows, self.count = rows, count
         self.encode, self.length, self.collate = encode, length, collate
-        self.options, self.world, self.rank = options, world, rank
+        self.options, self.world, self.rank, self.strided = options, world, rank, strided
 
     @property
     def rows_per_rank(self) -> int:
@@ -151,21 +168,19 @@ class StreamedBatches(Generic[Row]):
         return _Epoch(self, epoch)
 
     def stride(self) -> Iterator[Row]:
-        """This rank's rows in file order, exactly :attr:`rows_per_rank` of them."""
-        taken, first = 0, None
-        for index, row in enumerate(self.rows()):
-            if index % self.world == self.rank:
-                if first is None:
-                    first = row
+        """This rank's rows in file order, exactly :attr:`rows_per_rank` of them: a short stride is followed by
+        its first rows again (read anew), as many as the steps need."""
+        taken = 0
+        while taken < self.rows_per_rank:
+            before = taken
+            for row in itertools.islice(self._mine(), self.rows_per_rank - taken):
                 yield row
                 taken += 1
-                if taken == self.rows_per_rank:
-                    return
-        if first is None:
-            raise ValueError(f"rank {self.rank} got no rows: the stream gave fewer than {self.world} rows")
-        while taken < self.rows_per_rank:  # the short strides of an uneven split repeat their first row
-            yield first
-            taken += 1
+            if taken == before:
+                raise ValueError(f"rank {self.rank} got no rows: the stream gave fewer than {self.world} rows")
+
+    def _mine(self) -> Iterator[Row]:
+        return iter(self.rows()) if self.strided else _every(self.rows(), self.world, self.rank)
 
     def batches(self, epoch: int) -> Iterator[Any]:
         """Epoch ``epoch``'s collated batches, computed in the calling thread (the readable reference of the
@@ -173,20 +188,16 @@ class StreamedBatches(Generic[Row]):
         opts = self.options
         generator = random.Random(f"{opts.seed}:{epoch}:{self.rank}")
         window = opts.window_batches * opts.batch_size
-        pending: list[Row] = []
-        for row in _pool_shuffle(self.stride(), opts.pool_rows, generator):
-            pending.append(row)
-            if len(pending) == window:
-                yield from self._window(pending, generator)
-                pending = []
-        if pending:
+        shuffled = _pool_shuffle(self.stride(), opts.pool_rows, generator)
+        while pending := list(itertools.islice(shuffled, window)):
             yield from self._window(pending, generator)
 
     def _window(self, rows: list[Row], generator: random.Random) -> Iterator[Any]:
         items = list(self.encode(rows))
         order = list(range(len(items)))
         if self.options.bucketed:
-            order.sort(key=lambda i: self.length(items[i]))
+            lengths = [self.length(item) for item in items]
+            order.sort(key=lengths.__getitem__)
         size = self.options.batch_size
         groups = [order[start : start + size] for start in range(0, len(order), size)]
         generator.shuffle(groups)
@@ -208,6 +219,13 @@ class _Epoch:
             yield from self.stream.batches(self.epoch)
             return
         yield from _prefetched(self.stream.batches(self.epoch), self.stream.options.prefetch)
+
+
+def _every(rows: Iterable[Row], world: int, rank: int) -> Iterator[Row]:
+    """Rows ``rank, rank + world, ...`` of ``rows``."""
+    for index, row in enumerate(rows):
+        if index % world == rank:
+            yield row
 
 
 def _pool_shuffle(rows: Iterator[Row], size: int, generator: random.Random) -> Iterator[Row]:

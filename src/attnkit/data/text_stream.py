@@ -18,8 +18,8 @@ label counts and the validation rows come from that prefix; the rest of the file
 Its rows are counted as its remaining lines (a C-speed newline count; Parquet files are always read whole), an upper
 bound that is exact when every row is one line and good, and the held-out share of them is counted by
 :func:`~attnkit.data.streaming.held_out_count`. So a bad row after the prefix stops the first epoch with its
-``file:line`` error (or is skipped with ``skip_bad_rows``, its place then taken by a repeated row, as an uneven
-rank split's is), and a label first seen after the prefix stops training with an error naming it
+``file:line`` error (or is skipped with ``skip_bad_rows``, its place then taken by the stride's first rows read
+again, as an uneven rank split's is), and a label first seen after the prefix stops training with an error naming it
 (``sample_bytes=None`` scans the whole file first, as before). The tokeniser learnt from a 64 MB prefix holds
 the same frequent words as one learnt from the whole of a file whose rows are not sorted.
 """

@@ -129,13 +129,14 @@ def _mean(values: list[float]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
-    """The G2P row: the shipped model on ``min(documents, WORDS)`` seeded validation words (reused when unchanged)."""
+def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes: float | None = None) -> dict:
+    """The G2P row: the shipped model on ``min(documents, WORDS)`` seeded validation words (reused when unchanged;
+    ``minutes``: only the words measured within that budget, :func:`~attnkit.experiments.faithfulness_measure.in_budget`)."""
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, in_budget, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
@@ -143,6 +144,8 @@ def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
     numbers = sample_documents(len(data.valid), min(documents, WORDS))
     pairs = [data.valid[n] for n in numbers]
     settings = {"model": [SHIPPED, card["measured"], card["value"]], "words": numbers, "align": ALIGN_TRAIN_WORDS}
+    if minutes is not None:
+        settings["minutes"] = minutes
     root = paths.runs / "faithfulness" / "cmudict"
     stored = read_json(root / "records.json")
     if stored and stored.get("settings") == settings:
@@ -152,10 +155,11 @@ def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
         train = random.Random(0).sample(data.train, min(ALIGN_TRAIN_WORDS, len(data.train)))
         alignments = aligned_letters(pairs, train, root / "align")
         loaded = attnkit.load(SHIPPED, device=device)
-        records = [
-            _word_record(loaded, word, phonemes, alignments.get(word), seed=n, steps=IG_STEPS)
-            for n, (word, phonemes) in zip(numbers, pairs, strict=True)
-        ]
+        measured = {  # position in the sample -> record, measured while the budget lasts
+            i: _word_record(loaded, *pairs[i], alignments.get(pairs[i][0]), seed=numbers[i], steps=IG_STEPS)
+            for i in in_budget(range(len(numbers)), minutes)
+        }
+        records = [measured[i] for i in sorted(measured)]
         minutes = clock.minutes()
         write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
     methods = {
@@ -171,6 +175,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str) -> dict:
         "shipped": SHIPPED,
         "test_wer": card["value"],
         "documents": len(records),
+        "sampled": len(numbers),
         "mean_tokens": round(sum(r["letters"] for r in records) / max(len(records), 1), 1),
         "mean_phonemes": round(sum(r["phonemes"] for r in records) / max(len(records), 1), 1),
         "minutes": {"measure": minutes},

@@ -109,19 +109,22 @@ def _sha256(path: Path) -> str:
 
 
 def run_dates_transformer(
-    paths, documents: int, threads: int | None, device: str, checkpoint: str | None = None
+    paths, documents: int, threads: int | None, device: str, checkpoint: str | None = None, *, minutes=None
 ) -> dict:
-    """The dates Transformer row on ``min(documents, PAIRS)`` seeded validation pairs (reused when unchanged)."""
+    """The dates Transformer row on ``min(documents, PAIRS)`` seeded validation pairs (reused when unchanged;
+    ``minutes``: only the pairs measured within that budget, :func:`~attnkit.experiments.faithfulness_measure.in_budget`)."""
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness_measure import IG_STEPS, PERMUTATIONS, Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness_measure import IG_STEPS, PERMUTATIONS, Stopwatch, in_budget, sample_documents
 
     name, identity = resolve_model(checkpoint)
     data = load_data_set("dates")
     numbers = sample_documents(len(data.valid), min(documents, PAIRS))
     settings = {"model": identity, "pairs": numbers, "steps": IG_STEPS, "permutations": PERMUTATIONS}
+    if minutes is not None:
+        settings["minutes"] = minutes
     root = paths.runs / "faithfulness" / "dates"
     stored = read_json(root / "records.json")
     if stored and stored.get("settings") == settings:
@@ -129,9 +132,11 @@ def run_dates_transformer(
     else:
         clock = Stopwatch()
         loaded = attnkit.load(name, device=device)
-        records = [
-            pair_record(loaded, data.valid[n][0], seed=n, steps=IG_STEPS, permutations=PERMUTATIONS) for n in numbers
-        ]
+        measured = {  # pair number -> record, measured while the budget lasts
+            n: pair_record(loaded, data.valid[n][0], seed=n, steps=IG_STEPS, permutations=PERMUTATIONS)
+            for n in in_budget(numbers, minutes)
+        }
+        records = [measured[n] for n in sorted(measured)]
         minutes = clock.minutes()
         write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
     methods = {
@@ -148,6 +153,7 @@ def run_dates_transformer(
         "shipped": shipped,
         "checkpoint": name,
         "documents": len(records),
+        "sampled": len(numbers),
         "mean_tokens": round(sum(r["tokens"] for r in records) / max(len(records), 1), 1),
         "mean_steps": round(sum(r["steps"] for r in records) / max(len(records), 1), 1),
         "minutes": {"measure": minutes},

@@ -69,7 +69,13 @@ def colour_index(value: float) -> int:
 
 def colour_of(value: float) -> tuple[int, int, int]:
     """The 8-bit sRGB colour drawn for ``value`` in [0, 1], e.g. ``(255, 255, 255)`` for 0."""
-    red, green, blue = np.round(colour_table()[colour_index(value)] * 255).astype(int).tolist()
+    return _colour_at(colour_index(value))
+
+
+@functools.cache
+def _colour_at(index: int) -> tuple[int, int, int]:
+    """Row ``index`` of the table in 8 bits (cached: a report shades thousands of tokens from 256 rows)."""
+    red, green, blue = np.round(colour_table()[index] * 255).astype(int).tolist()
     return red, green, blue
 
 
@@ -80,7 +86,12 @@ def css_rgb(value: float) -> str:
 
 def text_colour(value: float) -> str:
     """``#000000`` or ``#ffffff``: whichever contrasts more with :func:`colour_of` ``(value)`` (WCAG ratio)."""
-    luminance = float(_relative_luminance(np.array(colour_of(value)) / 255.0))
+    return _text_colour_at(colour_index(value))
+
+
+@functools.cache
+def _text_colour_at(index: int) -> str:
+    luminance = float(_relative_luminance(np.array(_colour_at(index)) / 255.0))
     on_black = (luminance + 0.05) / 0.05
     on_white = 1.05 / (luminance + 0.05)
     return "#000000" if on_black >= on_white else "#ffffff"

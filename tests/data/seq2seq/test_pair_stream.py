@@ -10,7 +10,7 @@ import pytest
 
 from attnkit.cli import main
 from attnkit.data.reading import DataError
-from attnkit.data.seq2seq.pair_stream import PairFileStream
+from attnkit.data.seq2seq.pair_stream import PairFileStream, training_pairs_bound
 from attnkit.data.seq2seq.tokenization import build_tokenizer
 
 
@@ -72,3 +72,37 @@ def test_train_seq2seq_streamed_from_the_command_line(tmp_path):
     assert details["streamed"] and details["sizes"]["train"] + details["held_out_pairs"] == 120
     assert details["steps_per_epoch"] == -(-details["sizes"]["train"] // 16)
     assert (out / "best" / "model.safetensors").exists()
+
+
+def test_a_second_epoch_reads_the_pairs_as_ids_and_counts_the_cuts_again(tmp_path):
+    data = write_pairs(tmp_path / "p.tsv", 150, repeats=1)
+    argv = ["train", "seq2seq", "--data", str(data), "--streaming", "always", "--model", "rnn", "--batch-size", "16",
+            "--threads", "1", "--no-progress", "--max-source-length", "5", "--no-test"]  # fmt: skip
+    assert main([*argv, "--epochs", "1", "--out", str(tmp_path / "one")]) == 0
+    assert main([*argv, "--epochs", "2", "--out", str(tmp_path / "two"), "--overwrite"]) == 0
+    one = json.loads((tmp_path / "one" / "metrics.json").read_text())["details"]
+    two = json.loads((tmp_path / "two" / "metrics.json").read_text())["details"]
+    assert one["epochs_read_as_ids"] == 0 and two["epochs_read_as_ids"] == 2  # the first run kept the ids
+    assert one["truncated_pairs"] > 0 and two["truncated_pairs"] == 2 * one["truncated_pairs"]
+
+
+def test_the_bound_on_unread_training_pairs_by_hand():
+    assert training_pairs_bound(0, 0.05) == 0
+    assert training_pairs_bound(100, 0.05) == 100  # 95 + 6·√4.75 = 108.1, and never more than the lines
+    assert training_pairs_bound(1_000_000, 0.05) == 951_308  # 950,000 + 6·√47,500 = 951,307.7
+    assert training_pairs_bound(1_000_000, 0.05, multiplicity=4) == 952_616  # twice the spread: 6·√190,000
+
+
+def test_a_sampled_pair_scan_reads_the_prefix_and_bounds_the_rest(tmp_path):
+    data = write_pairs(tmp_path / "p.tsv", 15_000)  # 30,000 pairs, two targets a source
+    sampled = PairFileStream(data, source_level="char", target_level="char", progress=False, sample_bytes=1)
+    scan, _, _ = sampled.scan()
+    whole, _, _ = PairFileStream(data, progress=False, sample_bytes=None).scan()
+    assert 0 < scan.sampled_bytes < data.stat().st_size and whole.sampled_bytes == 0
+    assert 0 < len(scan.valid) < len(whole.valid) and scan.valid == whole.valid[: len(scan.valid)]
+    actual = sum(1 for _ in sampled.training_pairs())
+    assert actual == whole.train_pairs  # the carve is the same pair by pair: the epochs read it
+    assert actual <= scan.train_pairs <= actual + 0.05 * 30_000  # short sources repeat often: a wide bound
+    first = PairFileStream(data, progress=False, sample_bytes=1, limit=20_000)
+    limited, _, _ = first.scan()
+    assert sum(1 for _ in first.training_pairs()) <= limited.train_pairs < scan.train_pairs

@@ -111,3 +111,25 @@ def test_two_gloo_ranks_on_uneven_rows_run_equal_steps_and_finish(tmp_path):
     assert metrics["details"]["steps_per_epoch"] == 9  # ceil(71 / 8) on both ranks
     history = (tmp_path / "ddp" / "metrics.csv").read_text().splitlines()
     assert [int(row.split(",")[3]) for row in history[1:]] == [9, 9]  # the steps column: both epochs complete
+
+
+def weights(run: Path) -> dict:
+    return load_file(run / "last" / "model.safetensors")
+
+
+def test_later_epochs_and_runs_read_ids_that_train_the_same_model_and_a_changed_file_is_read_again(
+    tmp_path, monkeypatch
+):
+    data = write_csv(tmp_path / "train.csv", 150)
+    first = train(data, tmp_path / "first", "--streaming", "always", "--epochs", "2", "--patience", "9")
+    assert first["details"]["epochs_read_as_ids"] == 1  # epoch 1 read the text and kept its ids
+    again = train(data, tmp_path / "again", "--streaming", "always", "--epochs", "2", "--patience", "9")
+    assert again["details"]["epochs_read_as_ids"] == 2
+    assert all((weights(tmp_path / "first")[k] == v).all() for k, v in weights(tmp_path / "again").items())
+    changed = write_csv(data, 150, seed=7)  # the same path, other rows
+    after = train(changed, tmp_path / "after", "--streaming", "always", "--epochs", "2", "--patience", "9")
+    assert after["details"]["epochs_read_as_ids"] == 1  # the old ids were not used
+    monkeypatch.setenv("ATTNKIT_CACHE", str(tmp_path / "fresh-cache"))
+    fresh = train(changed, tmp_path / "fresh", "--streaming", "always", "--epochs", "2", "--patience", "9")
+    assert all((weights(tmp_path / "fresh")[k] == v).all() for k, v in weights(tmp_path / "after").items())
+    assert fresh["best_valid"] == after["best_valid"]

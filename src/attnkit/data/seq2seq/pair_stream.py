@@ -12,16 +12,25 @@ while they stream by: one pass for a shared tokeniser or for character/symbol vo
 as they go); a second pass for a separate subword target tokeniser (``train_from_iterator`` takes one stream).
 The result is cached under ``$ATTNKIT_CACHE/streams/KEY/``, KEY made of the file's fingerprint and the options.
 
-With ``sample_bytes`` (64 MB by default) the tokenisers learn from the training pairs of the file's first
-``sample_bytes`` only (to the reader's next progress mark); the pass still reads and checks every row for the
-counts and the validation pairs (Python parsing, about 10 µs a pair), but the tokenisers' training, most of the
-pass's cost, is bounded by the sample.
+**Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): as for labelled texts
+(:mod:`attnkit.data.text_stream`), the pass reads only the pairs of the file's first ``sample_bytes`` (to the
+reader's next progress mark): the tokenisers and the validation pairs come from them (at most ``max_valid_pairs``
+are kept, which a 5% carve of a 64 MB prefix fills many times over), and the rest of the file is not parsed
+before training. Its lines are counted (a C-speed newline count) and the training pairs among them bounded by
+:func:`training_pairs_bound`: the held-out share of the rest is not known without hashing each source, so the
+count is the lines less the expected share plus six standard deviations (wider when sources repeat), a few
+thousand pairs above the truth for millions of lines; each rank's stride reads its first pairs again to fill the
+steps left over. The carve
+itself is unchanged (the hash of each source, in every epoch), so it stays deterministic and a held-out source
+never reaches training. A bad row after the prefix stops the first epoch with its ``file:line`` (or is skipped
+with ``skip_bad_rows``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -36,9 +45,9 @@ from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
 from attnkit.data.streaming import held_out
-from attnkit.data.text_stream import SAMPLE_BYTES, ReadProgress, stream_cache_dir
+from attnkit.data.text_stream import SAMPLE_BYTES, ReadProgress, count_lines, stream_cache_dir
 
-__all__ = ["PairFileStream", "PairScan"]
+__all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 
 SCAN_FILE = "pairs_scan.json"
 
@@ -46,7 +55,9 @@ SCAN_FILE = "pairs_scan.json"
 @dataclass
 class PairScan:
     """What the first pass learnt: pair counts and the held-out pairs kept for validation (at most
-    ``max_valid_pairs``), the bad rows skipped, and how long it took (0 from the cache)."""
+    ``max_valid_pairs``), the bad rows skipped, and how long it took (0 from the cache). ``sampled_bytes``: the
+    prefix a sampled scan read (0: the whole file); the counts then include the rest's lines, estimated (see
+    :func:`training_pairs_bound`)."""
 
     train_pairs: int
     valid_pairs: int
@@ -55,6 +66,7 @@ class PairScan:
     bad_examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cached: bool = False
+    sampled_bytes: int = 0
 
 
 class PairFileStream:
@@ -107,8 +119,8 @@ class PairFileStream:
         """Both sides share one subword tokeniser (as a pair file read in memory does)."""
         return self.source_level == self.target_level == "subword"
 
-    def _pairs(self, bad: BadRows | None, reporter: ReadProgress | None = None) -> Iterator[tuple[int, Pair]]:
-        """``(index, pair)`` for every good pair up to ``limit``; a bad row raises ``file:line: reason``."""
+    def _pairs(self, bad: BadRows | None, reporter: ReadProgress | None = None) -> Iterator[tuple[int, int, Pair]]:
+        """``(index, line, pair)`` for every good pair up to ``limit``; a bad row raises ``file:line: reason``."""
         index = 0
         progress = reporter.bytes_read if reporter is not None else None
         keys = {"source_key": self.source_key, "target_key": self.target_key, "delimiter": self.delimiter}
@@ -123,7 +135,7 @@ class PairFileStream:
                 return
             if reporter is not None:
                 reporter.rows = index + 1
-            yield index, row
+            yield index, line, row
             index += 1
 
     def is_held_out(self, source: str) -> bool:
@@ -133,9 +145,16 @@ class PairFileStream:
     def training_pairs(self) -> Iterator[Pair]:
         """The training pairs in file order (held-out sources left out)."""
         bad = BadRows() if self.skip_bad_rows else None
-        for _, pair in self._pairs(bad):
+        for _, _, pair in self._pairs(bad):
             if not self.is_held_out(pair[0]):
                 yield pair
+
+    def cache_key(self, vocab_size: int) -> str:
+        """The cache key of a scan with tokenisers of ``vocab_size``."""
+        options = (self.source_key, self.target_key, self.delimiter, self.source_level, self.target_level,
+                   self.valid_fraction)  # fmt: skip
+        return fingerprint(self.path).key(*options, self.limit, self.skip_bad_rows, self.max_valid_pairs, vocab_size,
+                                          self.sample_bytes)  # fmt: skip
 
     def scan(self, *, vocab_size: int = 8000, cache: bool = True) -> tuple[PairScan, Tokenizer, Tokenizer]:
         """The first pass (or its cached result) and the ``(source, target)`` tokenisers (one object twice when
@@ -144,11 +163,7 @@ class PairFileStream:
         Raises:
             DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
         """
-        options = (self.source_key, self.target_key, self.delimiter, self.source_level, self.target_level,
-                   self.valid_fraction)  # fmt: skip
-        key = fingerprint(self.path).key(*options, self.limit, self.skip_bad_rows, self.max_valid_pairs, vocab_size,
-                                         self.sample_bytes)  # fmt: skip
-        directory = stream_cache_dir() / key
+        directory = stream_cache_dir() / self.cache_key(vocab_size)
         if cache and (directory / SCAN_FILE).exists():
             try:
                 result = PairScan(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
@@ -172,20 +187,24 @@ class PairFileStream:
         bad = BadRows() if self.skip_bad_rows else None
         reporter = ReadProgress(self.path, enabled=self.progress)
         valid: list[list[str]] = []
-        counts = {"train": 0, "valid": 0, "learnt": 0}
+        counts = {"train": 0, "valid": 0, "index": -1, "line": 0, "cut": 0}
         symbols: Counter[str] = Counter()  # the target side's, when it is characters or symbols
+        repeats: Counter[int] = Counter()  # pairs per source in a sampled prefix (by the source's hash)
 
         def texts() -> Iterator[str]:
-            for _, (source, target) in self._pairs(bad, reporter):
+            for index, line, (source, target) in self._pairs(bad, reporter):
+                if self.sample_bytes is not None:
+                    if reporter.position >= self.sample_bytes:
+                        counts["cut"] = reporter.position  # the rest is counted by its lines, not read
+                        return
+                    repeats[hash(source)] += 1
+                counts["index"], counts["line"] = index, line
                 if self.is_held_out(source):
                     counts["valid"] += 1
                     if len(valid) < self.max_valid_pairs:
                         valid.append([source, target])
                     continue
                 counts["train"] += 1
-                if self.sample_bytes is not None and reporter.position >= self.sample_bytes:
-                    continue  # past the sample: counted and checked, not learnt from
-                counts["learnt"] += 1
                 yield source
                 if self.shared_vocab:
                     yield target
@@ -193,7 +212,18 @@ class PairFileStream:
                     Vocab.count_into(symbols, target, self.target_level)  # type: ignore[arg-type]
 
         source_tok = build_tokenizer(texts(), self.source_level, vocab_size=vocab_size)  # type: ignore[arg-type]
-        reporter.done(f"; {bad.summary()}" if bad is not None and bad.count else "")
+        learnt = counts["train"]
+        if counts["cut"]:
+            start = counts["index"] + 1
+            stop = start + count_lines(self.path, counts["line"])
+            stop = stop if self.limit is None else min(stop, self.limit)
+            multiplicity = sum(c * c for c in repeats.values()) / max(sum(repeats.values()), 1)
+            counts["train"] += training_pairs_bound(stop - start, self.valid_fraction, multiplicity=multiplicity)
+            counts["valid"] += round((stop - start) * self.valid_fraction)
+            reporter.rows = stop
+        note = f"; {bad.summary()}" if bad is not None and bad.count else ""
+        cut = f"; the pairs after the first {counts['cut'] / 2**20:.0f} MB counted, not read" if counts["cut"] else ""
+        reporter.done(note + cut)
         if counts["train"] == 0:
             raise DataError(f"{self.path}: no training pairs" + (" left after holding out" if counts["valid"] else ""))
         if not valid:
@@ -203,9 +233,24 @@ class PairFileStream:
             target_tok = source_tok
         elif self.target_level != "subword":
             target_tok = Vocab.from_counts(symbols, level=self.target_level)  # type: ignore[arg-type]
-        else:  # a separate subword target tokeniser: a second pass over the training targets
-            targets = (t for s, t in itertools.islice(self.training_pairs(), counts["learnt"]))
+        else:  # a separate subword target tokeniser: a second pass over the sample's training targets
+            targets = (t for s, t in itertools.islice(self.training_pairs(), learnt))
             target_tok = build_tokenizer(targets, "subword", vocab_size=vocab_size)
         examples = list(bad.examples) if bad is not None else []
-        result = PairScan(counts["train"], counts["valid"], valid, bad.count if bad is not None else 0, examples)
+        result = PairScan(counts["train"], counts["valid"], valid, bad.count if bad is not None else 0, examples,
+                          sampled_bytes=counts["cut"])  # fmt: skip
         return result, source_tok, target_tok
+
+
+def training_pairs_bound(lines: int, fraction: float, *, multiplicity: float = 1.0, deviations: float = 6.0) -> int:
+    """How many training pairs ``lines`` unread lines are taken to hold: the lines less the share ``fraction`` the
+    source hash is expected to hold out, plus ``deviations`` standard deviations of that share. Sources are held
+    out whole, so the share varies as a binomial's over the distinct sources: its variance is the binomial one of
+    the lines times ``multiplicity``, the pairs a source has on average over the pairs (Σc²/Σc, measured on the
+    prefix; 1 when every source occurs once). The bound is above the true count unless the sources repeat much
+    more in the rest than in the prefix; an epoch then reads every training pair and each rank's stride reads its
+    first pairs again for the few steps left over (if it is below, the last few pairs of a stride are not read)."""
+    if lines <= 0:
+        return 0
+    spread = deviations * math.sqrt(lines * fraction * (1 - fraction) * max(multiplicity, 1.0))
+    return min(lines, math.ceil(lines * (1 - fraction) + spread))

@@ -30,6 +30,7 @@ __all__ = [
     "load_tokenizer",
     "load_tokenizers",
     "save_tokenizers",
+    "tokenizer_text",
 ]
 
 Tokenizer = Vocab | SubwordTokenizer
@@ -90,6 +91,11 @@ def save_tokenizers(directory: str | Path, source: Tokenizer, target: Tokenizer)
     if source is target:
         return [source.save(directory / SHARED_FILENAME)]
     return [source.save(directory / SOURCE_FILENAME), target.save(directory / TARGET_FILENAME)]
+
+
+def tokenizer_text(tokenizer: Tokenizer) -> str:
+    """The tokeniser as one canonical JSON string (what a cache of its ids is keyed by)."""
+    return json.dumps(tokenizer.to_dict(), sort_keys=True)
 
 
 def load_tokenizers(directory: str | Path) -> tuple[Tokenizer, Tokenizer]:

@@ -56,10 +56,13 @@ def method_scores(
     erase: str,
     generator: torch.Generator,
     steps: int = 32,
+    gradients: tuple | None = None,
 ) -> dict[str, MethodScores]:
     """Each requested method's scores for ``subject`` (methods it cannot give are left out), in ``methods`` order.
 
-    ``erase`` is how ``leave_one_out`` erases; ``generator`` draws ``random``; ``steps`` are IG's.
+    ``erase`` is how ``leave_one_out`` erases; ``generator`` draws ``random``; ``steps`` are IG's; ``gradients``
+    (optional) are this subject's ``(gradient × input, integrated gradients)`` already computed with those steps
+    (:func:`~attnkit.explain.faithfulness.gradients_fused.fused_gradients_batched`, many documents at once).
     """
     from attnkit.explain.faithfulness.gradients_fused import fused_gradients
 
@@ -68,12 +71,12 @@ def method_scores(
     found: dict[str, MethodScores] = {}
     attention = subject.attention_scores() if {"attention", "rollout", "flow"} & set(methods) else {}
     gradient_methods = {"gradient_x_input", "integrated_gradients"} & set(methods)
-    fused = None  # both gradient methods from one forward and backward
+    fused = gradients  # both gradient methods from one forward and backward
     for method in check_methods(methods):
         if method in attention:
             found[method] = MethodScores(attention[method].to(torch.float32))
         elif method in gradient_methods:
-            if fused is None:
+            if fused is None or (method == "integrated_gradients" and fused[1] is None):
                 integrated = "integrated_gradients" in gradient_methods
                 fused = fused_gradients(subject.gradient_inputs(), label, steps=steps, integrated=integrated)
             result = fused[0] if method == "gradient_x_input" else fused[1]

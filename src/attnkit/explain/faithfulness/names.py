@@ -3,7 +3,7 @@ line can offer them before anything heavy loads (layer 5)."""
 
 from __future__ import annotations
 
-__all__ = ["ERASURES", "METHODS", "PERCENTS", "parse_methods"]
+__all__ = ["ERASURES", "METHODS", "PANEL_STEPS", "PERCENTS", "STEPS", "parse_methods"]
 
 METHODS = (
     "attention",
@@ -16,6 +16,10 @@ METHODS = (
 )
 ERASURES = ("delete", "mask", "unk")
 PERCENTS = (1, 5, 10, 20, 50)
+STEPS = 32  # integrated gradients' Gauss-Legendre nodes in attnkit faithfulness and the Python API
+# ... and in explain --faithfulness's panel, which shows IG's completeness delta: 8 nodes integrate the HAN's paths to
+# a delta of at most 2.8e-3 of p over 50 fine-foods reviews (median 1e-7; 32 nodes: 1.1e-7), at a quarter of the cost
+PANEL_STEPS = 8
 
 
 def parse_methods(text: str) -> list[str]:

@@ -100,4 +100,13 @@ def _metrics_table(result: DocumentFaithfulness) -> str:
         f"<td>{found.flip_fraction:.2f}</td></tr>"
         for name, found in result.methods.items()
     )
-    return f'<table class="attn-faithfulness-table">{head}{rows}</table>'
+    table = f'<table class="attn-faithfulness-table">{head}{rows}</table>'
+    integrated = result.methods.get("integrated_gradients")
+    if integrated is None or integrated.convergence_delta is None:
+        return table
+    note = (
+        f"Completeness delta of integrated gradients: {integrated.convergence_delta:.1e} "
+        f"(|sum of its scores − (p({result.label}) at the input − at the zero embedding)|; more --steps make it "
+        "smaller)."
+    )
+    return table + "\n" + f'<p class="attn-faithfulness-delta">{escape(note)}</p>'

@@ -19,7 +19,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-__all__ = ["GradientInputs", "Subject"]
+__all__ = ["BatchedGradientInputs", "GradientInputs", "Subject"]
 
 
 @dataclass
@@ -36,6 +36,24 @@ class GradientInputs:
     embeddings: torch.Tensor
     forward: Callable[[torch.Tensor], torch.Tensor]
     to_units: Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass
+class BatchedGradientInputs:
+    """:class:`GradientInputs` of ``D`` documents of one model at once (a subject family's optional
+    ``batched_gradient_inputs(subjects)``; :func:`~attnkit.explain.faithfulness.gradients_fused.fused_gradients_batched`
+    reads it).
+
+    Attributes:
+        embeddings: ``[D, ..., E]``, each document's embeddings, padded to a common shape.
+        forward: ``embeddings [P·D, ..., E] -> probabilities [P·D, C]``, rows copy-major: row ``p·D + d`` is a copy
+            of document ``d`` (so its padding, masks and structure are document ``d``'s).
+        to_units: attributions ``[D, ..., E]`` -> one score per unit of each document, ``D × [T_d]``.
+    """
+
+    embeddings: torch.Tensor
+    forward: Callable[[torch.Tensor], torch.Tensor]
+    to_units: Callable[[torch.Tensor], list[torch.Tensor]]
 
 
 class Subject(Protocol):

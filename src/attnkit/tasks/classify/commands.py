@@ -59,7 +59,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "always", "never"],
         default="auto",
         help="read --data FILE as a stream, with memory bounded whatever its size (one pass for the vocabulary, "
-        "cached; one per epoch), or in memory: auto streams files over 64 MB (default auto)",
+        "cached; the first epoch keeps the token ids, later epochs read them), or in memory: auto streams files "
+        "over 64 MB (default auto)",
     )
     data.add_argument(
         "--skip-bad-rows",
@@ -328,6 +329,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: HAN documents with sentences and words shaded, or pooled tokens one row per head."""
+    from attnkit.explain.faithfulness.names import PANEL_STEPS
     from attnkit.tasks.classify.explain import classifier_report
 
     classifier = load(checkpoint, device=args.device, precision=args.precision)
@@ -336,7 +338,8 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     title = args.title or "What the classifier attended to"
     tests = None
     if getattr(args, "faithfulness", False):
-        tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed)
+        steps = getattr(args, "steps", PANEL_STEPS)
+        tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed, steps=steps)
     shading = getattr(args, "word_shading", "document")
     return classifier_report(
         predictions, classifier.label_names, args.out, title=title, faithfulness=tests, word_shading=shading

@@ -19,6 +19,7 @@ from attnkit.data.batching import collate_documents, collate_tokens
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
 from attnkit.models.pooled import bigram_ids
+from attnkit.tasks.classify.faithfulness_gradients import han_gradient_inputs, pooled_gradient_inputs
 from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
 __all__ = ["CHUNK", "HanSubject", "PooledSubject"]
@@ -129,6 +130,8 @@ class PooledSubject(_ClassifierSubject):
             x = x + self.model.bigram_embedding(bigram_ids(ids, mask, self.model.bigram_buckets))
         return x
 
+    batched_gradient_inputs = staticmethod(pooled_gradient_inputs)  # many documents at once (the fast path)
+
     def gradient_inputs(self) -> GradientInputs:
         """The word embeddings ``[1, T, E]``; the forward replaces them and reads p(class)."""
         ids, mask = (t.to(self.device) for t in self._whole())
@@ -225,6 +228,8 @@ class HanSubject(_ClassifierSubject):
         """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
         words, sentences = self._levels()
         return {"attention_words": words.tolist(), "attention_sentences": sentences.tolist()}
+
+    batched_gradient_inputs = staticmethod(han_gradient_inputs)  # many documents at once (the fast path)
 
     def gradient_inputs(self) -> GradientInputs:
         """The embeddings of the real sentences ``[1, S_real, W, E]``; the forward replaces them."""

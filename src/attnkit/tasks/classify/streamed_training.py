@@ -3,8 +3,10 @@ file is large (or ``--streaming always``) (layer 5).
 
 The file is read once for its tokeniser, label counts and validation rows
 (:class:`~attnkit.data.text_stream.TextFileStream`, cached), then once per epoch for the training rows, which
-are encoded a window at a time and batched by :class:`~attnkit.data.streaming.StreamedBatches`: memory holds the
-model, a shuffle pool and a window, never the file. Under torchrun each rank trains on its own stride of rows,
+are encoded once, kept on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`: the first epoch reads the
+text and writes them, later epochs and runs read them), and batched by
+:class:`~attnkit.data.streaming.StreamedBatches`: memory holds the model, a shuffle pool and a window, never the
+file. Under torchrun each rank trains on its own stride of rows,
 every rank the same number of steps. The model, the loop, the checkpoints and ``metrics.json`` are those of
 :func:`~attnkit.tasks.classify.training.train_classifier`.
 """
@@ -19,9 +21,10 @@ from pathlib import Path
 import torch
 
 from attnkit.data.batching import EncodedDataset
+from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, id_cache_dir
 from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
-from attnkit.data.text_stream import TextFileStream
+from attnkit.data.text_stream import TextFileStream, stream_cache_dir
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
@@ -117,15 +120,20 @@ def train_classifier_streamed(
         )
 
     options_ = stream_options or StreamOptions(batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
+    rows_per_rank = -(-scan.train_rows // world)
+    codec = LABELLED_DOCUMENTS if config.model == "han" else LABELLED_IDS
+    ids = EncodedStride(stream.training_rows, encode, codec, _id_dir(stream, options, config, tokenizer, codec),
+                        world=world, rank=rank, limit=rows_per_rank)  # fmt: skip
     train_batches = StreamedBatches(
-        stream.training_rows,
+        ids,
         scan.train_rows,
-        encode=encode,
-        length=_length,
+        encode=list,
+        length=_length if config.model == "han" else _flat_length,
         collate=collate,
         options=options_,
         world=world,
         rank=rank,
+        strided=True,
     )
     kept = [(t, index[y]) for t, y in zip(scan.valid_texts, scan.valid_labels, strict=True) if y in index][rank::world]
     encoded: list = []
@@ -164,6 +172,7 @@ def train_classifier_streamed(
         "bucketed": bucketed,
         "steps_per_epoch": len(train_batches),
         "scan_sampled_bytes": scan.sampled_bytes,
+        "epochs_read_as_ids": ids.epochs_from_cache,
     }
     if init_from is not None:
         details["init_from"] = init_from.record()
@@ -209,6 +218,20 @@ def evaluate_file(
     device = device_of(model)
     with autocast(device, precision):
         return classification_objective(model).evaluate(on_device(batches(), device))
+
+
+def _id_dir(stream: TextFileStream, options: dict, config: ClassifierConfig, tokenizer: TextTokenizer, codec):
+    """Where this rank's training rows are kept as ids: beside the scan, keyed by everything the ids depend on."""
+    reading = (config.model, config.max_tokens, config.max_sentences, config.max_words, config.punctuated,
+               config.words_per_pseudo_sentence, tuple(config.label_names))  # fmt: skip
+    rank, world = replica()
+    scan_dir = stream_cache_dir() / stream.cache_key(options)
+    return id_cache_dir(scan_dir, tokenizer.to_str(), codec.name, reading, world, rank)
+
+
+def _flat_length(item: tuple[list[int], int]) -> int:
+    """Tokens in a pooled classifier's item: ``[T]`` ids."""
+    return len(item[0])
 
 
 def _length(item: tuple[list, int]) -> int:

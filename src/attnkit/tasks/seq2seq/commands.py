@@ -315,13 +315,17 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: the source x target alignment; for the Transformer every layer and head too."""
+    from attnkit.explain.faithfulness.names import PANEL_STEPS
     from attnkit.tasks.options import read_texts
     from attnkit.tasks.seq2seq.explain import seq2seq_report
     from attnkit.tasks.seq2seq.faithfulness import text_faithfulness
 
     texts = read_texts(args)
     loaded = load(checkpoint, device=args.device, precision=args.precision)
-    tests = text_faithfulness(loaded, texts, erase=args.erase, seed=args.seed) if args.faithfulness else None
+    tests = None
+    if args.faithfulness:
+        steps = getattr(args, "steps", PANEL_STEPS)
+        tests = text_faithfulness(loaded, texts, erase=args.erase, seed=args.seed, steps=steps)
     return seq2seq_report(loaded, texts, args.out, title=args.title, faithfulness=tests)
 
 

@@ -19,15 +19,16 @@ def add_streaming_arguments(group: argparse._ArgumentGroup) -> None:
         choices=["auto", "always", "never"],
         default="auto",
         help="read --data FILE as a stream, with memory bounded whatever its size (one pass for the tokenisers, "
-        "cached; one per epoch; pairs over the length limits are cut, not skipped), or in memory: auto streams "
-        "files over 64 MB (default auto)",
+        "cached; the first epoch keeps the token ids, later epochs read them; pairs over the length limits are "
+        "cut, not skipped), or in memory: auto streams files over 64 MB (default auto)",
     )
     group.add_argument(
         "--skip-bad-rows",
         action="store_true",
         help="skip and count bad rows of a streamed file instead of stopping at the first (file:line)",
     )
-    add_scan_option(group, "the tokenisers (every row is still read and checked before the first step)")
+    add_scan_option(group, "the tokenisers and the validation pairs; the other lines are counted, not read, "
+                           "and checked in the first epoch")  # fmt: skip
 
 
 def streams(args: argparse.Namespace) -> bool:

@@ -2,8 +2,9 @@
 the file is large (or ``--streaming always``) (layer 5).
 
 The file is read once for its tokenisers and validation pairs
-(:class:`~attnkit.data.seq2seq.pair_stream.PairFileStream`, cached), then once per epoch for the training pairs,
-encoded a window at a time and batched by :class:`~attnkit.data.streaming.StreamedBatches` (bounded shuffle,
+(:class:`~attnkit.data.seq2seq.pair_stream.PairFileStream`, cached), then the training pairs are encoded once and kept
+on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`: the first epoch reads the text and writes them,
+later epochs and runs read them), and batched by :class:`~attnkit.data.streaming.StreamedBatches` (bounded shuffle,
 length buckets, equal rank strides). Pairs longer than ``--max-source-length`` / ``--max-target-length`` tokens
 are cut to those lengths on the stream (the in-memory path skips them: counting them first would cost another
 pass over the file); ``details.truncated_pairs`` in ``metrics.json`` counts the cuts over all epochs read. A
@@ -18,11 +19,13 @@ from pathlib import Path
 
 import torch
 
+from attnkit.data.id_cache import PAIR_IDS, EncodedStride, id_cache_dir
 from attnkit.data.seq2seq import Seq2SeqData, collate_pairs, read_pairs
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH
 from attnkit.data.seq2seq.pair_stream import PairFileStream
-from attnkit.data.seq2seq.tokenization import load_tokenizers
+from attnkit.data.seq2seq.tokenization import load_tokenizers, tokenizer_text
 from attnkit.data.streaming import StreamedBatches, StreamOptions
+from attnkit.data.text_stream import stream_cache_dir
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, run_config
 from attnkit.training.init_from import InitFrom
@@ -107,25 +110,30 @@ def train_seq2seq_streamed(
         print(f"{stream.path}: {scan.train_pairs:,} training pairs, {scan.valid_pairs:,} held out ({source})")
     truncated = [0]
 
-    def encode(pairs: list) -> list:
+    def encode(pairs: list) -> list:  # once per pair: kept as ids after the first epoch
         sources = source_tok.encode_batch([s for s, _ in pairs])
         targets = target_tok.encode_batch([t for _, t in pairs])
-        items = []
-        for i, (s, t) in enumerate(zip(sources, targets, strict=True)):
-            if len(s) > max_source_length or len(t) > max_target_length:
-                truncated[0] += 1
-            items.append((s[:max_source_length], t[:max_target_length], i))
-        return items
+        return [(s[:max_source_length], t[:max_target_length], int(len(s) > max_source_length or
+                 len(t) > max_target_length)) for s, t in zip(sources, targets, strict=True)]  # fmt: skip
 
+    def window(items: list) -> list:  # a window's items as collate_pairs takes them, the cuts counted
+        truncated[0] += sum(cut for _, _, cut in items)
+        return [(s, t, i) for i, (s, t, _) in enumerate(items)]
+
+    reading = (tokenizer_text(source_tok), tokenizer_text(target_tok), max_source_length, max_target_length)
+    directory = id_cache_dir(stream_cache_dir() / stream.cache_key(vocab_size), *reading, PAIR_IDS.name, world, rank)
+    ids = EncodedStride(stream.training_pairs, encode, PAIR_IDS, directory, world=world, rank=rank,
+                        limit=-(-scan.train_pairs // world))  # fmt: skip
     train_batches = StreamedBatches(
-        stream.training_pairs,
+        ids,
         scan.train_pairs,
-        encode=encode,
+        encode=window,
         length=lambda item: len(item[0]) + len(item[1]),
         collate=collate_pairs,
         options=StreamOptions(batch_size=batch_size, seed=fit_config.seed),
         world=world,
         rank=rank,
+        strided=True,
     )
 
     def details() -> dict:  # read after training: the cuts are counted as the epochs read the file
@@ -139,6 +147,8 @@ def train_seq2seq_streamed(
             "bad_rows_skipped": scan.bad_rows,
             "truncated_pairs": truncated[0],
             "steps_per_epoch": len(train_batches),
+            "epochs_read_as_ids": ids.epochs_from_cache,
+            "scan_sampled_bytes": scan.sampled_bytes,
         }
 
     return fit_seq2seq(
