@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -18,3 +19,16 @@ settings.register_profile(
     derandomize=True,
 )
 settings.load_profile("attnkit")
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test (restored after): tiny models run fastest on one thread, and far faster on a
+    loaded shared CPU (no OpenMP spinning). Modules of tiny models use it with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

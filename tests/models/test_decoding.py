@@ -16,13 +16,7 @@ PAD, BOS, EOS = 0, 1, 2
 VOCAB = 13
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and far faster on a loaded shared CPU (no OpenMP spinning)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def transformer(**options):

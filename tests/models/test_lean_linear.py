@@ -9,13 +9,7 @@ from torch import nn
 from attnkit.models import lean_linear as ll
 from attnkit.models.quantize import quantize_model
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def linears(count=3, din=16, dout=12, bias=True):

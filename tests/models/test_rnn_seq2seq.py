@@ -11,13 +11,7 @@ from attnkit.scores import AdditiveScore
 SRC_VOCAB, TGT_VOCAB = 23, 17
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and far faster on a loaded shared CPU (no OpenMP spinning)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def make_model(attention, *, cell="gru", bidirectional=True, num_layers=2, window=2):

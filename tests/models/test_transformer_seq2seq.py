@@ -18,13 +18,7 @@ from attnkit.models.transformer_seq2seq import (
 SRC_VOCAB, TGT_VOCAB = 23, 17
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and far faster on a loaded shared CPU (no OpenMP spinning)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def make_model(*, positions="sinusoidal", norm_first=True, **options):

@@ -38,14 +38,7 @@ from attnkit.tasks.seq2seq.ctranslate2.export import (
     verify_export,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, above all on a busy shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 @pytest.fixture(scope="module")

@@ -28,14 +28,7 @@ from attnkit.tasks.seq2seq.scoring import SEQUENCE, TEXT, scoring_for, scoring_n
 from attnkit.training.checkpointing import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread, and far faster on a loaded shared CPU (no OpenMP spinning)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 
 
 def test_label_smoothed_loss_matches_a_hand_computation():
