@@ -121,14 +121,14 @@ def train_classifier_streamed(
 
     options_ = stream_options or StreamOptions(batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
     rows_per_rank = -(-scan.train_rows // world)
-    codec = LABELLED_DOCUMENTS if config.model == "han" else LABELLED_IDS
+    codec, length = _STREAMED_FORMS[config.model]
     ids = EncodedStride(stream.training_rows, encode, codec, _id_dir(stream, options, config, tokenizer, codec),
                         world=world, rank=rank, limit=rows_per_rank)  # fmt: skip
     train_batches = StreamedBatches(
         ids,
         scan.train_rows,
         encode=list,
-        length=_length if config.model == "han" else _flat_length,
+        length=length,
         collate=collate,
         options=options_,
         world=world,
@@ -243,3 +243,8 @@ def _length(item: tuple[list, int]) -> int:
 def _chunk_batches(encoder: TextEncoder, chunk: list[tuple[str, int]], batch_size: int) -> Iterator:
     dataset = EncodedDataset(encoder.encode([t for t, _ in chunk]), [y for _, y in chunk])
     return iter(make_batches(dataset, encoder.collate(), batch_size, shuffle=False)(0))
+
+
+# How each model family's encoded rows are stored in the id cache and measured for bucketing, by
+# ``ClassifierConfig.model`` (as ``encoding.FAMILIES`` holds how they are encoded).
+_STREAMED_FORMS = {"han": (LABELLED_DOCUMENTS, _length), "pooled": (LABELLED_IDS, _flat_length)}
