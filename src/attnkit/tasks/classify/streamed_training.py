@@ -122,8 +122,8 @@ def train_classifier_streamed(
     options_ = stream_options or StreamOptions(batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
     rows_per_rank = -(-scan.train_rows // world)
     codec, length = _STREAMED_FORMS[config.model]
-    ids = EncodedStride(stream.training_rows, encode, codec, _id_dir(stream, options, config, tokenizer, codec),
-                        world=world, rank=rank, limit=rows_per_rank)  # fmt: skip
+    directory = _id_dir(stream, options, config, tokenizer, codec, world=world, rank=rank)
+    ids = EncodedStride(stream.training_rows, encode, codec, directory, world=world, rank=rank, limit=rows_per_rank)
     train_batches = StreamedBatches(
         ids,
         scan.train_rows,
@@ -220,11 +220,13 @@ def evaluate_file(
         return classification_objective(model).evaluate(on_device(batches(), device))
 
 
-def _id_dir(stream: TextFileStream, options: dict, config: ClassifierConfig, tokenizer: TextTokenizer, codec):
+def _id_dir(
+    stream: TextFileStream, options: dict, config: ClassifierConfig, tokenizer: TextTokenizer, codec, *, world: int,
+    rank: int,
+) -> Path:  # fmt: skip
     """Where this rank's training rows are kept as ids: beside the scan, keyed by everything the ids depend on."""
     reading = (config.model, config.max_tokens, config.max_sentences, config.max_words, config.punctuated,
                config.words_per_pseudo_sentence, tuple(config.label_names))  # fmt: skip
-    rank, world = replica()
     scan_dir = stream_cache_dir() / stream.cache_key(options)
     return id_cache_dir(scan_dir, tokenizer.to_str(), codec.name, reading, world, rank)
 
@@ -234,10 +236,9 @@ def _flat_length(item: tuple[list[int], int]) -> int:
     return len(item[0])
 
 
-def _length(item: tuple[list, int]) -> int:
-    """Tokens in an encoded item: ``[T]`` ids (pooled) or ``[S][W]`` ids (HAN)."""
-    ids = item[0]
-    return sum(len(sentence) for sentence in ids) if ids and isinstance(ids[0], list) else len(ids)
+def _document_length(item: tuple[list[list[int]], int]) -> int:
+    """Tokens in a HAN's item: ``[S][W]`` ids."""
+    return sum(len(sentence) for sentence in item[0])
 
 
 def _chunk_batches(encoder: TextEncoder, chunk: list[tuple[str, int]], batch_size: int) -> Iterator:
@@ -247,4 +248,4 @@ def _chunk_batches(encoder: TextEncoder, chunk: list[tuple[str, int]], batch_siz
 
 # How each model family's encoded rows are stored in the id cache and measured for bucketing, by
 # ``ClassifierConfig.model`` (as ``encoding.FAMILIES`` holds how they are encoded).
-_STREAMED_FORMS = {"han": (LABELLED_DOCUMENTS, _length), "pooled": (LABELLED_IDS, _flat_length)}
+_STREAMED_FORMS = {"han": (LABELLED_DOCUMENTS, _document_length), "pooled": (LABELLED_IDS, _flat_length)}
