@@ -127,6 +127,23 @@ def test_loading_refuses_a_directory_that_is_not_a_checkpoint(tmp_path, capsys):
     assert "attnkit: error:" in capsys.readouterr().err
 
 
+def test_valid_fraction_zero_refits_on_every_document_and_keeps_the_last_epoch(tmp_path, capsys):
+    rows = [(t, "pos") for t in POSITIVE] * 4 + [(t, "neg") for t in NEGATIVE] * 4
+    train = write_csv(tmp_path / "train.csv", rows)
+    argv = ["train", "classify", "--data", str(train), "--model", "pooled", "--encoder", "none", "--embed-dim", "8",
+            "--epochs", "3", "--batch-size", "8", "--valid-fraction", "0", "--no-progress"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "plateau")]) == 2
+    assert "--valid-fraction 0 trains without validation" in capsys.readouterr().err
+    assert not (tmp_path / "plateau").exists()
+    assert main([*argv, "--schedule", "cosine", "--patience", "1", "--out", str(tmp_path / "run")]) == 0
+    printed = capsys.readouterr()
+    assert "24 training (no validation)" in printed.out + printed.err
+    assert "no validation (--valid-fraction 0): kept epoch 3" in printed.out + printed.err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["details"]["train_documents"] == 24 and metrics["details"]["valid_documents"] == 0
+    assert metrics["best_epoch"] == 3 and metrics["best_valid"] == {}
+
+
 @pytest.mark.parametrize("command", [[], ["train", "classify"], ["evaluate"], ["predict"], ["demo"]])
 def test_help_is_there_with_examples(command, capsys):
     with pytest.raises(SystemExit) as exit_info:

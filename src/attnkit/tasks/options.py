@@ -47,6 +47,14 @@ positive_float = _number(float, 0.0, inclusive=False)
 non_negative_float = _number(float, 0.0)
 
 
+def valid_fraction(text: str) -> float:
+    """An argparse ``type`` for ``--valid-fraction``: a share in [0, 1); 0 means no validation split."""
+    value = non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1 (a share of the training split), got {text}")
+    return value
+
+
 DELIMITER_HELP = (
     "column separator of a CSV-like file, e.g. ';' or '|' ('\\t' or 'tab' for a tab): the file is read as CSV with "
     "it, whatever its suffix; default: from the suffix (.csv comma, .tsv tab)"

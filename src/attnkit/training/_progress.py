@@ -106,10 +106,8 @@ class Reporter:
             return
         note = " (partial)" if partial else ""
         best = f"  best epoch {best_epoch}" if best_epoch is not None else ""
-        line = (
-            f"epoch {epoch}/{self._epochs}{note}  train loss {train_loss:.4f}  valid {format_metrics(metrics)}{best}  "
-            f"{seconds:.1f}s"
-        )
+        valid = f"valid {format_metrics(metrics)}" if metrics else "no validation"
+        line = f"epoch {epoch}/{self._epochs}{note}  train loss {train_loss:.4f}  {valid}{best}  {seconds:.1f}s"
         tqdm.write(line, file=sys.stderr)
 
     def step(self, step: int, loss: float, lr: float) -> None:
@@ -125,7 +123,12 @@ class Reporter:
 
     def finish(self, reason: str, epoch: int, best_epoch: int | None, best_metrics: Mapping[str, float]) -> None:
         """The run's one stop line, and the TensorBoard files flushed and closed."""
-        best = f"best epoch {best_epoch}: valid {format_metrics(best_metrics)}" if best_epoch else "no epoch validated"
+        if not best_epoch:
+            best = "no epoch validated"
+        elif best_metrics:
+            best = f"best epoch {best_epoch}: valid {format_metrics(best_metrics)}"
+        else:
+            best = f"kept epoch {best_epoch}'s weights (no validation)"
         self.message(f"stopped after epoch {epoch} ({STOP_REASONS.get(reason, reason)}); {best}")
         if self._writer is not None:
             self._writer.close()

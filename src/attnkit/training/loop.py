@@ -105,7 +105,7 @@ class FitResult:
 def fit(
     objective: Objective,
     train_batches: Callable[[int], Iterable[Batch]],
-    valid_batches: Callable[[], Iterable[Batch]],
+    valid_batches: Callable[[], Iterable[Batch]] | None,
     config: FitConfig,
     *,
     checkpoint_dir: str | Path | None = None,
@@ -120,7 +120,10 @@ def fit(
         objective: the model with its loss and evaluation (see :class:`Objective`).
         train_batches: ``train_batches(epoch)`` gives epoch ``epoch``'s batches (epochs count from 1); the caller's
             sampler reshuffles by epoch. Under DDP, this rank's shard.
-        valid_batches: the validation batches (this rank's shard under DDP).
+        valid_batches: the validation batches (this rank's shard under DDP); None trains without validation (a
+            recipe already chosen on a validation split, refitted on all the data): every epoch counts as the best,
+            so the model kept is the last epoch's (or the average of the last ``average_last``). That needs a
+            schedule that does not watch validation (``"cosine"`` or ``"inverse-sqrt"``, not ``"plateau"``).
         config: the options.
         checkpoint_dir: where ``last/`` and ``best/`` go; None keeps everything in memory.
         resume: continue from ``checkpoint_dir/last`` if it exists (else start afresh). The settings that change
@@ -149,6 +152,11 @@ def fit(
         raise ValueError(
             f"distributed training needs exact metrics across ranks: {type(objective).__name__} must implement "
             "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableObjective)"
+        )
+    if valid_batches is None and config.schedule == "plateau":
+        raise ValueError(
+            "training without validation keeps the last epoch, and the plateau schedule lowers the learning rate "
+            "when validation stops improving, which it then never sees: use schedule 'cosine' or 'inverse-sqrt'"
         )
     if resume and checkpoint_dir is None:
         raise ValueError("resume=True needs a checkpoint_dir to resume from")
@@ -218,11 +226,14 @@ def fit(
         if config.average_last > 1:
             run.recent_weights = push_window(run.recent_weights, cpu_copy(model), config.average_last)
             averaged = average_weights(run.recent_weights)
-        with holding(model, averaged):
-            metrics = validate(objective, valid_batches(), config, context, device)
-        improved = improves(metrics[config.select_metric], run.best_value, config.select_mode)
+        if valid_batches is None:  # no validation split: the last epoch's weights (or average) are the ones kept
+            metrics, improved = {}, True
+        else:
+            with holding(model, averaged):
+                metrics = validate(objective, valid_batches(), config, context, device)
+            improved = improves(metrics[config.select_metric], run.best_value, config.select_mode)
         if improved:
-            run.best_epoch, run.best_value, run.best_metrics = epoch, metrics[config.select_metric], metrics
+            run.best_epoch, run.best_value, run.best_metrics = epoch, metrics.get(config.select_metric), metrics
             run.best_weights, run.bad_epochs = cpu_copy(model) if averaged is None else averaged, 0
         else:
             run.bad_epochs += 1

@@ -21,6 +21,7 @@ from attnkit.tasks.options import (
     positive_int,
     read_texts,
     say,
+    valid_fraction,
 )
 from attnkit.tasks.train_setup import add_scan_option
 
@@ -133,7 +134,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--max-sentences", type=positive_int, default=30, help="HAN: sentences kept per document")
     model.add_argument("--max-words", type=positive_int, default=50, help="HAN: words kept per sentence")
     fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
-    fit.add_argument("--valid-fraction", type=float, default=0.1, help="validation share of train (default 0.1)")
+    fit.add_argument(
+        "--valid-fraction",
+        type=valid_fraction,
+        default=0.1,
+        help="validation share of train (default 0.1); 0 trains on all of it without validation and keeps the last "
+        "epoch (or the average of --average-last): a recipe already chosen on validation, refitted on every "
+        "document; needs --schedule cosine or inverse-sqrt",
+    )
     fit.add_argument(
         "--valid-seed",
         type=non_negative_int,
@@ -158,6 +166,11 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.run_plan import train_writes
     from attnkit.tasks.train_setup import start_training
 
+    if args.valid_fraction == 0 and args.schedule == "plateau":
+        raise ValueError(
+            "--valid-fraction 0 trains without validation, which the plateau schedule watches to lower the "
+            "learning rate: use --schedule cosine (over --epochs or --max-steps) or inverse-sqrt"
+        )
     embeddings_file = args.embeddings if check_source_is_file(args.embeddings) else None
     start = start_training(
         args,
@@ -224,7 +237,10 @@ def trainer_options(args: argparse.Namespace) -> dict:
 def _summarise(report) -> None:
     """Print the run's summary."""
     best = report.fit.best_metrics
-    say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
+    if best:
+        say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
+    else:
+        say(f"no validation (--valid-fraction 0): kept epoch {report.fit.best_epoch}")
     if report.test_metrics is not None:
         test = report.test_metrics
         say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} documents")

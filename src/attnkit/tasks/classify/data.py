@@ -21,8 +21,9 @@ def data_summary(name: str, data, valid_fraction: float) -> str:
         f"{label} {train[i]}" + (f"/{test[i]}" if data.test_labels else "") for i, label in enumerate(data.label_names)
     )
     per_class = "training/test" if data.test_labels else "training"
+    carved = f"{valid_fraction:.0%} carved for validation" if valid_fraction else "no validation"
     return (
-        f"{name}: {len(data.train_labels)} training ({valid_fraction:.0%} carved for validation), "
+        f"{name}: {len(data.train_labels)} training ({carved}), "
         f"{len(data.test_labels)} test documents; {len(data.label_names)} classes ({per_class}): {classes}"
     )
 

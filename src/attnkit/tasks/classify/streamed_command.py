@@ -30,6 +30,8 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
 
     if not Path(args.data).exists():
         raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
+    if args.valid_fraction == 0:
+        raise ValueError(f"--valid-fraction 0: {args.data} is streamed, and a streamed run needs its held-out rows")
     if getattr(args, "valid_seed", None) is not None:
         raise ValueError(f"--valid-seed: {args.data} is streamed, and a streamed file's held-out rows are fixed")
     stream = TextFileStream(

@@ -72,7 +72,10 @@ def train_classifier(
     caller spent reading ``data``, when given); returns the
     :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and
     tokeniser (``config`` must be its config; ``data`` must have its labels, in its order). The validation
-    split is ``valid_fraction`` of the training split, carved with ``valid_seed`` (default: ``fit_config.seed``).
+    split is ``valid_fraction`` of the training split, carved with ``valid_seed`` (default: ``fit_config.seed``);
+    ``valid_fraction=0`` trains on the whole training split without validation and keeps the last epoch (or the
+    average of the last ``fit_config.average_last``): a recipe chosen on a validation split, refitted on all the
+    data, which needs a schedule that does not watch validation (``fit_config.schedule`` cosine or inverse-sqrt).
     """
     out_dir = Path(out_dir)
     rank, world = replica()
@@ -82,9 +85,7 @@ def train_classifier(
         )
     config = dataclasses.replace(config, label_names=list(data.label_names), punctuated=data.punctuated)
     split_seed = fit_config.seed if valid_seed is None else valid_seed
-    train_idx, valid_idx = stratified_split(
-        data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=split_seed
-    )
+    train_idx, valid_idx = validation_split(data, valid_fraction, split_seed)
     train_texts = [data.train_texts[i] for i in train_idx]
     tokenizer_dir = out_dir / TOKENIZER_DIR
     if init_from is not None and not (resume and (tokenizer_dir / TextTokenizer.FILENAME).exists()):
@@ -102,7 +103,7 @@ def train_classifier(
     # validation: each DDP rank scores its own disjoint shard; fit sums the counts across ranks
     shard = valid_idx[rank::world]
     valid_set = dataset([data.train_texts[i] for i in shard], [data.train_labels[i] for i in shard])
-    collate = encoder.collate()
+    collate = encoder.collate()  # [B, S, W] word ids for the HAN, [B, T] for the pooled model
     train_batches = make_batches(
         train_set,
         collate,
@@ -113,7 +114,7 @@ def train_classifier(
         num_replicas=world,
         rank=rank,
     )
-    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False)
+    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False) if valid_idx else None
 
     model = placed_model(config, tokenizer, device, seed=fit_config.seed)
     resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
@@ -142,6 +143,15 @@ def train_classifier(
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
+
+
+def validation_split(data: TextClassificationData, valid_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """``(train, valid)`` indices into ``data``'s training split: ``valid_fraction`` of each label carved for
+    validation with ``seed`` (:func:`~attnkit.data.classification.stratified_split`), or, for ``valid_fraction``
+    0, every document in training and none in validation."""
+    if valid_fraction == 0:
+        return list(range(len(data.train_texts))), []
+    return stratified_split(data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=seed)
 
 
 def placed_model(
@@ -176,7 +186,7 @@ def fit_classifier(
     return fit(
         classification_objective(model, label_smoothing=config.label_smoothing),
         train_batches,
-        lambda: valid_batches(0),
+        None if valid_batches is None else lambda: valid_batches(0),
         fit_config,
         checkpoint_dir=out_dir,
         resume=resume,
