@@ -20,19 +20,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attnkit.explain.faithfulness.names import METHODS
+
 __all__ = ["PAIRS", "SHIPPED", "TRANSFORMER_METHODS", "pair_record", "resolve_model", "run_dates_transformer"]
 
 PAIRS = 100  # validation pairs sampled at most
 SHIPPED = "dates-transformer"
-TRANSFORMER_METHODS = (
-    "attention",
-    "rollout",
-    "flow",
-    "gradient_x_input",
-    "integrated_gradients",
-    "leave_one_out",
-    "random",
-)
+TRANSFORMER_METHODS = METHODS  # every method: a Transformer has layers to roll out and a flow graph
 FIGURES = ("aopc_comprehensiveness", "aopc_sufficiency", "flip_fraction", "tau_leave_one_out")
 
 
