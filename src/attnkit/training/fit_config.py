@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PRECISIONS", "SCHEDULES", "FitConfig"]
+__all__ = ["PRECISIONS", "SCHEDULES", "FitConfig", "check_schedule_without_validation"]
 
 # The learning-rate schedules: how the rate moves after the warm-up (see attnkit.training.schedule).
 SCHEDULES = ("plateau", "inverse-sqrt", "cosine")
+
+
+def check_schedule_without_validation(schedule: str, *, who: str) -> None:
+    """Refuse ``schedule`` for a run without validation (``who`` names it in the message): such a run keeps its
+    last epoch, and the plateau schedule lowers the learning rate when validation stops improving, which it
+    would never see."""
+    if schedule == "plateau":
+        raise ValueError(
+            f"{who} trains without validation and keeps the last epoch, and the plateau schedule lowers the learning "
+            "rate when validation stops improving, which it then never sees: use schedule 'cosine' (over the "
+            "epochs or max steps) or 'inverse-sqrt'"
+        )
+
+
 # The precisions of the forward pass (see attnkit.training.precision): float32, or autocast to bfloat16 / float16.
 PRECISIONS = ("fp32", "bf16", "fp16")
 

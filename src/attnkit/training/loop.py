@@ -62,7 +62,7 @@ from attnkit.training.distributed import (
     init_distributed,
     wrap_model,
 )
-from attnkit.training.fit_config import SCHEDULES, FitConfig
+from attnkit.training.fit_config import SCHEDULES, FitConfig, check_schedule_without_validation
 from attnkit.training.objective import Batch, Objective, SummableObjective, is_summable
 from attnkit.training.optim import make_optimizer
 from attnkit.training.precision import check_precision, device_of, grad_scaler
@@ -153,11 +153,8 @@ def fit(
             f"distributed training needs exact metrics across ranks: {type(objective).__name__} must implement "
             "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableObjective)"
         )
-    if valid_batches is None and config.schedule == "plateau":
-        raise ValueError(
-            "training without validation keeps the last epoch, and the plateau schedule lowers the learning rate "
-            "when validation stops improving, which it then never sees: use schedule 'cosine' or 'inverse-sqrt'"
-        )
+    if valid_batches is None:
+        check_schedule_without_validation(config.schedule, who="fit(valid_batches=None)")
     if resume and checkpoint_dir is None:
         raise ValueError("resume=True needs a checkpoint_dir to resume from")
     model = objective.model

@@ -166,11 +166,10 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.run_plan import train_writes
     from attnkit.tasks.train_setup import start_training
 
-    if args.valid_fraction == 0 and args.schedule == "plateau":
-        raise ValueError(
-            "--valid-fraction 0 trains without validation, which the plateau schedule watches to lower the "
-            "learning rate: use --schedule cosine (over --epochs or --max-steps) or inverse-sqrt"
-        )
+    if args.valid_fraction == 0:  # refused before anything is read or written, as fit itself would refuse it
+        from attnkit.training.fit_config import check_schedule_without_validation
+
+        check_schedule_without_validation(args.schedule, who="--valid-fraction 0")
     embeddings_file = args.embeddings if check_source_is_file(args.embeddings) else None
     start = start_training(
         args,

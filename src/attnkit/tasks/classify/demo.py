@@ -91,17 +91,17 @@ def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
 def _ensemble_accuracies(data, reports, args: argparse.Namespace) -> tuple[float | None, float]:
     """The demo's HANs as one ensemble: its accuracy (percent) on their shared validation split (None without one)
     and on test."""
-    from attnkit.data.classification import stratified_split
     from attnkit.tasks.classify.ensemble import ClassifierEnsemble
     from attnkit.tasks.classify.inference import load_classifier
+    from attnkit.tasks.classify.training import validation_split
 
     members = [load_classifier(r.checkpoint, device=args.device, precision=args.precision) for r in reports]
     ensemble = ClassifierEnsemble(members)
     names = data.label_names
     test_report = ensemble.evaluate(data.test_texts, [names[label] for label in data.test_labels])
-    if not args.valid_fraction:
+    _, valid = validation_split(data, args.valid_fraction, args.seed)  # the members' shared split
+    if not valid:
         return None, test_report["accuracy"]
-    _, valid = stratified_split(data.train_texts, data.train_labels, test_fraction=args.valid_fraction, seed=args.seed)
     valid_report = ensemble.evaluate([data.train_texts[i] for i in valid], [names[data.train_labels[i]] for i in valid])
     return valid_report["accuracy"], test_report["accuracy"]
 
@@ -190,7 +190,11 @@ def run(args: argparse.Namespace) -> int:
     )
     minutes = sum(trained.train_seconds for trained in reports) / 60
     epochs = ", ".join(str(trained.fit.best_epoch) for trained in reports)
-    kept = "best epoch" if args.valid_fraction else "kept the mean of the last 3 epochs' weights, epoch"
+    kept = (
+        "best epoch"
+        if args.valid_fraction
+        else f"kept the mean of the last {fit_config.average_last} epochs' weights, epoch"
+    )
     plural = "s" if args.ensemble > 1 else ""
     print(f"HAN{plural} trained {minutes:.1f} min, {kept}{plural} {epochs}")
     if args.ensemble > 1:
