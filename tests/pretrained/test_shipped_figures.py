@@ -1,5 +1,10 @@
 """One test per shipped model: its published test figure (``docs/results/shipped.json``, the card's) re-computed
-from the shipped weights by the card's own ``attnkit evaluate ... --json`` command, to the digits printed."""
+from the shipped weights by the card's own ``attnkit evaluate ... --json`` command.
+
+The figure is a percentage of ``count`` test items. Another CPU's float32 kernels (AVX2 against AVX-512, oneDNN
+against the reference) round differently, and a near-tie between two labels or two beam hypotheses can then go the
+other way: the re-computed figure may differ from the published one by a few items, never by more. The card and the
+table must agree to the digits printed."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import torch
 from attnkit.cli import main
 from attnkit.pretrained import read_card, shipped_names
 
+NEAR_TIES = 3  # test items whose decision may flip on another CPU's kernels
 PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "results" / "shipped.json"
 
 
@@ -27,5 +33,7 @@ def test_the_shipped_model_reproduces_its_published_figure(name, capsys):
         assert main([*command[1:], "--threads", "1", "--device", "cpu", "--no-progress"]) == 0
     finally:
         torch.set_num_threads(threads)
-    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])[card["metric"]]
-    assert f"{measured:.2f}" == f"{published['value']:.2f}" == f"{card['value']:.2f}"
+    evaluation = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert f"{published['value']:.2f}" == f"{card['value']:.2f}"
+    one_item = 100.0 / evaluation["count"]  # percentage points that one test item moves the figure by
+    assert abs(evaluation[card["metric"]] - published["value"]) <= NEAR_TIES * one_item + 0.005
