@@ -5,8 +5,15 @@ Lin et al. 2017 with several heads): ``weights = distribution(score(q_h, x), mas
 Every pooling here returns ``AttentionOutput(pooled, weights [B, heads, T])`` so explanation code treats
 them alike; the baselines report the weights they implicitly use.
 
+Task scaling (TaSc; Chrysostomou & Aletras, ACL 2021) multiplies the attention weights by a learned,
+*non-contextual* score per token before the weighted sum: ``pooled = (weights · s) @ x``. The scores come from
+the token's id and its own word embedding only (:class:`LinTaskScaling`, :class:`FeatTaskScaling`,
+:class:`ConvTaskScaling`), never from its neighbours, so they cannot hide the decision in the context; a model
+computes them and hands them to :meth:`AttentionPooling.forward` as ``scale``.
+
 Shape glossary:
     B  batch   T  positions   D  features (``dim``)   Dh  hidden size of the score   heads  pooling heads
+    V  vocabulary   E  word-embedding features
 """
 
 from __future__ import annotations
@@ -19,7 +26,15 @@ from attnkit.distributions import Distribution, Softmax
 from attnkit.outputs import AttentionOutput
 from attnkit.scores import DotScore, Score
 
-__all__ = ["AttentionPooling", "MaxPooling", "MeanPooling"]
+__all__ = [
+    "AttentionPooling",
+    "ConvTaskScaling",
+    "FeatTaskScaling",
+    "LinTaskScaling",
+    "MaxPooling",
+    "MeanPooling",
+    "TaskScaling",
+]
 
 
 def _check_input(x: torch.Tensor, mask: torch.Tensor | None, name: str) -> None:
@@ -67,8 +82,14 @@ class AttentionPooling(nn.Module):
         self.positions = positions
         self.queries = nn.Parameter(torch.empty(heads, hidden).normal_(std=hidden**-0.5))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, scale: torch.Tensor | None = None
+    ) -> AttentionOutput:
         """Pool ``x [B, T, D]`` under ``mask [B, T]`` (True = real token).
+
+        ``scale [B, T]`` (optional; TaSc, see :class:`TaskScaling`) multiplies each position's weight before the
+        weighted sum: ``pooled = (weights · scale) @ x``. The returned weights stay the distribution's (rows sum
+        to 1, padding 0), the attention that TaSc's authors explain with.
 
         Returns:
             ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence
@@ -82,7 +103,8 @@ class AttentionPooling(nn.Module):
         scores = self.score(queries, keys)  # [B, heads, T]
         mask = masks.attention_mask(scores.shape, key_mask=mask)
         weights = self.distribution(scores, mask, query=queries)  # [B, heads, T]
-        pooled = weights @ x.to(weights.dtype)  # [B, heads, D]
+        scaled = weights if scale is None else weights * scale[:, None, :].to(weights.dtype)  # [B, heads, T]
+        pooled = scaled @ x.to(weights.dtype)  # [B, heads, D]
         return AttentionOutput(pooled.flatten(1) if self.heads > 1 else pooled.squeeze(1), weights)
 
 
@@ -116,3 +138,86 @@ class MaxPooling(nn.Module):
         hits.scatter_add_(1, argmax, torch.ones_like(values))  # [B, T] features won by each step
         weights = (hits / x.shape[2]) * has_token  # [B, T]
         return AttentionOutput(pooled, weights.unsqueeze(1))
+
+
+class TaskScaling(nn.Module):
+    """A learned, non-contextual score per token that multiplies attention weights (TaSc).
+
+    ``forward(token_ids [B, T], embeddings [B, T, E], mask [B, T]) -> scores [B, T]``, 0 at padding. A token's
+    score is read from its own id and its own word embedding (the embedding layer's output, before any encoder,
+    dropout or bigram feature): changing its neighbours never changes it (for :class:`ConvTaskScaling`, only
+    the neighbours inside its window can). Parameters start as in the authors' code:
+    ``uniform(-1/sqrt(V), 1/sqrt(V))``.
+    """
+
+    def forward(
+        self, token_ids: torch.Tensor, embeddings: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _vocabulary_parameter(*shape: int) -> nn.Parameter:
+    bound = shape[0] ** -0.5
+    return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
+
+
+class LinTaskScaling(TaskScaling):
+    """Lin-TaSc: a learned scalar ``u_w`` per vocabulary word; ``s_i = Σ_k u_{w_i} · e_ik`` (the scaled
+    embedding summed over its features).
+
+    Args:
+        vocab_size: ``V``.
+    """
+
+    def __init__(self, vocab_size: int) -> None:
+        super().__init__()
+        self.u = _vocabulary_parameter(vocab_size)  # [V]
+
+    def forward(self, token_ids: torch.Tensor, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """token_ids ``[B, T]``, embeddings ``[B, T, E]``, mask ``[B, T]`` -> scores ``[B, T]``."""
+        scores = self.u[token_ids] * embeddings.sum(-1)  # [B, T]
+        return scores * mask.to(scores.dtype)
+
+
+class FeatTaskScaling(TaskScaling):
+    """Feat-TaSc: a learned vector ``U_w`` per vocabulary word; ``s_i = Σ_k U_{w_i, k} · e_ik``.
+
+    Args:
+        vocab_size: ``V``. embed_dim: ``E`` (``V × E`` parameters: as many as the embedding table).
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int) -> None:
+        super().__init__()
+        self.u = _vocabulary_parameter(vocab_size, embed_dim)  # [V, E]
+
+    def forward(self, token_ids: torch.Tensor, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """token_ids ``[B, T]``, embeddings ``[B, T, E]``, mask ``[B, T]`` -> scores ``[B, T]``."""
+        scores = (self.u[token_ids] * embeddings).sum(-1)  # [B, T]
+        return scores * mask.to(scores.dtype)
+
+
+class ConvTaskScaling(TaskScaling):
+    """Conv-TaSc: a 1-D convolution over the Lin-scaled embeddings ``u_{w_i} · e_i``, summed over its channels.
+
+    With the authors' ``kernel_size=1`` (the default) a score is non-contextual like the others; a wider odd
+    kernel lets each score read the ``kernel_size // 2`` words on either side (its receptive field, never more;
+    padding holds zeros, so how much padding follows a document changes nothing).
+
+    Args:
+        vocab_size: ``V``. embed_dim: ``E``. channels: the convolution's output channels (15 in the authors' code).
+        kernel_size: odd width of the window.
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, *, channels: int = 15, kernel_size: int = 1) -> None:
+        super().__init__()
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be odd and >= 1, got {kernel_size}")
+        self.u = _vocabulary_parameter(vocab_size)  # [V]
+        self.conv = nn.Conv1d(embed_dim, channels, kernel_size, padding=kernel_size // 2)
+
+    def forward(self, token_ids: torch.Tensor, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """token_ids ``[B, T]``, embeddings ``[B, T, E]``, mask ``[B, T]`` -> scores ``[B, T]``."""
+        kept = mask.to(embeddings.dtype)
+        scaled = (self.u[token_ids] * kept)[..., None] * embeddings  # [B, T, E], zero at padding
+        scores = self.conv(scaled.transpose(1, 2)).sum(1)  # [B, T]
+        return scores * kept

@@ -57,6 +57,9 @@ class UnmaskedPooling(nn.Module):
         self.pooling = pooling
         self.heads = getattr(pooling, "heads", 1)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
-        """x ``[B, T, D]``; ``mask`` is ignored on purpose -> ``AttentionOutput(pooled, weights [B, heads, T])``."""
-        return self.pooling(x, None)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, scale: torch.Tensor | None = None
+    ) -> AttentionOutput:
+        """x ``[B, T, D]``; ``mask`` is ignored on purpose; ``scale [B, T]`` (TaSc) is passed on ->
+        ``AttentionOutput(pooled, weights [B, heads, T])``."""
+        return self.pooling(x, None) if scale is None else self.pooling(x, None, scale=scale)
