@@ -12,25 +12,32 @@ Shape glossary:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from attnkit.distributions import Distribution
+from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder
-from attnkit.models.pooled import build_pooling
+from attnkit.models.pooled import build_pooling, pool
 from attnkit.outputs import AttentionOutput
+from attnkit.pooling import TaskScaling
 
 __all__ = ["HANOutput", "HierarchicalAttentionClassifier"]
 
 
 @dataclass
 class HANOutput:
-    """``logits [B, C]``; ``words``: weights ``[B, S, W]`` within each sentence; ``sentences``: weights ``[B, S]``."""
+    """``logits [B, C]``; ``words``: weights ``[B, S, W]`` within each sentence; ``sentences``: weights ``[B, S]``;
+    ``encoded``: the word BiGRU's states of the real sentences and the sentence BiGRU's states (for
+    :func:`~attnkit.models.diversity.diversity_penalty`)."""
 
     logits: torch.Tensor
     words: AttentionOutput
     sentences: AttentionOutput
+    encoded: tuple[EncodedStates, ...] = ()
 
 
 def _compact(mask: torch.Tensor) -> torch.Tensor:
@@ -55,6 +62,10 @@ class HierarchicalAttentionClassifier(nn.Module):
             weights): the word attention may then only attend to tokens it marks (e.g. not stop words or
             punctuation), while the BiGRU still reads every token, so "not" still shapes the "good" after it.
             A sentence with nothing attendable gets a zero vector.
+        distribution: builds the distribution of each attention pooling (e.g. ``Sparsemax``; default softmax).
+        task_scaling: a :class:`~attnkit.pooling.TaskScaling` over the word embeddings (TaSc, at the word level:
+            the words are scaled before the sentence level reads the sentence vectors); its vocabulary and
+            embedding sizes must be the model's.
     """
 
     def __init__(
@@ -71,18 +82,22 @@ class HierarchicalAttentionClassifier(nn.Module):
         attention_padding: str = "masked",
         packed: bool = True,
         attend_content_only: bool = False,
+        distribution: Callable[[], Distribution] | None = None,
+        task_scaling: TaskScaling | None = None,
     ) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        self.task_scaling = task_scaling
         self.attendable: torch.Tensor | None
         self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
         self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
+        options = {"hidden": attention_hidden, "padding": attention_padding}
         self.word_pooling = build_pooling(
-            "attention", self.word_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+            "attention", self.word_encoder.output_dim, distribution=distribution and distribution(), **options
         )
         self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden, packed=packed)
         self.sentence_pooling = build_pooling(
-            "attention", self.sentence_encoder.output_dim, hidden=attention_hidden, padding=attention_padding
+            "attention", self.sentence_encoder.output_dim, distribution=distribution and distribution(), **options
         )
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
@@ -108,8 +123,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         real = sentence_mask.reshape(-1).nonzero().squeeze(1)  # only real sentences go through the word GRU
 
         real_ids = token_ids.reshape(batch * sentences, words)[real]  # [N, W]
-        pooled_words = self.encode_sentences(
-            real_ids, flat_mask[real], attend_mask=attend.reshape(batch * sentences, words)[real]
+        pooled_words, word_states = self._read_words(
+            real_ids, flat_mask[real], attend.reshape(batch * sentences, words)[real]
         )  # context [N, Dw], weights [N, W]
 
         # in the pooled vectors' dtype: under autocast it is not the encoder's
@@ -118,13 +133,14 @@ class HierarchicalAttentionClassifier(nn.Module):
         word_weights = pooled_words.weights.new_zeros(batch * sentences, words)
         word_weights[real] = pooled_words.weights
 
-        logits, document = self.classify_sentences(
+        logits, document, sentence_states = self._read_sentences(
             sentence_vectors.view(batch, sentences, -1), sentence_mask, sentence_mask & attend.any(dim=2)
         )
         return HANOutput(
             logits,
             AttentionOutput(sentence_vectors.view(batch, sentences, -1), word_weights.view(batch, sentences, words)),
             document,
+            (word_states, sentence_states),
         )
 
     def encode_sentences(
@@ -134,13 +150,20 @@ class HierarchicalAttentionClassifier(nn.Module):
         attend_mask ``[N, W]`` (optional, within ``word_mask``) -> ``AttentionOutput(context [N, Dw], weights
         [N, W])``: each sentence's vector, computed from its own words only (so it can be computed once and reused
         in every document that contains the sentence unchanged)."""
+        return self._read_words(token_ids, word_mask, attend_mask)[0]
+
+    def _read_words(
+        self, token_ids: torch.Tensor, word_mask: torch.Tensor, attend_mask: torch.Tensor | None
+    ) -> tuple[AttentionOutput, EncodedStates]:
+        """:meth:`encode_sentences` and the word BiGRU's states ``[N, W, Dw]`` with ``word_mask``."""
         attend = word_mask if attend_mask is None else attend_mask & word_mask  # [N, W]
         if self.attendable is not None:
             attend = attend & self.attendable[token_ids]
-        embedded = self.dropout(self.embedding(token_ids))  # [N, W, E]
-        encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
-        pooled = self.word_pooling(encoded, attend)  # context [N, Dw], weights [N, 1, W]
-        return AttentionOutput(pooled.context, pooled.weights[:, 0])
+        embedded = self.embedding(token_ids)  # [N, W, E]
+        scale = None if self.task_scaling is None else self.task_scaling(token_ids, embedded, word_mask)  # [N, W]
+        encoded = self.word_encoder(self.dropout(embedded), word_mask)  # [N, W, Dw]
+        pooled = pool(self.word_pooling, encoded, attend, scale)  # context [N, Dw], weights [N, 1, W]
+        return AttentionOutput(pooled.context, pooled.weights[:, 0]), EncodedStates(encoded, word_mask)
 
     def classify_sentences(
         self, vectors: torch.Tensor, sentence_mask: torch.Tensor, attend_sentences: torch.Tensor | None = None
@@ -149,6 +172,12 @@ class HierarchicalAttentionClassifier(nn.Module):
         sentence_mask ``[B, S]`` (real sentences; gaps allowed), attend_sentences ``[B, S]`` (optional, within
         ``sentence_mask``: the sentences the attention may weigh) -> ``logits [B, C]`` and
         ``AttentionOutput(document [B, Ds], weights [B, S])`` (weights at the sentences' own positions)."""
+        return self._read_sentences(vectors, sentence_mask, attend_sentences)[:2]
+
+    def _read_sentences(
+        self, vectors: torch.Tensor, sentence_mask: torch.Tensor, attend_sentences: torch.Tensor | None
+    ) -> tuple[torch.Tensor, AttentionOutput, EncodedStates]:
+        """:meth:`classify_sentences` and the sentence BiGRU's states ``[B, S, Ds]`` (real sentences first)."""
         attend = sentence_mask if attend_sentences is None else attend_sentences & sentence_mask
         # the sentence GRU reads each document's real sentences in order, without gaps
         order = _compact(sentence_mask)  # [B, S]
@@ -158,4 +187,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         document = self.sentence_pooling(encoded_sentences, torch.gather(attend, 1, order))  # weights [B, 1, S]
         sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
         logits = self.classifier(self.dropout(document.context))
-        return logits, AttentionOutput(document.context, sentence_weights)
+        return (
+            logits,
+            AttentionOutput(document.context, sentence_weights),
+            EncodedStates(encoded_sentences, packed_mask),
+        )

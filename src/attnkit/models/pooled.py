@@ -12,30 +12,44 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnkit.distributions import Distribution
+from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder, encode_packed
 from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedPooling
 from attnkit.outputs import AttentionOutput
-from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
+from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling, TaskScaling
 
-__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling"]
+__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling", "pool"]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
 
 
 def build_pooling(
-    name: str, dim: int, *, heads: int = 4, padding: str = "masked", hidden: int | None = None
+    name: str,
+    dim: int,
+    *,
+    heads: int = 4,
+    padding: str = "masked",
+    hidden: int | None = None,
+    distribution: Distribution | None = None,
 ) -> nn.Module:
     """``attention`` (one head), ``multihead`` (``heads`` learned queries), ``mean`` or ``max``; ``hidden`` is the
-    attention's ``tanh(W h + b)`` size (default: ``dim``).
+    attention's ``tanh(W h + b)`` size (default: ``dim``); ``distribution`` the attention's (default softmax).
 
     ``padding`` says how attention pooling treats padded positions (see :mod:`attnkit.models.padding`):
     ``masked`` (the default and the right way), ``unmasked`` or ``renormalised`` (the masking experiment's
-    alternatives). Mean and max pooling are always masked.
+    alternatives; a softmax renormalised after the fact, so it takes no other ``distribution``). Mean and max
+    pooling are always masked and take no distribution.
     """
     if padding not in PADDING_MODES:
         raise ValueError(f"unknown padding mode {padding!r}; choose from {', '.join(PADDING_MODES)}")
+    if distribution is not None and name in ("mean", "max"):
+        raise ValueError(f"{name} pooling has no attention distribution to replace")
+    if distribution is not None and padding == "renormalised":
+        raise ValueError("renormalised padding is a softmax renormalised after the fact: it takes no distribution")
     if name in ("attention", "multihead"):
-        distribution = RenormalisedSoftmax() if padding == "renormalised" else None
+        if padding == "renormalised":
+            distribution = RenormalisedSoftmax()
         pooling = AttentionPooling(
             dim, hidden=hidden, heads=1 if name == "attention" else heads, distribution=distribution
         )
@@ -45,6 +59,14 @@ def build_pooling(
     if name == "max":
         return MaxPooling()
     raise ValueError(f"unknown pooling {name!r}; choose from {', '.join(POOLINGS)}")
+
+
+def pool(
+    pooling: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, scale: torch.Tensor | None = None
+) -> AttentionOutput:
+    """``pooling(x [B, T, D], mask [B, T])``, handing it the TaSc ``scale [B, T]`` when there is one (only attention
+    poolings take it)."""
+    return pooling(x, mask) if scale is None else pooling(x, mask, scale=scale)
 
 
 _BIGRAM_MULTIPLIER = 1_000_003  # a prime above any vocabulary size: (a, b) -> a·M + b is one-to-one
@@ -66,10 +88,12 @@ def bigram_ids(token_ids: torch.Tensor, mask: torch.Tensor, buckets: int) -> tor
 
 @dataclass
 class PooledClassifierOutput:
-    """``logits [B, C]`` and the pooling's ``AttentionOutput(pooled [B, ·], weights [B, heads, T])``."""
+    """``logits [B, C]``, the pooling's ``AttentionOutput(pooled [B, ·], weights [B, heads, T])`` and the encoder's
+    states (none without an encoder; for :func:`~attnkit.models.diversity.diversity_penalty`)."""
 
     logits: torch.Tensor
     pooling: AttentionOutput
+    encoded: tuple[EncodedStates, ...] = ()
 
 
 class PooledClassifier(nn.Module):
@@ -86,6 +110,8 @@ class PooledClassifier(nn.Module):
         dropout: before the classifier.
         attend_content_only: keep a ``[V]`` boolean buffer ``attendable`` (all True until set, saved with the
             weights): the pooling may then only attend to tokens it marks; the encoder still reads every token.
+        task_scaling: a :class:`~attnkit.pooling.TaskScaling` (TaSc) over the word embeddings (not the bigram
+            features, so that a token's score stays its own); needs an attention pooling.
     """
 
     def __init__(
@@ -100,6 +126,7 @@ class PooledClassifier(nn.Module):
         padding_idx: int = 0,
         bigram_buckets: int = 0,
         attend_content_only: bool = False,
+        task_scaling: TaskScaling | None = None,
     ) -> None:
         super().__init__()
         if bigram_buckets < 0:
@@ -110,6 +137,7 @@ class PooledClassifier(nn.Module):
         self.bigram_buckets = bigram_buckets
         self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
+        self.task_scaling = task_scaling
         feature_dim = getattr(encoder, "output_dim", embed_dim)
         self.pooling = pooling if pooling is not None else AttentionPooling(feature_dim)
         heads = getattr(self.pooling, "heads", 1)
@@ -127,6 +155,7 @@ class PooledClassifier(nn.Module):
         """
         attend = mask if attend_mask is None else attend_mask & mask  # [B, T]
         x = self.embedding(token_ids)  # [B, T, E]
+        scale = None if self.task_scaling is None else self.task_scaling(token_ids, x, mask)  # [B, T]
         if self.bigram_embedding is not None:
             x = x + self.bigram_embedding(bigram_ids(token_ids, mask, self.bigram_buckets))  # [B, T, E]
         if isinstance(self.encoder, BiGRUEncoder):
@@ -135,5 +164,7 @@ class PooledClassifier(nn.Module):
             x = encode_packed(self.encoder, x, attend)  # [B, T, D]
         elif self.encoder is not None:
             x = self.encoder(x, mask)
-        pooled = self.pooling(x, attend if self.attendable is None else attend & self.attendable[token_ids])
-        return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled)
+        attend = attend if self.attendable is None else attend & self.attendable[token_ids]
+        pooled = pool(self.pooling, x, attend, scale)
+        encoded = () if self.encoder is None else (EncodedStates(x, mask),)
+        return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled, encoded)
