@@ -130,3 +130,33 @@ def test_a_content_only_classifier_learns_its_table_from_the_tokenizer_and_keeps
     assert torch.equal(classifier.model.attendable, table)  # the checkpoint holds the table
     predictions = classifier.predict(["the tea is great , and the price"])
     assert stop_word_share(predictions, 3) == 0.0
+
+
+def test_negations_and_other_sentiment_function_words_stay_attendable():
+    """``--attend content`` must be able to shade "not" in "Not buying again" (issue #38)."""
+    import torch
+
+    from attnkit.data.tokenization import TextTokenizer
+    from attnkit.models import PooledClassifier
+    from attnkit.tasks.classify.attended_words import SENTIMENT_FUNCTION_WORDS, content_stop_words, content_word_table
+
+    kept = {"not", "no", "never", "n't", "nor", "without", "but"}
+    assert kept <= SENTIMENT_FUNCTION_WORDS and not kept & content_stop_words()
+    assert {"the", "and", "it", "is"} <= content_stop_words()
+    assert not is_stop_or_punctuation("n't", content_stop_words()) and is_stop_or_punctuation("'", content_stop_words())
+    texts = ["Not buying again .", "no sugar , never bitter , but nor sweet without milk n't"] * 2
+    tokenizer = TextTokenizer.train(texts, vocab_size=100, min_frequency=1)
+    table = content_word_table(tokenizer)
+    attendable = {tokenizer.id_to_token(i).lower() for i in range(tokenizer.vocab_size) if table[i]}
+    assert {"not", "no", "never", "but", "nor", "without", "buying"} <= attendable
+    assert not {".", ",", "again"} & attendable  # punctuation, and a stop word with no polarity
+
+    torch.manual_seed(0)
+    model = PooledClassifier(tokenizer.vocab_size, 2, embed_dim=8, attend_content_only=True).eval()
+    model.attendable.copy_(table)
+    ids = torch.tensor([tokenizer.encode_batch(["Not buying again ."])[0]])
+    weights = model(ids, ids != 0).pooling.weights[0, 0]
+    assert weights[0] > 0 and weights[2] == 0 and weights[3] == 0  # "Not" is shaded, "again" and "." are not
+    # the demo's share does not count an attended negation as a stop word
+    prediction = pooled(["Not", "buying", "again", "."], [[0.5, 0.3, 0.2, 0.0]])
+    assert stop_word_share([prediction], 2) == 0.0 and stop_word_share([prediction], 3) == pytest.approx(1 / 3)

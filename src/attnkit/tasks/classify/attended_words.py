@@ -10,6 +10,12 @@ The stop words are scikit-learn's English list (``ENGLISH_STOP_WORDS``: 318 func
 Information Retrieval group; scikit-learn is already in the ``data`` extra), not a hand-written one. A token is
 punctuation when it holds no letter or digit. :func:`content_word_table` marks the vocabulary's content words for
 ``--attend content``, where the word attention may only attend to those.
+
+That list holds negations and other function words a sentiment or stance turns on ("not", "no", "never", "nor",
+"without", "but", "cannot", "nothing", "against", "very", "too", ...): :data:`SENTIMENT_FUNCTION_WORDS` are taken
+out of it (:func:`content_stop_words`), so that ``--attend content`` can still attend to "not" in "Not buying
+again", and the demo's share does not count an attended negation as a stop word. (Before this, checkpoints trained
+with ``--attend content`` saved their table with these words masked; a saved table is kept as it was trained.)
 """
 
 from __future__ import annotations
@@ -22,12 +28,23 @@ from attnkit.data.tokenization import TextTokenizer
 from attnkit.tasks.classify.encoding import Prediction
 
 __all__ = [
+    "SENTIMENT_FUNCTION_WORDS",
+    "content_stop_words",
     "content_word_table",
     "english_stop_words",
     "is_stop_or_punctuation",
     "stop_word_share",
     "top_attended_words",
 ]
+
+
+# Function words that carry a text's polarity or stance: negations (with the contraction piece "n't", which some
+# tokenisers split off), contrast, and degree. Lower case, as the stop-word list.
+SENTIMENT_FUNCTION_WORDS = frozenset([
+    "not", "no", "never", "n't", "nor", "neither", "none", "nothing", "nobody", "nowhere", "without", "cannot", "cant",
+    "couldnt", "hasnt", "against", "but", "however", "although", "though", "yet", "except", "very", "too", "only",
+    "few", "less", "least", "more", "most", "much", "enough",
+])  # fmt: skip
 
 
 def english_stop_words() -> frozenset[str]:
@@ -37,6 +54,12 @@ def english_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
+def content_stop_words() -> frozenset[str]:
+    """The stop words a content-word model leaves out: scikit-learn's English list without
+    :data:`SENTIMENT_FUNCTION_WORDS`."""
+    return english_stop_words() - SENTIMENT_FUNCTION_WORDS
+
+
 def is_stop_or_punctuation(word: str, stop_words: Collection[str]) -> bool:
     """True for a stop word (compared in lower case) or a token without any letter or digit."""
     return word.lower() in stop_words or not any(character.isalnum() for character in word)
@@ -44,8 +67,8 @@ def is_stop_or_punctuation(word: str, stop_words: Collection[str]) -> bool:
 
 def content_word_table(tokenizer: TextTokenizer, stop_words: Collection[str] | None = None) -> torch.Tensor:
     """``[V]`` bool, True for the token ids a ``--attend content`` classifier may attend to: every token that is
-    not a stop word or punctuation (``[UNK]`` included); False for padding."""
-    stop_words = english_stop_words() if stop_words is None else stop_words
+    not a stop word (default :func:`content_stop_words`) or punctuation (``[UNK]`` included); False for padding."""
+    stop_words = content_stop_words() if stop_words is None else stop_words
     table = torch.tensor(
         [not is_stop_or_punctuation(tokenizer.id_to_token(i), stop_words) for i in range(tokenizer.vocab_size)]
     )
@@ -88,12 +111,13 @@ def top_attended_words(prediction: Prediction, k: int = 3) -> list[str]:
 
 def stop_word_share(predictions: Sequence[Prediction], k: int = 3, stop_words: Collection[str] | None = None) -> float:
     """Mean over documents of the share of stop words and punctuation among each one's ``k`` most-attended words
-    (a document with fewer than ``k`` words counts the ones it has; one with none is skipped).
+    (a document with fewer than ``k`` words counts the ones it has; one with none is skipped). The stop words are
+    :func:`content_stop_words` unless given: an attended "not" is not counted against the model.
 
     Raises:
         ValueError: no document with a word.
     """
-    stop_words = english_stop_words() if stop_words is None else stop_words
+    stop_words = content_stop_words() if stop_words is None else stop_words
     shares = []
     for prediction in predictions:
         top = top_attended_words(prediction, k)

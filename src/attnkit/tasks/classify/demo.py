@@ -205,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
     share = stop_word_share(predictions[: args.report_documents], k=3)
     print(
         f"stop words and punctuation among each report document's 3 most-attended words: {100 * share:.0f}% "
-        f"(mean over {min(args.report_documents, len(predictions))} documents; scikit-learn's English stop words)"
+        f"(mean over {min(args.report_documents, len(predictions))} documents; scikit-learn's English stop words "
+        "without negations such as 'not')"
     )
     print()
     for prediction, gold in zip(predictions[: args.examples], data.test_labels, strict=False):
