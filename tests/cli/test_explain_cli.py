@@ -120,7 +120,9 @@ def test_classifier_texts_from_a_file_and_a_run_directory(classifier, tmp_path):
     texts.write_text("lovely smell\n\nstale price\n", encoding="utf-8")
     out = tmp_path / "from-file.html"
     assert main(["explain", "--checkpoint", str(classifier), "--file", str(texts), "--out", str(out)]) == 0
-    assert len(Page(out.read_text()).of_class("attn-section")) == 2
+    page = Page(out.read_text())
+    assert len(page.of_class("attn-prediction")) == 2  # one per text; the blank line is skipped
+    assert len(page.of_class("attn-section")) == 3 and len(page.of_class("attn-recipe")) == 1  # + how it was trained
 
 
 def test_vision_report_lays_each_heads_map_over_the_test_image(vision, tmp_path):

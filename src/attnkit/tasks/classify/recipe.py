@@ -1,0 +1,77 @@
+"""The faithful-attention recipe of a classifier (issue #38), where people meet it (layer 5; no torch at import):
+the options of ``attnkit train classify`` that choose it, and the part of an ``attnkit explain`` report that states
+it. The options themselves live in :class:`~attnkit.tasks.classify.config.ClassifierConfig` (and its
+``recipe()``); the models take the built modules (a distribution, a :class:`~attnkit.pooling.TaskScaling`) and
+the objective adds the diversity penalty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from attnkit.tasks.options import non_negative_float
+
+__all__ = ["add_recipe_arguments", "recipe_lines", "recipe_section"]
+
+_TASC_SHADING = "; the shading shows the attention weights before the per-word scores multiply them"
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``faithful attention`` options of ``attnkit train classify``."""
+    faithful = parser.add_argument_group(
+        "faithful attention",
+        "how the attention is trained to be the explanation (issue #38; the defaults are today's recipe): stored in "
+        "the checkpoint, shown by attnkit explain, kept by --init-from and --resume",
+    )
+    faithful.add_argument(
+        "--attention-distribution",
+        choices=["softmax", "sparsemax", "entmax15"],
+        default="softmax",
+        help="the distribution of every attention pooling (HAN: word and sentence level; pooled: attention and "
+        "multihead): softmax (default, dense), sparsemax (exact zeros for low scores) or entmax15 (between the two); "
+        "padding is never weighted and an empty sentence still pools to zeros",
+    )
+    faithful.add_argument(
+        "--task-scaling",
+        choices=["none", "lin", "feat", "conv"],
+        default="none",
+        help="TaSc (Chrysostomou & Aletras 2021): multiply the attention weights, before the weighted sum, by a "
+        "learned non-contextual score per word read from its own embedding: lin (a scalar per word), feat (a vector "
+        "per word, dotted with the embedding), conv (a width-1 convolution over the lin-scaled embedding); HAN: at "
+        "the word level. The report shows the attention weights themselves (default none)",
+    )
+    faithful.add_argument(
+        "--encoder-diversity",
+        type=non_negative_float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="Diversity LSTM (Mohankumar et al. 2020): add LAMBDA x the conicity of the encoder's states (mean "
+        "|cosine| of each real token's state with their mean; padding never counts) to the training loss, so "
+        "that attention over them cannot hide the decision; HAN: both BiGRUs; pooled: needs an encoder (default 0: "
+        "off)",
+    )
+
+
+def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
+    """A config's ``recipe()`` as short sentences for people (``"attention distribution: sparsemax"``, ...)."""
+    scaling = recipe["task_scaling"]
+    diversity = recipe["encoder_diversity"]
+    return [
+        f"model: {recipe['model']} (encoder {recipe['encoder']}, pooling {recipe['pooling']})",
+        f"attention distribution: {recipe['attention_distribution']}",
+        f"task scaling (TaSc): {scaling}" + ("" if scaling == "none" else _TASC_SHADING),
+        f"encoder diversity (conicity penalty): {'off' if not diversity else f'λ = {diversity:g}'}",
+        f"attends to: {'content words only' if recipe['attend'] == 'content' else 'every token'}",
+    ]
+
+
+def recipe_section(recipe: Mapping[str, Any]) -> tuple[str, str]:
+    """``(title, body HTML)`` of the report's part that states the recipe: a list for people, and the recipe as
+    JSON in the element's ``data-recipe`` attribute for programs (everything escaped)."""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in recipe_lines(recipe))
+    data = html.escape(json.dumps(dict(recipe), sort_keys=True), quote=True)
+    return "How this model was trained to attend", f'<ul class="attn-recipe" data-recipe="{data}">{items}</ul>'
