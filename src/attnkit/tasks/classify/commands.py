@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   attnkit train classify --data 20ng --model pooled --encoder none --pooling attention --epochs 20 --out runs/20ng
   attnkit train classify --data my.csv --test my_test.csv --text-column body --label-column topic --out runs/mine
   attnkit train classify --data fine-foods --out runs/ff --resume        continue after an interruption
+  attnkit train classify --data r8 --attention-distribution sparsemax --task-scaling lin --out runs/r8-tasc
   attnkit train classify --data big.jsonl --model pooled --max-minutes 60 --out runs/big   streamed (over 64 MB)
   torchrun --nproc-per-node 2 -m attnkit.cli train classify --data r8 --out runs/r8   two processes (DDP)
 """
