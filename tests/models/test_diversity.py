@@ -68,3 +68,18 @@ def test_the_penalty_averages_the_levels_that_have_sequences():
     penalty = diversity_penalty([EncodedStates(words, word_mask), EncodedStates(sentences, sentence_mask)])
     expected = (conicity(words, word_mask).mean() + conicity(sentences, sentence_mask)[0]) / 2
     torch.testing.assert_close(penalty, expected)
+
+
+@settings(max_examples=10, deadline=None)
+@given(lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4), extra=st.integers(0, 3), seed=st.integers(0, 2**16))
+def test_a_sequences_conicity_ignores_padding_and_companions(lengths, extra, seed):
+    torch.manual_seed(seed)
+    sequences = [torch.randn(n, 3) for n in lengths]
+    states = 50 * torch.randn(len(lengths), max(lengths) + extra, 3)  # garbage in the padding
+    mask = torch.arange(states.shape[1])[None] < torch.tensor(lengths)[:, None]
+    for i, sequence in enumerate(sequences):
+        states[i, : len(sequence)] = sequence
+    batched = conicity(states, mask)
+    for i, sequence in enumerate(sequences):
+        alone = conicity(sequence[None], torch.ones(1, len(sequence), dtype=torch.bool))
+        torch.testing.assert_close(batched[i], alone[0])

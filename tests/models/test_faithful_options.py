@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from attnkit import AttentionPooling
 from attnkit.distributions import Entmax15, Softmax, Sparsemax
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
+from attnkit.models.diversity import conicity, diversity_penalty
 from attnkit.models.pooled import build_pooling
 from attnkit.pooling import ConvTaskScaling, FeatTaskScaling, LinTaskScaling
 
@@ -94,6 +95,8 @@ def test_pooled_document_alone_equals_document_in_a_padded_batch(dist, scaling, 
                 batched.pooling.weights[b, :, :n], alone.pooling.weights[0], atol=1e-5, rtol=1e-5
             )
             assert (batched.pooling.weights[b, :, n:] == 0).all()
+            ours, own = conicity(*batched.encoded[0])[b], conicity(*alone.encoded[0])[0]
+            torch.testing.assert_close(ours, own, atol=1e-5, rtol=1e-5)  # the penalty's term is padding-free too
 
 
 @pytest.mark.parametrize("dist", ["sparsemax", "entmax15"])
@@ -121,7 +124,7 @@ def test_han_empty_sentences_and_documents_give_zeros_without_nan(dist, scaling)
     assert (out.words.weights[0, 1] == 0).all() and out.sentences.weights[0, 1] == 0
     assert (out.sentences.weights[1] == 0).all() and (out.words.weights[1] == 0).all()
     assert torch.isfinite(out.logits).all()
-    out.logits.sum().backward()
+    (out.logits.sum() + diversity_penalty(out.encoded)).backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
