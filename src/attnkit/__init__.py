@@ -19,7 +19,15 @@ if TYPE_CHECKING:  # the names below, for readers and type checkers; at run time
     from attnkit.kv_cache import KVCache
     from attnkit.multihead import MultiHeadAttention
     from attnkit.outputs import AttentionOutput
-    from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling
+    from attnkit.pooling import (
+        AttentionPooling,
+        ConvTaskScaling,
+        FeatTaskScaling,
+        LinTaskScaling,
+        MaxPooling,
+        MeanPooling,
+        TaskScaling,
+    )
     from attnkit.positions import LearnedPositions, RotaryPositions, Sinusoidal2DPositions, SinusoidalPositions
     from attnkit.scores import AdditiveScore, CosineScore, DotScore, GeneralScore, ScaledDotScore, Score
 
@@ -39,8 +47,12 @@ _EXPORTS = {
     "MultiHeadAttention": "attnkit.multihead",
     "AttentionOutput": "attnkit.outputs",
     "AttentionPooling": "attnkit.pooling",
+    "ConvTaskScaling": "attnkit.pooling",
+    "FeatTaskScaling": "attnkit.pooling",
+    "LinTaskScaling": "attnkit.pooling",
     "MaxPooling": "attnkit.pooling",
     "MeanPooling": "attnkit.pooling",
+    "TaskScaling": "attnkit.pooling",
     "LearnedPositions": "attnkit.positions",
     "RotaryPositions": "attnkit.positions",
     "Sinusoidal2DPositions": "attnkit.positions",
@@ -60,13 +72,16 @@ __all__ = [
     "Attention",
     "AttentionOutput",
     "AttentionPooling",
+    "ConvTaskScaling",
     "CosineScore",
     "Distribution",
     "DotScore",
     "Entmax15",
+    "FeatTaskScaling",
     "GeneralScore",
     "KVCache",
     "LearnedPositions",
+    "LinTaskScaling",
     "LocalM",
     "LocalP",
     "MaxPooling",
@@ -79,6 +94,7 @@ __all__ = [
     "SinusoidalPositions",
     "Softmax",
     "Sparsemax",
+    "TaskScaling",
     "functional",
     "load",
     "masks",

@@ -7,9 +7,8 @@ from _factories import pad_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit import AttentionPooling
+from attnkit import AttentionPooling, ConvTaskScaling, FeatTaskScaling, LinTaskScaling
 from attnkit.distributions import Entmax15, Softmax, Sparsemax
-from attnkit.pooling import ConvTaskScaling, FeatTaskScaling, LinTaskScaling
 
 V, E = 12, 5
 SCALINGS = {
