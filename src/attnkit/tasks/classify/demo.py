@@ -222,7 +222,12 @@ def run(args: argparse.Namespace) -> int:
     shown = predictions[: args.report_documents]
     gold = [data.label_names[label] for label in data.test_labels[: len(shown)]]
     report_path = classifier_report(
-        shown, classifier.label_names, Path(args.out) / "report.html", title=REPORT_TITLE, true_labels=gold
+        shown,
+        classifier.label_names,
+        Path(args.out) / "report.html",
+        title=REPORT_TITLE,
+        true_labels=gold,
+        recipe=classifier.config.recipe(),
     )
     print(f"\nreport of what the model attended to: {report_path}")
     tests = classifier.faithfulness([p.text for p in shown], methods=["attention", "random"], seed=args.seed)
