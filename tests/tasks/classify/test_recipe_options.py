@@ -132,3 +132,17 @@ def test_a_resumed_run_started_before_the_options_keeps_its_config_as_it_started
     assert set(RECIPE_BEFORE_OPTIONS) <= set(checkpoint_config(config, tmp_path, resume=False))
     changed = ClassifierConfig(**SMALL, task_scaling="lin")  # not as it started: kept, so that resume refuses it
     assert checkpoint_config(changed, tmp_path, resume=True)["task_scaling"] == "lin"
+
+
+@pytest.mark.parametrize("name", ["fine-foods-han", "r8"])
+def test_the_shipped_classifiers_written_before_the_options_load_as_trained(name):
+    from pathlib import Path
+
+    import attnkit.pretrained
+
+    saved = json.loads((Path(attnkit.pretrained.__file__).parent / name / "config.json").read_text())
+    assert not set(RECIPE_BEFORE_OPTIONS) & set(saved)
+    model = attnkit.load(name)
+    assert {k: model.config.recipe()[k] for k in RECIPE_BEFORE_OPTIONS} == RECIPE_BEFORE_OPTIONS
+    assert getattr(model.model, "task_scaling", None) is None
+    assert all(type(m.distribution) is Softmax for m in model.model.modules() if isinstance(m, AttentionPooling))
