@@ -9,6 +9,7 @@ from typing import Any
 
 from attnkit.explain.html import Section, write_report
 from attnkit.explain.sections import han_section, pooling_section
+from attnkit.tasks.classify.recipe import recipe_section
 
 __all__ = ["classifier_report"]
 
@@ -37,11 +38,7 @@ def classifier_report(
     if faithfulness is not None and len(faithfulness) != len(predictions):
         raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
-    sections: list[Section] = []
-    if recipe is not None:
-        from attnkit.tasks.classify.recipe import recipe_section
-
-        sections.append(Section(*recipe_section(recipe)))
+    sections: list[Section] = [] if recipe is None else [Section(*recipe_section(recipe))]
     for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
         probabilities = [prediction.probabilities[name] for name in label_names]
         heading = f"Document {number}"
