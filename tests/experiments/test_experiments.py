@@ -448,7 +448,15 @@ def test_every_experiment_of_the_registry_is_a_sub_command_with_its_own_options(
     from attnkit.experiments.registry import EXPERIMENTS
     from attnkit.experiments.seq2seq_settings import EXPERIMENTS as SEQ2SEQ
 
-    assert list(EXPERIMENTS) == ["classification", "masking", "faithfulness", *SEQ2SEQ, "deploy", "report"]
+    assert list(EXPERIMENTS) == [
+        "classification",
+        "masking",
+        "faithfulness",
+        "faithful-attention",
+        *SEQ2SEQ,
+        "deploy",
+        "report",
+    ]
     with pytest.raises(SystemExit):
         main(["experiment", "--help"])
     listing = capsys.readouterr().out

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, read_json
+from attnkit.experiments.faithful_attention.table import render_faithful_attention
 from attnkit.experiments.faithfulness_table import render_faithfulness
 from attnkit.experiments.masking_table import render_masking
 from attnkit.experiments.results_schema import read_results
@@ -38,6 +39,8 @@ def render_results(paths: ExperimentPaths) -> Path:
         _fragment(results / "masking_notes.md"),
         render_faithfulness(read_json(results / "faithfulness.json")),
         _fragment(results / "faithfulness_notes.md"),
+        render_faithful_attention(read_json(results / "faithful_attention.json")),
+        _fragment(results / "faithful_attention_notes.md"),
     ]
     from attnkit.experiments.deploy_table import render_deploy
     from attnkit.experiments.seq2seq_tables import render_sections

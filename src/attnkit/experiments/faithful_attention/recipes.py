@@ -1,0 +1,132 @@
+"""The faithful-attention grid (layer 6, no torch): the rows (data set x model, each with today's recipe) and the
+options probed on them (issue #38) — a table of :class:`Recipe` objects, read once by name at the command line.
+
+A recipe is today's training command of its row plus some options (and, for ``attend-all``, minus ``--attend
+content``). The options are the model options of ``attnkit train classify``: ``--attention-distribution``,
+``--task-scaling`` (TaSc), ``--encoder-diversity`` (Diversity LSTM's penalty). The best combination is built from
+the probes (:func:`combine`), never chosen on test.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+__all__ = ["RECIPES", "ROWS", "Recipe", "Row", "combine"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One recipe of the grid.
+
+    Attributes:
+        name: how tables and ``--recipes`` name it.
+        options: added to the row's command.
+        family: the idea it belongs to (``distribution``, ``scaling``, ``diversity``, ``attend``), so that the
+            combination takes at most one recipe of each; ``None`` for today's recipe.
+        remove: options (with their value) taken out of the row's command.
+        needs_encoder: only for models whose attention reads an encoder's states (the diversity penalty).
+    """
+
+    name: str
+    options: tuple[str, ...] = ()
+    family: str | None = None
+    remove: tuple[str, ...] = ()
+    needs_encoder: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """A data set x model of the grid and its recipe today (``today``: ``attnkit train classify`` options).
+
+    ``encoder``: whether the attention reads an encoder's states (HAN, pooled + BiGRU)."""
+
+    data: str
+    model: str
+    label: str
+    today: tuple[str, ...]
+    encoder: bool = True
+
+    def argv(self, recipe: Recipe) -> list[str]:
+        """The row's options under ``recipe`` (today's, less ``recipe.remove``, plus ``recipe.options``)."""
+        words = list(self.today)
+        for index in range(len(words) - 1):
+            if recipe.remove and tuple(words[index : index + 2]) == recipe.remove[:2]:
+                del words[index : index + 2]
+                break
+        return [*words, *recipe.options]
+
+    def applies(self, recipe: Recipe) -> bool:
+        """Whether the recipe makes sense on this row (an encoder penalty needs an encoder; ``remove`` must be
+        there to remove)."""
+        if recipe.needs_encoder and not self.encoder:
+            return False
+        return not recipe.remove or any(
+            tuple(self.today[i : i + 2]) == recipe.remove[:2] for i in range(len(self.today) - 1)
+        )
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(shlex.split(text))
+
+
+RECIPES: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in (
+        Recipe("today"),
+        Recipe("sparsemax", ("--attention-distribution", "sparsemax"), "distribution"),
+        Recipe("entmax15", ("--attention-distribution", "entmax15"), "distribution"),
+        Recipe("tasc-lin", ("--task-scaling", "lin"), "scaling"),
+        Recipe("tasc-feat", ("--task-scaling", "feat"), "scaling"),
+        Recipe("tasc-conv", ("--task-scaling", "conv"), "scaling"),
+        Recipe("diversity", ("--encoder-diversity", "0.5"), "diversity", needs_encoder=True),
+        Recipe("attend-all", (), "attend", remove=("--attend", "content")),
+    )
+}
+
+# Today's recipes: the fine-foods HAN of the results table (with its validation split: the probes choose on it),
+# the pooled + BiGRU of r8 / r52 / 20ng, and the faithfulness experiment's short pooled + BiGRU for fine-foods.
+_HAN = (
+    "--model han --embed-dim 50 --embeddings glove --attend content --hidden 50 --dropout 0.5 --weight-decay 0.01 "
+    "--lr 1e-3 --schedule cosine --warmup-steps 100 --epochs 10 --patience 100 --average-last 3"
+)
+_REUTERS = (
+    "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 50 --embeddings glove "
+    "--dropout 0.5 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 5 --max-minutes 20"
+)
+_SHORT_BIGRU = (
+    "--model pooled --pooling attention --heads 2 --max-tokens 256 --lr 2e-3 --encoder bigru --hidden 64 "
+    "--embed-dim 50 --embeddings glove --dropout 0.5 --lr-decay 0.5 --epochs 8 --patience 2 --max-minutes 4"
+)
+_NEWS = (
+    "--model pooled --encoder bigru --hidden 64 --pooling multihead --heads 4 --embed-dim 300 --embeddings word2vec "
+    "--dropout 0.5 --max-tokens 1000 --vocab-size 100000 --lr 2e-3 --lr-decay 0.5 --epochs 30 --patience 3 "
+    "--max-minutes 18"
+)
+ROWS: dict[tuple[str, str], Row] = {
+    (row.data, row.model): row
+    for row in (
+        Row("fine-foods", "han", "HAN", _split(_HAN)),
+        Row("fine-foods", "pooled_bigru", "pooled + BiGRU", _split(_SHORT_BIGRU)),
+        Row("r8", "pooled_bigru", "pooled + BiGRU", _split(_REUTERS)),
+        Row("r52", "pooled_bigru", "pooled + BiGRU", _split(_REUTERS)),
+        Row("20ng", "pooled_bigru", "pooled + BiGRU", _split(_NEWS)),
+    )
+}
+
+
+def combine(chosen: list[Recipe]) -> Recipe | None:
+    """One recipe holding each of ``chosen`` (at most one per family), named ``a + b``; None for fewer than two."""
+    if len(chosen) < 2:
+        return None
+    families = [recipe.family for recipe in chosen]
+    if len(set(families)) != len(families):
+        raise ValueError(f"one recipe per family, got {', '.join(recipe.name for recipe in chosen)}")
+    removed = tuple(word for recipe in chosen for word in recipe.remove)
+    return Recipe(
+        " + ".join(recipe.name for recipe in chosen),
+        tuple(word for recipe in chosen for word in recipe.options),
+        "combined",
+        remove=removed[:2],
+        needs_encoder=any(recipe.needs_encoder for recipe in chosen),
+    )
