@@ -55,13 +55,19 @@ MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_prog
 # Options added after runs began to record manifests -> the value that means "as runs were trained before the option
 # existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
 # what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
-# The faithful-attention options of train classify (#38): today's recipe, the only one before they existed.
+# The faithful-attention options of train classify (#38): today's recipe, the only one before they existed. The
+# --distill-* options of train seq2seq (#35): off, as every run before them trained.
 ADDED_LATER = {
     "valid_seed": None,
     "scan_mb": 64,
     "attention_distribution": "softmax",
     "task_scaling": "none",
     "encoder_diversity": 0.0,
+    "distill_from": None,
+    "distill_beam": None,
+    "distill_gold": False,
+    "distill_unlabelled": None,
+    "distill_max_unlabelled": None,
 }
 # argparse's sub-command fields: what the manifest's ``command`` already records ("train classify"). A run started by
 # ``attnkit train classify`` has them and one started in process by ``attnkit experiment`` has not; neither is a setting.

@@ -18,6 +18,7 @@
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
 | :mod:`~attnkit.tasks.seq2seq.streamed_command` | when ``train seq2seq`` streams its pair file, and that run |
 | :mod:`~attnkit.tasks.seq2seq.streamed_training` | training on pairs read as a stream (``--streaming``) |
+| :mod:`~attnkit.tasks.seq2seq.distill` | knowledge distillation: a student trained on its teachers' beam outputs (``--distill-from``) |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2` | CTranslate2 export and decoding; ``attnkit export`` (``ctranslate2.command``) |
 """
 

@@ -6,6 +6,7 @@ checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit transla
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from attnkit.tasks.options import add_runtime_options, add_training_options, positive_int, say
 from attnkit.tasks.seq2seq.data_options import add_pair_file_arguments
+from attnkit.tasks.seq2seq.distill.options import BUILTIN, add_distill_arguments, check_distill_arguments
+from attnkit.tasks.seq2seq.distill.options import EXAMPLES as DISTILL_EXAMPLES
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
@@ -30,7 +33,9 @@ EXAMPLES = """examples:
       --source-level subword --target-level subword --out runs/mine
   attnkit train seq2seq --data cmudict --out runs/g2p --resume           continue after an interruption
   torchrun --nproc-per-node 2 -m attnkit.cli train seq2seq --data cmudict --out runs/g2p   two processes (DDP)
-
+"""
+EXAMPLES += DISTILL_EXAMPLES
+EXAMPLES += """
 The best epoch is chosen on the validation split only: lowest WER for character/symbol targets (cmudict,
 dates), highest BLEU for subword targets (bible-en-es). The test split is decoded once at the end.
 Then: attnkit evaluate --checkpoint runs/g2p --beam 4;  attnkit translate --checkpoint runs/g2p --text abbey
@@ -108,6 +113,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
     )
     fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
+    add_distill_arguments(parser)
     add_runtime_options(parser)
 
 
@@ -124,13 +130,19 @@ def train(args: argparse.Namespace) -> int:
         args,
         command="train seq2seq",
         kind=KIND,
-        inputs={"data": (args.data, data_set_names()), "valid": (args.valid, ()), "test": (args.test, ())},
+        inputs={
+            "data": (args.data, data_set_names()),
+            "valid": (args.valid, ()),
+            "test": (args.test, ()),
+            "distill_unlabelled": (args.distill_unlabelled, (BUILTIN,)),
+        },
         writes=train_writes(args, TOKENIZER_DIR),
         config_from_args=config_from_args,
         config_from_init=lambda init: config_from_args(args, init),
         streams=streams,
     )
     options = trainer_options(args)
+    distill = _distillation(args, start)
     if start.streamed:
         return _report(train_streamed(args, start, options))
     started = time.monotonic()
@@ -144,6 +156,8 @@ def train(args: argparse.Namespace) -> int:
         target_level=args.target_level,
         delimiter=args.delimiter,
     )
+    if distill is not None:  # the whole data set's valid and test sources, not only those a --limit run keeps
+        distill = dataclasses.replace(distill, held_out=frozenset(s for s, _ in (*data.valid, *data.test)))
     if args.limit is not None:
         data = subset(data, args.limit)
     load_seconds = time.monotonic() - started
@@ -162,9 +176,23 @@ def train(args: argparse.Namespace) -> int:
             strict=args.strict,
             init_from=start.init,
             load_seconds=load_seconds,
+            distill=distill,
             **options,
         )
     return _report(report)
+
+
+def _distillation(args: argparse.Namespace, start):
+    """The run's :class:`~attnkit.tasks.seq2seq.distill.student.Distillation` (None without ``--distill-from``),
+    its options and teachers checked (configs only) before any data is read."""
+    from attnkit.tasks.seq2seq.distill.student import distillation_from_args
+    from attnkit.tasks.seq2seq.distill.teachers import resolve_teachers
+
+    check_distill_arguments(args, streamed=start.streamed)
+    distill = distillation_from_args(args, precision=start.fit_config.precision)
+    if distill is not None:
+        resolve_teachers(distill.teachers)
+    return distill
 
 
 def trainer_options(args: argparse.Namespace) -> dict:
@@ -188,6 +216,10 @@ def _report(report) -> int:
     say(f"best epoch {report.fit.best_epoch}: valid {scoring.summary(report.fit.best_metrics)}")
     if report.test_metrics is not None:
         say(f"test {scoring.summary(report.test_metrics)}")
+    if "distill" in report.details:
+        from attnkit.tasks.seq2seq.distill.student import summary
+
+        say(summary(report.details["distill"]))
     seconds = report.train_seconds
     took = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
     epochs = len(report.fit.history)

@@ -39,6 +39,7 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
+from attnkit.tasks.seq2seq.distill.student import Distillation, distilled_data
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_for, scoring_named
@@ -81,6 +82,11 @@ def _tokenizers(
     return (*build_tokenizers(data, vocab_size=vocab_size), True)
 
 
+def _say(rank: int) -> Callable[[str], None]:
+    """``print`` on rank 0, nothing elsewhere."""
+    return print if rank == 0 else lambda line: None
+
+
 def save_run_tokenizers(directory: Path, source: Tokenizer, target: Tokenizer) -> None:
     """Write the tokenisers, removing files of the other layout (they would shadow the new ones on resume)."""
     for name in TOKENIZER_FILES:
@@ -104,6 +110,7 @@ def train_seq2seq(
     device: str | torch.device = "auto",
     init_from: InitFrom | None = None,
     load_seconds: float | None = None,
+    distill: Distillation | None = None,
 ) -> TrainReport:
     """Train the model ``config`` describes on ``data.train``, validating on ``data.valid`` every epoch.
 
@@ -129,6 +136,9 @@ def train_seq2seq(
         init_from: start from this checkpoint's weights and tokenisers (``config.model`` must be its model's;
             ``data`` must have its source and target levels), with a fresh optimiser.
         load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
+        distill: train on the outputs of these teachers instead (:mod:`attnkit.tasks.seq2seq.distill`): once the
+            run's tokenisers are known (they must be the teachers'), ``data.train`` becomes
+            :func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`'s, recorded as ``details.distill``.
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -153,6 +163,9 @@ def train_seq2seq(
         built = True
     else:
         source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
+    details: dict = {}
+    if distill is not None:
+        data, details["distill"] = distilled_data(data, source_tok, target_tok, distill, report=_say(rank))
     limited = limit_pair_lengths(
         data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
         strict=strict,
@@ -160,7 +173,7 @@ def train_seq2seq(
     if limited.skipped_total and rank == 0:
         print(limited.message())
     data = limited.data
-    details = {"sizes": data.sizes}
+    details = {"sizes": data.sizes, **details}
     if init_from is not None:
         details["init_from"] = init_from.record()
     if load_seconds is not None:
