@@ -77,6 +77,9 @@ def test_the_student_learns_the_teachers_outputs_not_the_gold(toy):
     record = json.loads((out / "metrics.json").read_text())["details"]["distill"]
     assert record["teachers"] == [str(toy["teacher"])] and record["beam_size"] == 5 and not record["gold"]
     assert record["labelled_sources"] == 320 and record["training_pairs"] == 320 and record["unlabelled"] is None
+    config = json.loads((out / "best" / "config.json").read_text())  # what a card reads
+    assert config["distillation"] == {"teachers": [str(toy["teacher"])], "sha256": record["sha256"], "beam_size": 5,
+                                      "length_penalty": 1.0, "gold": False, "unlabelled": None}  # fmt: skip
 
 
 def _counting(monkeypatch) -> list[int]:
@@ -94,8 +97,9 @@ def _counting(monkeypatch) -> list[int]:
 
 def test_resume_reads_the_cache_instead_of_decoding_again(toy, tmp_path, monkeypatch, capsys):
     calls = _counting(monkeypatch)
-    out = tmp_path / "run"
-    argv = ["train", "seq2seq", *gold_data(toy), *MODEL, "--no-test", "--distill-from", str(toy["teacher"])]
+    out, teacher = tmp_path / "run", tmp_path / "teacher"
+    shutil.copytree(toy["teacher"] / "best", teacher)
+    argv = ["train", "seq2seq", *gold_data(toy), *MODEL, "--no-test", "--distill-from", str(teacher)]
     assert main([*argv, "--epochs", "1", "--out", str(out)]) == 0
     assert calls == [320]
     assert main([*argv, "--epochs", "2", "--out", str(out), "--resume"]) == 0
@@ -105,6 +109,18 @@ def test_resume_reads_the_cache_instead_of_decoding_again(toy, tmp_path, monkeyp
     assert metrics["epochs_run"] == 2 and metrics["details"]["distill"]["training_pairs"] == 320
     assert main([*argv, "--distill-beam", "3", "--epochs", "3", "--out", str(out), "--resume"]) == 2
     assert "distill_beam: none then, 3 now" in capsys.readouterr().err
+    _nudge_weights(teacher)  # the same path, other teachers: refused, not trained on other targets
+    assert main([*argv, "--epochs", "3", "--out", str(out), "--resume"]) == 2
+    assert "the model differs from the one saved in its config.json (distillation: " in _one_line_error(capsys)
+
+
+def _nudge_weights(checkpoint) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(checkpoint / "model.safetensors")
+    name = next(iter(weights))
+    weights[name] = weights[name] + 0.01
+    save_file(weights, checkpoint / "model.safetensors")
 
 
 def test_a_damaged_or_foreign_cache_file_is_decoded_again(toy, tmp_path, monkeypatch):
@@ -127,6 +143,27 @@ def test_a_damaged_or_foreign_cache_file_is_decoded_again(toy, tmp_path, monkeyp
     foreign = teacher_outputs(teachers, words, beam_size=2, cache_root=tmp_path)  # another key's file: not read
     assert (foreign.damaged, foreign.decoded) == (1, 40) and foreign.outputs == first.outputs
     assert teacher_outputs(teachers, words, beam_size=2, cache_root=tmp_path).decoded == 0
+
+
+def test_a_run_killed_while_decoding_keeps_the_chunks_it_wrote(toy, tmp_path, monkeypatch):
+    teachers = load_teachers([str(toy["teacher"])], device="cpu")
+    monkeypatch.setattr(teachers_module, "CHUNK_SOURCES", 16)
+    decode, calls = teachers_module.decode_sources, []
+
+    def killed_at_the_third_chunk(loaded, sources, **options):
+        calls.append(len(sources))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return decode(loaded, sources, **options)
+
+    monkeypatch.setattr(teachers_module, "decode_sources", killed_at_the_third_chunk)
+    words = toy["splits"]["test"]  # 40 sources: chunks of 16, 16, 8
+    with pytest.raises(KeyboardInterrupt):
+        teacher_outputs(teachers, words, beam_size=2, cache_root=tmp_path)
+    monkeypatch.setattr(teachers_module, "decode_sources", decode)
+    labels = teacher_outputs(teachers, words, beam_size=2, cache_root=tmp_path)
+    assert (labels.cached, labels.decoded, labels.damaged) == (32, 8, 0)
+    assert not [p for p in labels.directory.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 def test_unlabelled_sources_never_include_a_source_of_the_splits(toy, tmp_path, monkeypatch):

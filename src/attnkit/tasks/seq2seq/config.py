@@ -28,6 +28,9 @@ class Seq2SeqConfig(JsonConfig):
             (WER/PER) or ``"text"`` (BLEU/chrF).
         source_level, target_level: how each side was tokenised (``char``, ``symbol``, ``subword``).
         label_smoothing: of the training loss.
+        distillation: how a distilled student was taught (None: on the gold): its teachers as given, their files'
+            SHA-256, their beam, whether the gold pairs were kept and the unlabelled sources added
+            (:func:`~attnkit.tasks.seq2seq.distill.student.provenance`). A resumed run must keep it.
     """
 
     kind_name: ClassVar[str] = "seq2seq config"
@@ -38,6 +41,7 @@ class Seq2SeqConfig(JsonConfig):
     source_level: str = "char"
     target_level: str = "char"
     label_smoothing: float = 0.1
+    distillation: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         scoring_named(self.metrics)  # an unknown name fails here, naming the known ones

@@ -39,7 +39,7 @@ from attnkit.data.seq2seq import (
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH, limit_pair_lengths
 from attnkit.data.seq2seq.tokenization import SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
-from attnkit.tasks.seq2seq.distill.student import Distillation, distilled_data
+from attnkit.tasks.seq2seq.distill.student import Distillation, distilled_data, provenance
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, evaluate_seq2seq
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_for, scoring_named
@@ -138,7 +138,8 @@ def train_seq2seq(
         load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
         distill: train on the outputs of these teachers instead (:mod:`attnkit.tasks.seq2seq.distill`): once the
             run's tokenisers are known (they must be the teachers'), ``data.train`` becomes
-            :func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`'s, recorded as ``details.distill``.
+            :func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`'s, recorded as ``details.distill`` (and,
+            without counts or paths, as the config's ``distillation``: a resumed run must have the same teachers).
 
     Returns:
         A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
@@ -166,6 +167,7 @@ def train_seq2seq(
     details: dict = {}
     if distill is not None:
         data, details["distill"] = distilled_data(data, source_tok, target_tok, distill, report=_say(rank))
+        config = dataclasses.replace(config, distillation=provenance(details["distill"]))
     limited = limit_pair_lengths(
         data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
         strict=strict,

@@ -27,7 +27,7 @@ from attnkit.tasks.seq2seq.distill.teachers import (
 )
 from attnkit.tasks.seq2seq.distill.unlabelled import unlabelled_sources
 
-__all__ = ["Distillation", "distillation_from_args", "distilled_data", "summary"]
+__all__ = ["Distillation", "distillation_from_args", "distilled_data", "provenance", "summary"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,21 @@ def distilled_data(
     }
     report(summary(distilled, decoded=labels.decoded, damaged=labels.damaged))
     return dataclasses.replace(data, train=train), distilled
+
+
+def provenance(record: dict) -> dict:
+    """What the student's ``config.json`` keeps of :func:`distilled_data`'s record (``distillation``): the teachers
+    as given and their files' SHA-256, the beam, the gold, where the unlabelled sources came from and how many — no
+    path, so a run resumed with another ``$ATTNKIT_CACHE`` or from another directory is the same run."""
+    unlabelled = record.get("unlabelled") or None
+    return {
+        "teachers": record["teachers"],
+        "sha256": record["sha256"],
+        "beam_size": record["beam_size"],
+        "length_penalty": record["length_penalty"],
+        "gold": record["gold"],
+        "unlabelled": None if unlabelled is None else {"from": unlabelled["from"], "added": unlabelled["added"]},
+    }
 
 
 def summary(record: dict, *, decoded: int | None = None, damaged: int = 0) -> str:
