@@ -156,8 +156,8 @@ def train(args: argparse.Namespace) -> int:
         target_level=args.target_level,
         delimiter=args.delimiter,
     )
-    if distill is not None:  # the whole data set's valid and test sources, not only those a --limit run keeps
-        distill = dataclasses.replace(distill, held_out=frozenset(s for s, _ in (*data.valid, *data.test)))
+    if distill is not None:  # the whole data set's sources, not only those a --limit run keeps
+        distill = dataclasses.replace(distill, held_out=frozenset(s for s, _ in (*data.train, *data.valid, *data.test)))
     if args.limit is not None:
         data = subset(data, args.limit)
     load_seconds = time.monotonic() - started
@@ -184,7 +184,8 @@ def train(args: argparse.Namespace) -> int:
 
 def _distillation(args: argparse.Namespace, start):
     """The run's :class:`~attnkit.tasks.seq2seq.distill.student.Distillation` (None without ``--distill-from``),
-    its options and teachers checked (configs only) before any data is read."""
+    its options and teachers checked (configs only) before any data is read. No source of the whole data set is
+    added as an unlabelled one (``held_out``: a ``--limit`` run keeps only some of them in its splits)."""
     from attnkit.tasks.seq2seq.distill.student import distillation_from_args
     from attnkit.tasks.seq2seq.distill.teachers import resolve_teachers
 

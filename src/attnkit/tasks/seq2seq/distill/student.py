@@ -41,8 +41,8 @@ class Distillation:
         unlabelled: ``"builtin"``, a file of sources (one a line), or None
             (:mod:`~attnkit.tasks.seq2seq.distill.unlabelled`).
         max_unlabelled: at most this many unlabelled sources, a sample seeded by ``seed`` (None: all).
-        held_out: sources never added as unlabelled besides the data's own (the whole data set's validation and
-            test sources, when the run trains on a ``--limit`` subset of it).
+        held_out: sources never added as unlabelled besides those of the data's splits (the whole data set's,
+            when the run trains on a ``--limit`` subset of it).
         device, precision, batch_size: where, how and how many sources at a time the teachers decode.
         cache_root: where the teachers' outputs are kept (None: ``$ATTNKIT_CACHE/teachers``).
     """
