@@ -68,6 +68,7 @@ ADDED_LATER = {
     "distill_gold": False,
     "distill_unlabelled": None,
     "distill_max_unlabelled": None,
+    "distill_token_weight": None,
 }
 # argparse's sub-command fields: what the manifest's ``command`` already records ("train classify"). A run started by
 # ``attnkit train classify`` has them and one started in process by ``attnkit experiment`` has not; neither is a setting.

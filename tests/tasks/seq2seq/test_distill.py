@@ -17,6 +17,7 @@ from attnkit.tasks.seq2seq.distill import teachers as teachers_module
 from attnkit.tasks.seq2seq.distill.teachers import load_teachers, teacher_outputs
 from attnkit.tasks.seq2seq.distill.unlabelled import english_words
 from attnkit.tasks.seq2seq.inference import load_seq2seq
+from attnkit.tasks.seq2seq.objective import distribution_matching_loss
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -79,7 +80,8 @@ def test_the_student_learns_the_teachers_outputs_not_the_gold(toy):
     assert record["labelled_sources"] == 320 and record["training_pairs"] == 320 and record["unlabelled"] is None
     config = json.loads((out / "best" / "config.json").read_text())  # what a card reads
     assert config["distillation"] == {"teachers": [str(toy["teacher"])], "sha256": record["sha256"], "beam_size": 5,
-                                      "length_penalty": 1.0, "gold": False, "unlabelled": None}  # fmt: skip
+                                      "length_penalty": 1.0, "gold": False, "token_weight": 0.0,
+                                      "unlabelled": None}  # fmt: skip
 
 
 def _counting(monkeypatch) -> list[int]:
@@ -252,3 +254,28 @@ def test_summary_says_what_was_added():
     assert line.startswith("distilled from an ensemble of 2 (g2p, runs/b), beam 5: 1,000 training sources + 200 ")
     assert "(builtin, of 500) -> 2,100 training pairs (with the gold)" in line
     assert "200 decoded now, 1,000 read from /c/teachers/k" in line
+
+
+def test_token_level_distillation_trains_against_the_teachers_distributions(toy, tmp_path, monkeypatch, capsys):
+    calls = []
+    loss = distribution_matching_loss
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr("attnkit.tasks.seq2seq.objective.distribution_matching_loss", counted)
+    out = tmp_path / "run"
+    argv = ["train", "seq2seq", *gold_data(toy), *MODEL, "--no-test", "--epochs", "1", "--out", str(out)]
+    assert main([*argv, "--distill-from", str(toy["teacher"]), "--distill-token-weight", "0.5"]) == 0
+    assert len(calls) == 20  # every step: 320 pairs in batches of 16
+    assert "their distributions weighted 0.5 in the loss" in capsys.readouterr().out
+    assert json.loads((out / "best" / "config.json").read_text())["distillation"]["token_weight"] == 0.5
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "x"])
+def test_a_weight_outside_the_unit_interval_is_one_line(toy, tmp_path, capsys, value):
+    argv = ["train", "seq2seq", *gold_data(toy), "--out", str(tmp_path / "r"), "--distill-from", "g2p"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--distill-token-weight", value])
+    assert exit_.value.code == 2 and "--distill-token-weight: must be a number in (0, 1]" in capsys.readouterr().err

@@ -4,7 +4,10 @@ decoded metrics.
     objective = Seq2SeqObjective(model, target_tokenizer, scoring=scoring_for(data), references=data.references_for("valid"))
     fit(objective, train_batches, valid_batches, FitConfig(select_metric=objective.select_metric, select_mode=objective.select_mode))
 
-Training minimises label-smoothed cross-entropy over the real target tokens. Evaluation decodes every source
+Training minimises label-smoothed cross-entropy over the real target tokens; with a ``teacher`` (token-level
+knowledge distillation, Hinton et al. 2015, Kim & Rush 2016; :mod:`attnkit.tasks.seq2seq.distill`), a weighted mix
+of it and the cross-entropy of the student's next-token distributions against the teacher's
+(:func:`distribution_matching_loss`), both read teacher-forced on the same target prefixes. Evaluation decodes every source
 (greedy, or beam search with ``beam_size > 1``) and scores the decoded text with the objective's
 :class:`~attnkit.tasks.seq2seq.scoring.Scoring`:
 
@@ -52,7 +55,13 @@ from attnkit.tasks.seq2seq.metrics import (
 )
 from attnkit.tasks.seq2seq.scoring import SEQUENCE, Scoring
 
-__all__ = ["Seq2SeqObjective", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
+__all__ = [
+    "Seq2SeqObjective",
+    "distribution_matching_loss",
+    "label_smoothed_loss",
+    "sacrebleu_score",
+    "sacrebleu_sums",
+]
 
 
 def label_smoothed_loss(
@@ -73,6 +82,27 @@ def label_smoothed_loss(
     )
 
 
+def distribution_matching_loss(
+    logits: torch.Tensor, teacher_logits: torch.Tensor, targets: torch.Tensor, *, pad_id: int = PAD_ID
+) -> torch.Tensor:
+    """Mean over the real target positions of ``-Σ_v p_teacher(v) log p_student(v)``: the KL divergence from the
+    teacher's distribution to the student's plus the teacher's entropy (a constant, so the same gradient, zero where
+    the two distributions agree).
+
+    Args:
+        logits: the student's ``[B, T, V]``. teacher_logits: the teacher's ``[B, T, V]`` (logits, or the log
+            probabilities an ensemble returns: they are normalised with a softmax either way).
+        targets: ``[B, T]``, ``pad_id`` where there is no target (those positions are not counted).
+    """
+    if logits.shape != teacher_logits.shape or logits.shape[:2] != targets.shape:
+        raise ValueError(
+            f"logits [B, T, V] {tuple(logits.shape)}, teacher_logits {tuple(teacher_logits.shape)} and targets "
+            f"[B, T] {tuple(targets.shape)} disagree"
+        )
+    real = targets != pad_id  # [B, T]
+    return F.cross_entropy(logits[real].float(), teacher_logits[real].float().softmax(-1))
+
+
 class Seq2SeqObjective:
     """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Objective`` for ``fit``).
 
@@ -90,6 +120,9 @@ class Seq2SeqObjective:
         beam_size: 1 decodes greedily; more uses beam search.
         length_penalty: of the decoders' normalised scores.
         max_len: the most tokens to decode (default ``2·S + 10``).
+        teacher: a trained model (or ensemble) over the same target vocabulary whose teacher-forced distributions
+            the student also learns (token-level distillation); it stays in eval mode and is not trained.
+        teacher_weight: ``w`` of the training loss ``(1 - w)·label-smoothed CE + w·distribution_matching_loss``.
     """
 
     def __init__(
@@ -103,9 +136,14 @@ class Seq2SeqObjective:
         beam_size: int = 1,
         length_penalty: float = 1.0,
         max_len: int | None = None,
+        teacher: nn.Module | None = None,
+        teacher_weight: float = 0.0,
     ) -> None:
         if beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        if not 0.0 <= teacher_weight <= 1.0 or (teacher_weight > 0) != (teacher is not None):
+            raise ValueError(f"teacher_weight must lie in (0, 1] with a teacher and be 0 without, got {teacher_weight}")
+        self.teacher, self.teacher_weight = (None if teacher is None else teacher.eval()), teacher_weight
         self.model = model
         self.target_tokenizer = target_tokenizer
         self.scoring = scoring
@@ -115,11 +153,18 @@ class Seq2SeqObjective:
         self.select_metric, self.select_mode = scoring.select_metric, scoring.select_mode
 
     def loss(self, batch: Seq2SeqBatch) -> torch.Tensor:
-        """Mean label-smoothed cross-entropy per real target token (``<eos>`` included)."""
+        """Mean label-smoothed cross-entropy per real target token (``<eos>`` included), mixed with the
+        distribution-matching loss when the objective has a teacher."""
         if batch.target_in is None:
             raise ValueError("the batch has no targets: training needs source/target pairs")
         logits = self.model(batch.source_ids, batch.source_mask, batch.target_in).logits  # [B, T, V]
-        return label_smoothed_loss(logits, batch.target_out, smoothing=self.label_smoothing)
+        loss = label_smoothed_loss(logits, batch.target_out, smoothing=self.label_smoothing)
+        if self.teacher is None:
+            return loss
+        with torch.no_grad():
+            teacher_logits = self.teacher(batch.source_ids, batch.source_mask, batch.target_in).logits  # [B, T, V]
+        soft = distribution_matching_loss(logits, teacher_logits, batch.target_out)
+        return (1.0 - self.teacher_weight) * loss + self.teacher_weight * soft
 
     def decode(self, batch: Seq2SeqBatch) -> DecodeOutput:
         """Decode the batch's sources with the objective's decoder settings (the model should be in eval mode)."""

@@ -136,7 +136,7 @@ def train_seq2seq(
         init_from: start from this checkpoint's weights and tokenisers (``config.model`` must be its model's;
             ``data`` must have its source and target levels), with a fresh optimiser.
         load_seconds: the time the caller spent reading ``data``, kept in ``metrics.json``'s details.
-        distill: train on the outputs of these teachers instead (:mod:`attnkit.tasks.seq2seq.distill`): once the
+        distill: train on the outputs (and, with ``token_weight``, the distributions) of these teachers instead (:mod:`attnkit.tasks.seq2seq.distill`): once the
             run's tokenisers are known (they must be the teachers'), ``data.train`` becomes
             :func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`'s, recorded as ``details.distill`` (and,
             without counts or paths, as the config's ``distillation``: a resumed run must have the same teachers).
@@ -165,9 +165,9 @@ def train_seq2seq(
     else:
         source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
     details: dict = {}
+    teacher = None
     if distill is not None:
-        data, details["distill"] = distilled_data(data, source_tok, target_tok, distill, report=_say(rank))
-        config = dataclasses.replace(config, distillation=provenance(details["distill"]))
+        data, config, details["distill"], teacher = _distilled(data, config, (source_tok, target_tok), distill, rank)
     limited = limit_pair_lengths(
         data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
         strict=strict,
@@ -194,7 +194,21 @@ def train_seq2seq(
         save_tokenizers=built,
         init_from=init_from,
         details=lambda: details,
+        teacher=teacher,
+        teacher_weight=0.0 if teacher is None else distill.token_weight,
     )
+
+
+def _distilled(
+    data: Seq2SeqData, config: Seq2SeqConfig, tokenizers: tuple, distill: Distillation, rank: int
+) -> tuple[Seq2SeqData, Seq2SeqConfig, dict, torch.nn.Module | None]:
+    """The student's data (:func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`), its config with the
+    ``distillation`` it records, the record for ``metrics.json``, and the teachers' model when the loss matches
+    their distributions too (``distill.token_weight``)."""
+    teachers = distill.load()
+    data, record = distilled_data(data, *tokenizers, distill, teachers=teachers, report=_say(rank))
+    config = dataclasses.replace(config, distillation=provenance(record))
+    return data, config, record, teachers.loaded.model if distill.token_weight else None
 
 
 def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, target: Tokenizer) -> Seq2SeqConfig:
@@ -227,11 +241,14 @@ def fit_seq2seq(
     save_tokenizers: bool,
     init_from: InitFrom | None = None,
     details: Callable[[], dict],
+    teacher: torch.nn.Module | None = None,
+    teacher_weight: float = 0.0,
 ) -> TrainReport:
     """The part of a run the in-memory and the streamed trainers share: build ``config``'s model on ``device``,
     save the run's tokenisers (``save_tokenizers``), fit on ``train_batches()`` (made once the model is built)
     selecting on ``data.valid`` by the task's metric, decode ``data.test`` at the end (``evaluate_test``), and write
-    ``metrics.json`` with ``details()`` (read after training)."""
+    ``metrics.json`` with ``details()`` (read after training). A ``teacher`` adds its distributions to the loss
+    with ``teacher_weight`` (:class:`~attnkit.tasks.seq2seq.objective.Seq2SeqObjective`)."""
     rank, world = replica()
     source_tok, target_tok = tokenizers
     scoring = scoring_named(config.metrics)
@@ -256,6 +273,8 @@ def fit_seq2seq(
         label_smoothing=config.label_smoothing,
         references=references,
         beam_size=1,
+        teacher=teacher,
+        teacher_weight=teacher_weight,
     )
     result = fit(
         objective,

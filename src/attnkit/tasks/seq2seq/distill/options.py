@@ -17,7 +17,7 @@ __all__ = [
 
 # what a run started before these options existed holds (attnkit.tasks.run_plan compares a resumed run's settings)
 ADDED_LATER = {"distill_from": None, "distill_beam": None, "distill_gold": False, "distill_unlabelled": None,
-               "distill_max_unlabelled": None}  # fmt: skip
+               "distill_max_unlabelled": None, "distill_token_weight": None}  # fmt: skip
 DEFAULT_BEAM = 5
 BUILTIN = "builtin"  # --distill-unlabelled builtin: English words of the built-in text data sets
 EXAMPLES = """\
@@ -52,6 +52,14 @@ def add_distill_arguments(parser: argparse.ArgumentParser) -> None:
         help="train on the gold pairs as well as on the teachers' outputs (default: the teachers' outputs only)",
     )
     group.add_argument(
+        "--distill-token-weight",
+        type=_weight,
+        default=None,
+        metavar="W",
+        help="token-level distillation too: the loss is (1-W) x cross-entropy on the training targets + W x "
+        "cross-entropy against the teachers' next-token distributions (they run along in training; default: off)",
+    )
+    group.add_argument(
         "--distill-unlabelled",
         default=None,
         metavar="FILE|builtin",
@@ -65,6 +73,17 @@ def add_distill_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="at most N unlabelled sources, a sample drawn with --seed (default: all)",
     )
+
+
+def _weight(value: str) -> float:
+    """``--distill-token-weight``: a number in (0, 1]."""
+    try:
+        weight = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {value!r}") from None
+    if not 0.0 < weight <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {value!r}")
+    return weight
 
 
 def check_distill_arguments(args: argparse.Namespace, *, streamed: bool) -> None:

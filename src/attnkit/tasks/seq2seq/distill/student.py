@@ -38,6 +38,9 @@ class Distillation:
         teachers: checkpoints, run directories or shipped names; several decode as their ensemble.
         beam_size: the teachers' beam (1: greedy); ``length_penalty`` as in ``attnkit evaluate``.
         gold: train on the gold pairs as well as on the teachers' outputs (default: the outputs only).
+        token_weight: token-level distillation too (Sun et al. 2019): the loss is ``(1 - w)`` times the
+            cross-entropy on the training targets plus ``w`` times the cross-entropy against the teachers'
+            distributions at every target position (the teachers run along in training); 0: sequence-level only.
         unlabelled: ``"builtin"``, a file of sources (one a line), or None
             (:mod:`~attnkit.tasks.seq2seq.distill.unlabelled`).
         max_unlabelled: at most this many unlabelled sources, a sample seeded by ``seed`` (None: all).
@@ -51,6 +54,7 @@ class Distillation:
     beam_size: int = 5
     length_penalty: float = 1.0
     gold: bool = False
+    token_weight: float = 0.0
     unlabelled: str | None = None
     max_unlabelled: int | None = None
     seed: int = 0
@@ -109,6 +113,7 @@ def distilled_data(
         **teachers.record(),
         **labels.settings,
         "gold": distillation.gold,
+        "token_weight": distillation.token_weight,
         "labelled_sources": len(labelled),
         "unlabelled": record,
         "empty_outputs": len(labelled) + len(unlabelled) - len(taught),
@@ -130,6 +135,7 @@ def provenance(record: dict) -> dict:
         "beam_size": record["beam_size"],
         "length_penalty": record["length_penalty"],
         "gold": record["gold"],
+        "token_weight": record["token_weight"],
         "unlabelled": None if unlabelled is None else {"from": unlabelled["from"], "added": unlabelled["added"]},
     }
 
@@ -144,6 +150,8 @@ def summary(record: dict, *, decoded: int | None = None, damaged: int = 0) -> st
     if unlabelled:
         line += f" + {unlabelled['added']:,} unlabelled ({unlabelled['from']}, of {unlabelled['candidates']:,})"
     line += f" -> {record['training_pairs']:,} training pairs ({'with' if record['gold'] else 'without'} the gold)"
+    if record.get("token_weight"):
+        line += f", their distributions weighted {record['token_weight']:g} in the loss"
     if decoded is not None:
         cached = record["labelled_sources"] + (unlabelled["added"] if unlabelled else 0) - decoded
         line += f"; the teachers' outputs: {decoded:,} decoded now, {cached:,} read from {record['cache']}"
@@ -161,6 +169,7 @@ def distillation_from_args(args: argparse.Namespace, *, precision: str = "fp32")
         teachers=tuple(args.distill_from),
         beam_size=args.distill_beam or DEFAULT_BEAM,
         gold=args.distill_gold,
+        token_weight=args.distill_token_weight or 0.0,
         unlabelled=args.distill_unlabelled,
         max_unlabelled=args.distill_max_unlabelled,
         seed=args.seed,
