@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +106,7 @@ def distilled_data(
         length_penalty=distillation.length_penalty,
         batch_size=distillation.batch_size,
         cache_root=distillation.cache_root or teacher_cache_root(),
-        progress=lambda done, total: report(f"teachers: decoded {done:,} of {total:,} sources"),
+        progress=_progress(report),
     )
     taught = [(source, labels.outputs[source]) for source in labelled + unlabelled if labels.outputs[source]]
     train = list(dict.fromkeys([*data.train, *taught])) if distillation.gold else taught
@@ -122,6 +123,18 @@ def distilled_data(
     }
     report(summary(distilled, decoded=labels.decoded, damaged=labels.damaged))
     return dataclasses.replace(data, train=train), distilled
+
+
+def _progress(report: Callable[[str], None]) -> Callable[[int, int], None]:
+    """``progress(done, total)``: one line per decoded chunk, with the time left at the rate so far."""
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        seconds = time.monotonic() - started
+        left = seconds / done * (total - done)
+        report(f"teachers: decoded {done:,} of {total:,} sources in {seconds / 60:.1f} min ({left / 60:.1f} min left)")
+
+    return progress
 
 
 def provenance(record: dict) -> dict:
