@@ -200,7 +200,7 @@ def train_seq2seq(
 
 
 def _distilled(
-    data: Seq2SeqData, config: Seq2SeqConfig, tokenizers: tuple, distill: Distillation, rank: int
+    data: Seq2SeqData, config: Seq2SeqConfig, tokenizers: tuple[Tokenizer, Tokenizer], distill: Distillation, rank: int
 ) -> tuple[Seq2SeqData, Seq2SeqConfig, dict, torch.nn.Module | None]:
     """The student's data (:func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`), its config with the
     ``distillation`` it records, the record for ``metrics.json``, and the teachers' model when the loss matches

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.seq2seq import UNK_ID, Seq2SeqData
+from attnkit.data.seq2seq import UNK_ID, Seq2SeqData, Tokenizer
 from attnkit.tasks.seq2seq.distill.options import DEFAULT_BEAM
 from attnkit.tasks.seq2seq.distill.teachers import (
     Teachers,
@@ -72,8 +72,8 @@ class Distillation:
 
 def distilled_data(
     data: Seq2SeqData,
-    source_tokenizer,
-    target_tokenizer,
+    source_tokenizer: Tokenizer,
+    target_tokenizer: Tokenizer,
     distillation: Distillation,
     *,
     teachers: Teachers | None = None,

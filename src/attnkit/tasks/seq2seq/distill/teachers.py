@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnkit.data.seq2seq import Tokenizer
 from attnkit.tasks.seq2seq.distill.cache import TeacherCache
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq, load_seq2seq_ensemble
 
@@ -102,7 +103,7 @@ def _fingerprint(checkpoint: Path) -> str:
     return digest.hexdigest()
 
 
-def check_vocabularies(teachers: Teachers, source_tokenizer, target_tokenizer) -> None:
+def check_vocabularies(teachers: Teachers, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer) -> None:
     """Refuse a student whose tokenisers are not the teachers': the student learns the teachers' outputs token by
     token, and the teachers read its sources.
 
