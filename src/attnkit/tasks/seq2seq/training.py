@@ -167,7 +167,9 @@ def train_seq2seq(
     details: dict = {}
     teacher = None
     if distill is not None:
-        data, config, details["distill"], teacher = _distilled(data, config, (source_tok, target_tok), distill, rank)
+        data, config, details["distill"], teacher = _distilled(
+            data, config, (source_tok, target_tok), distill, rank, progress=fit_config.progress
+        )
     limited = limit_pair_lengths(
         data, source_tok, target_tok, max_source_length=max_source_length, max_target_length=max_target_length,
         strict=strict,
@@ -200,13 +202,20 @@ def train_seq2seq(
 
 
 def _distilled(
-    data: Seq2SeqData, config: Seq2SeqConfig, tokenizers: tuple[Tokenizer, Tokenizer], distill: Distillation, rank: int
+    data: Seq2SeqData,
+    config: Seq2SeqConfig,
+    tokenizers: tuple[Tokenizer, Tokenizer],
+    distill: Distillation,
+    rank: int,
+    *,
+    progress: bool,
 ) -> tuple[Seq2SeqData, Seq2SeqConfig, dict, torch.nn.Module | None]:
     """The student's data (:func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`), its config with the
     ``distillation`` it records, the record for ``metrics.json``, and the teachers' model when the loss matches
     their distributions too (``distill.token_weight``)."""
     teachers = distill.load()
-    data, record = distilled_data(data, *tokenizers, distill, teachers=teachers, report=_say(rank))
+    report, progress = _say(rank), progress and rank == 0
+    data, record = distilled_data(data, *tokenizers, distill, teachers=teachers, report=report, progress=progress)
     config = dataclasses.replace(config, distillation=provenance(record))
     return data, config, record, teachers.loaded.model if distill.token_weight else None
 

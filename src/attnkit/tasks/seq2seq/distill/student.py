@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,10 +79,12 @@ def distilled_data(
     *,
     teachers: Teachers | None = None,
     report: Callable[[str], None] = print,
+    progress: bool = True,
 ) -> tuple[Seq2SeqData, dict]:
     """``data`` with its training split replaced by the teachers' outputs (see the module docstring), and the
     record of how (for ``metrics.json``: teachers, their files' SHA-256, beam, sources labelled and added, where
-    the outputs are cached). ``report`` gets the progress of the decoding and one line of summary.
+    the outputs are cached). ``report`` gets one line of summary; with ``progress``, a line per decoded chunk goes to
+    stderr, as the training loop's progress does.
 
     Raises:
         ValueError / CheckpointError: teachers that cannot be loaded, or tokenisers that are not theirs.
@@ -106,7 +109,7 @@ def distilled_data(
         length_penalty=distillation.length_penalty,
         batch_size=distillation.batch_size,
         cache_root=distillation.cache_root or teacher_cache_root(),
-        progress=_progress(report),
+        progress=_progress() if progress else None,
     )
     taught = [(source, labels.outputs[source]) for source in labelled + unlabelled if labels.outputs[source]]
     train = list(dict.fromkeys([*data.train, *taught])) if distillation.gold else taught
@@ -125,14 +128,15 @@ def distilled_data(
     return dataclasses.replace(data, train=train), distilled
 
 
-def _progress(report: Callable[[str], None]) -> Callable[[int, int], None]:
-    """``progress(done, total)``: one line per decoded chunk, with the time left at the rate so far."""
+def _progress() -> Callable[[int, int], None]:
+    """``progress(done, total)``: one line per decoded chunk on stderr, with the time left at the rate so far."""
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
         seconds = time.monotonic() - started
         left = seconds / done * (total - done)
-        report(f"teachers: decoded {done:,} of {total:,} sources in {seconds / 60:.1f} min ({left / 60:.1f} min left)")
+        line = f"teachers: decoded {done:,} of {total:,} sources in {seconds / 60:.1f} min ({left / 60:.1f} min left)"
+        print(line, file=sys.stderr, flush=True)
 
     return progress
 
