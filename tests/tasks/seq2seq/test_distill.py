@@ -189,6 +189,18 @@ def test_unlabelled_sources_never_include_a_source_of_the_splits(toy, tmp_path, 
     assert record["training_pairs"] == len(gold | {(w, o) for w, o in cached.items() if o})
 
 
+def test_a_file_of_unlabelled_sources_is_read_one_a_line_and_sampled_with_the_seed(tmp_path):
+    from attnkit.tasks.seq2seq.distill.unlabelled import unlabelled_sources
+
+    path = tmp_path / "words.txt"
+    path.write_text("  alpha \n\nbeta\ngamma\ndelta\nheld\nwith space\n", encoding="utf-8")
+    options = {"exclude": {"held"}, "known": lambda word: " " not in word, "seed": 3}
+    words, record = unlabelled_sources(str(path), limit=None, **options)
+    assert words == ["alpha", "beta", "delta", "gamma"] and record == {"from": str(path), "candidates": 4, "added": 4}
+    two, _ = unlabelled_sources(str(path), limit=2, **options)
+    assert len(two) == 2 and set(two) < set(words) and two == unlabelled_sources(str(path), limit=2, **options)[0]
+
+
 def test_english_words_are_lowercase_alphabetic_seen_twice():
     texts = ["The cat sat; the CAT ran.", "Zzz zzz brrr brrr x x it's its its", "sat ran"]
     assert english_words(texts) == ["cat", "its", "ran", "sat", "the"]
@@ -232,6 +244,7 @@ def test_teachers_with_another_vocabulary_are_refused_in_one_line(toy, tmp_path,
         (["--distill-beam", "3"], "--distill-beam: needs --distill-from"),
         (["--distill-from", "g2p", "--distill-max-unlabelled", "5"], "--distill-max-unlabelled: needs --distill-unl"),
         (["--distill-from", "no/such/run"], "--distill-from no/such/run: "),
+        (["--distill-from", "g2p", "--distill-unlabelled", "no-such.txt"], "--distill-unlabelled no-such.txt: neither"),
     ],
 )
 def test_option_mistakes_are_one_line(toy, tmp_path, capsys, extra, message):
