@@ -81,7 +81,7 @@ def test_the_student_learns_the_teachers_outputs_not_the_gold(toy):
     config = json.loads((out / "best" / "config.json").read_text())  # what a card reads
     assert config["distillation"] == {"teachers": [str(toy["teacher"])], "sha256": record["sha256"], "beam_size": 5,
                                       "length_penalty": 1.0, "gold": False, "token_weight": 0.0,
-                                      "unlabelled": None}  # fmt: skip
+                                      "labelled_sources": 320, "unlabelled": None}  # fmt: skip
 
 
 def _counting(monkeypatch) -> list[int]:

@@ -143,8 +143,9 @@ def _progress() -> Callable[[int, int], None]:
 
 def provenance(record: dict) -> dict:
     """What the student's ``config.json`` keeps of :func:`distilled_data`'s record (``distillation``): the teachers
-    as given and their files' SHA-256, the beam, the gold, where the unlabelled sources came from and how many — no
-    path, so a run resumed with another ``$ATTNKIT_CACHE`` or from another directory is the same run."""
+    as given and their files' SHA-256, the beam, the gold, how many training sources they labelled, where the
+    unlabelled sources came from and how many — no path, so a run resumed with another ``$ATTNKIT_CACHE`` or from
+    another directory is the same run."""
     unlabelled = record.get("unlabelled") or None
     return {
         "teachers": record["teachers"],
@@ -153,6 +154,7 @@ def provenance(record: dict) -> dict:
         "length_penalty": record["length_penalty"],
         "gold": record["gold"],
         "token_weight": record["token_weight"],
+        "labelled_sources": record["labelled_sources"],
         "unlabelled": None if unlabelled is None else {"from": unlabelled["from"], "added": unlabelled["added"]},
     }
 
