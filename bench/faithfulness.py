@@ -75,7 +75,7 @@ def run(
     import attnkit
     from attnkit.data.classification import load_data_set
     from attnkit.explain.faithfulness.gradients import integrated_gradients
-    from attnkit.explain.faithfulness.names import PANEL_STEPS
+    from attnkit.explain.faithfulness.methods import PANEL_STEPS
     from attnkit.tasks.classify.explain import classifier_report
     from attnkit.tasks.classify.faithfulness import classifier_subjects
 

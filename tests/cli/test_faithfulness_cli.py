@@ -120,7 +120,7 @@ def test_explain_adds_a_faithfulness_panel_and_its_figures(transformer_run, tmp_
 
 def test_explain_takes_the_panels_integrated_gradients_steps():
     from attnkit.cli import build_parser
-    from attnkit.explain.faithfulness.names import PANEL_STEPS, STEPS
+    from attnkit.explain.faithfulness.methods import PANEL_STEPS, STEPS
 
     parse = build_parser().parse_args
     explain = ["explain", "--checkpoint", "x", "--text", "t", "--out", "r.html"]

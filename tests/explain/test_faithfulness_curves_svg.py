@@ -10,7 +10,7 @@ import pytest
 
 from attnkit.explain import figures
 from attnkit.explain.faithfulness import curves_svg as svg
-from attnkit.explain.faithfulness.names import PERCENTS
+from attnkit.explain.faithfulness.erasure import PERCENTS
 from attnkit.explain.faithfulness.panel import faithfulness_panel
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.explain.faithfulness.names import ERASURES, PANEL_STEPS
+from attnkit.explain.faithfulness.erasure import ERASURES
+from attnkit.explain.faithfulness.methods import PANEL_STEPS
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
 

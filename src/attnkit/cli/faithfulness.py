@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.explain.faithfulness.names import ERASURES, METHODS, STEPS, parse_methods
+from attnkit.explain.faithfulness.erasure import ERASURES
+from attnkit.explain.faithfulness.methods import METHODS, STEPS, parse_methods
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options, positive_int
 

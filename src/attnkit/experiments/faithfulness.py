@@ -287,7 +287,7 @@ def _run_model(
         sample_documents,
         summarise_documents,
     )
-    from attnkit.explain.faithfulness.names import METHODS
+    from attnkit.explain.faithfulness.methods import METHODS
 
     clock = Stopwatch()
     root = paths.runs / "faithfulness" / data / model

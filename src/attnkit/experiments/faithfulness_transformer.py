@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnkit.explain.faithfulness.names import METHODS
+from attnkit.explain.faithfulness.methods import METHODS
 
 __all__ = ["PAIRS", "SHIPPED", "TRANSFORMER_METHODS", "pair_record", "resolve_model", "run_dates_transformer"]
 

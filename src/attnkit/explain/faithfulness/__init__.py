@@ -37,9 +37,9 @@ from __future__ import annotations
 from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
-    "ERASURES": "names",
-    "METHODS": "names",
-    "PERCENTS": "names",
+    "ERASURES": "erasure",
+    "METHODS": "methods",
+    "PERCENTS": "erasure",
     "Subject": "subject",
     "GradientInputs": "subject",
     "faithfulness_of": "evaluate",

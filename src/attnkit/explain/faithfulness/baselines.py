@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
+from attnkit.explain.faithfulness.erasure import ERASURES
 from attnkit.explain.faithfulness.permutation import permuted_attention
 from attnkit.explain.faithfulness.results import PermutationResult
 from attnkit.explain.faithfulness.subject import Subject
@@ -43,7 +44,7 @@ def permutation_test(subject: Subject, *, n: int = 100, seed: int = 0) -> Permut
     with permuted_attention(subject.model, generator, holders) as swapped:
         if not swapped:
             return None
-        shuffled = subject.probabilities_when(keep, "delete")  # [n, C], a new shuffle per row
+        shuffled = subject.probabilities_when(keep, ERASURES["delete"])  # [n, C], a new shuffle per row
     distance = total_variation(shuffled, subject.probabilities[None])  # [n]
     flipped = (shuffled.argmax(-1) != subject.label).float().mean()
     return PermutationResult(n=n, median_tvd=float(distance.median()), flipped=float(flipped))

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from attnkit.explain.faithfulness.names import PERCENTS
+from attnkit.explain.faithfulness.erasure import PERCENTS
+from attnkit.explain.faithfulness.methods import is_floor
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.html import escape
 
@@ -66,7 +67,7 @@ def _chart(curves: Mapping[str, list[float]], title: str, note: str) -> str:
     for index, (name, series) in enumerate(curves.items()):
         style = (
             'stroke="#666" stroke-dasharray="4 3"'
-            if name == "random"
+            if is_floor(name)
             else f'stroke="{COLOURS[index % len(COLOURS)]}" stroke-width="1.6"'
         )
         parts.append(_line(polyline_points(series, low, high), style, method=name))
@@ -92,7 +93,7 @@ def curves_svg(result: DocumentFaithfulness) -> str:
         charts.append(_chart(curves, field, note))
     legend = " ".join(
         f'<span class="attn-legend" data-method="{escape(name)}" style="color:'
-        f'{"#666" if name == "random" else COLOURS[index % len(COLOURS)]}">'
+        f'{"#666" if is_floor(name) else COLOURS[index % len(COLOURS)]}">'
         f"{'- -' if name == 'random' else '—'} {escape(name.replace('_', ' '))}</span>"
         for index, name in enumerate(result.methods)
     )

@@ -1,11 +1,16 @@
-"""Which units each erasure removes or keeps, as ``keep`` masks (layer 5).
+"""The erasures — how a unit leaves the input — as objects in one table, and which units each test erases at
+every k (layer 5). Imports no torch at module level: the command line offers :data:`ERASURES`' names.
 
-``ERASURES`` are the ways a unit leaves the input (the subject applies them):
+| erasure | the erased unit |
+|---|---|
+| ``delete`` (default) | leaves the sequence: lengths shrink, an RNN never reads it, positions close up |
+| ``mask`` | stays in the sequence (an RNN still reads it, positions do not move), masked out of every attention |
+| ``unk`` | is replaced by the unknown token (a grid cell: by zero features) |
 
-- ``delete`` (default): the unit leaves the sequence; lengths shrink, an RNN never reads it, positions close up.
-- ``mask``: the unit stays in the sequence (an RNN still reads it, positions do not move) but is masked out of
-  every attention.
-- ``unk``: the unit is replaced by the unknown token.
+An :class:`Erasure` works on a subject's units as values ``[N, T]`` (token ids, or cell numbers) and says, per
+variant, each unit's value, whether it is ``present`` in the sequence and whether attention may ``attend`` to it
+(:class:`Erased`); each subject turns that into its model's inputs (:func:`compact` closes up the absent units).
+Adding an erasure is one class and one line in :data:`ERASURES` (``tests/explain/test_faithfulness_tables.py``).
 
 Shape glossary:
     T  units   K  erasure sizes   N  variants
@@ -15,19 +20,121 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from attnkit.explain.faithfulness.names import ERASURES, PERCENTS
+__all__ = [
+    "ERASURES",
+    "PERCENTS",
+    "Delete",
+    "Erased",
+    "Erasure",
+    "Mask",
+    "Unk",
+    "as_erasure",
+    "check_erasure",
+    "compact",
+    "flip_counts",
+    "keep_top",
+    "top_counts",
+]
 
-__all__ = ["ERASURES", "PERCENTS", "check_erasure", "flip_counts", "keep_top", "top_counts"]
+PERCENTS = (1, 5, 10, 20, 50)
+
+
+@dataclass
+class Erased:
+    """Erased variants of one subject: ``values [N, T]`` (a unit's id, or the subject's ``blank``), ``present
+    [N, T]`` (False: the unit leaves the sequence) and ``attend [N, T]`` (False: out of every attention; None:
+    every present unit is attended)."""
+
+    values: torch.Tensor
+    present: torch.Tensor
+    attend: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """One way a unit leaves the input. ``only_removes``: the erased units leave and nothing else changes (a HAN
+    then reuses the vectors of untouched sentences)."""
+
+    name: str
+    help: str
+    only_removes: bool = False
+
+    def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
+        """values ``[N, T]`` long, keep ``[N, T]`` bool (False = erase) -> :class:`Erased`."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Delete(Erasure):
+    """The erased units leave the sequence."""
+
+    def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
+        """Units kept present, the others absent."""
+        return Erased(values, keep)
+
+
+@dataclass(frozen=True)
+class Mask(Erasure):
+    """The erased units stay, masked out of every attention."""
+
+    def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
+        """Every unit present; the erased ones not attended."""
+        return Erased(values, keep | True, keep)
+
+
+@dataclass(frozen=True)
+class Unk(Erasure):
+    """The erased units are replaced by the subject's ``blank`` (the unknown token)."""
+
+    def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
+        """Erased values replaced by ``blank``; every unit present."""
+        return Erased(values.masked_fill(~keep, blank), keep | True)
+
+
+ERASURES: dict[str, Erasure] = {
+    erasure.name: erasure
+    for erasure in (
+        Delete("delete", "delete it from the sequence (default; lengths shrink, an RNN never reads it)", True),
+        Mask("mask", "mask it out of every attention (it stays in the sequence)"),
+        Unk("unk", "replace it by [UNK]"),
+    )
+}
+
+
+def as_erasure(erase: Any) -> Erasure:
+    """The :class:`Erasure` a name (the boundary: command line, Python API) or an erasure object stands for.
+
+    Raises:
+        ValueError: an unknown name, naming the choices.
+    """
+    if isinstance(erase, Erasure):
+        return erase
+    if erase not in ERASURES:
+        raise ValueError(f"unknown erasure {erase!r}; choose from {', '.join(ERASURES)}")
+    return ERASURES[erase]
 
 
 def check_erasure(erase: str) -> str:
-    """``erase`` if it is one of :data:`ERASURES`; else a ``ValueError`` naming the choices."""
-    if erase not in ERASURES:
-        raise ValueError(f"unknown erasure {erase!r}; choose from {', '.join(ERASURES)}")
-    return erase
+    """``erase`` if it names one of :data:`ERASURES`; else a ``ValueError`` naming the choices."""
+    return as_erasure(erase).name
+
+
+def compact(values: torch.Tensor, present: torch.Tensor, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's present values closed up to the left: values, present ``[N, T]`` -> ids ``[N, T']`` (``pad``
+    after the end) and their mask ``[N, T']`` (True = real; ``T' >= 1``)."""
+    import torch
+
+    lengths = present.sum(1)  # [N]
+    mask = torch.arange(max(int(lengths.max()) if lengths.numel() else 1, 1)) < lengths[:, None]  # [N, T']
+    ids = torch.full(mask.shape, pad, dtype=values.dtype)
+    ids[mask] = values[present]  # row-major: each row's present values in order
+    return ids, mask
 
 
 def top_counts(units: int, percents: Sequence[int] = PERCENTS) -> list[int]:
@@ -42,6 +149,8 @@ def top_counts(units: int, percents: Sequence[int] = PERCENTS) -> list[int]:
 def keep_top(order: torch.Tensor, counts: Sequence[int], *, keep: bool) -> torch.Tensor:
     """Masks that erase (``keep=False``: comprehensiveness) or keep only (``keep=True``: sufficiency) the first
     ``count`` units of ``order`` (unit indices, most important first): order ``[T]`` -> ``[K, T]`` bool."""
+    import torch
+
     units = order.numel()
     rank = torch.empty(units, dtype=torch.long)
     rank[order] = torch.arange(units)  # [T] each unit's place in the order

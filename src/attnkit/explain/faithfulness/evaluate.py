@@ -1,7 +1,7 @@
 """Run the faithfulness tests on predictions (layer 5): every method's scores, then all its erasures at every k
 (and the flip search) in batched forwards, then the metrics.
 
-    results = faithfulness_of(subjects, methods=METHODS, erase="delete", seed=0)
+    results = faithfulness_of(subjects, methods=["attention", "random"], erase="delete", seed=0)
     results[0].methods["attention"].aopc_comprehensiveness
 
 Shape glossary:
@@ -16,8 +16,8 @@ from itertools import combinations
 import torch
 
 from attnkit.explain.faithfulness import metrics
-from attnkit.explain.faithfulness.erasure import PERCENTS, check_erasure, flip_counts, keep_top, top_counts
-from attnkit.explain.faithfulness.methods import DEFAULT_METHODS, MethodScores, check_methods, method_scores
+from attnkit.explain.faithfulness.erasure import PERCENTS, Erasure, as_erasure, flip_counts, keep_top, top_counts
+from attnkit.explain.faithfulness.methods import STEPS, Method, MethodScores, as_methods, method_scores
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult
 from attnkit.explain.faithfulness.subject import Subject
 
@@ -32,15 +32,16 @@ def faithfulness_of(
     subjects: Iterable[Subject],
     *,
     texts: Sequence[str] | None = None,
-    methods: Sequence[str] = DEFAULT_METHODS,
-    erase: str = "delete",
+    methods: Sequence[str | Method] | None = None,
+    erase: str | Erasure = "delete",
     seed: int = 0,
-    steps: int = 32,
+    steps: int = STEPS,
 ) -> list[DocumentFaithfulness]:
     """The tests on each subject, in order; ``random`` draws from one generator seeded with ``seed``, so the
-    results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'."""
-    methods = check_methods(methods)
-    check_erasure(erase)
+    results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'.
+    ``methods`` and ``erase`` are names (read here, once) or objects of :data:`METHODS` / :data:`ERASURES`'s kind;
+    ``methods=None``: all of them."""
+    methods, erase = as_methods(methods), as_erasure(erase)
     generator = torch.Generator().manual_seed(seed)
     subjects = list(subjects)
     gradients = batched_gradients(subjects, methods, steps=steps)
@@ -61,16 +62,17 @@ def faithfulness_of(
     return results
 
 
-def batched_gradients(subjects: Sequence[Subject], methods: Sequence[str], *, steps: int) -> list[tuple | None]:
+def batched_gradients(subjects: Sequence[Subject], methods: Sequence[Method], *, steps: int) -> list[tuple | None]:
     """Each subject's ``(gradient × input, integrated gradients or None)`` where its family can stack documents
     (``batched_gradient_inputs``), many documents of one model per forward and backward; ``None`` for the others
     (they run their own). Documents go shortest first, in groups of at most :data:`BATCH_ROWS` token rows."""
     from attnkit.explain.faithfulness.gradients_fused import fused_gradients_batched
 
     found: list[tuple | None] = [None] * len(subjects)
-    if not {"gradient_x_input", "integrated_gradients"} & set(methods):
+    methods = as_methods(methods)
+    if not any(method.gradient for method in methods):
         return found
-    integrated = "integrated_gradients" in methods
+    integrated = any(method.integrated for method in methods)
     copies = 2 + steps if integrated else 1
     groups: dict[tuple, list[int]] = {}
     for index, subject in enumerate(subjects):
@@ -103,13 +105,14 @@ def evaluate_subject(
     subject: Subject,
     *,
     text: str,
-    methods: Sequence[str],
-    erase: str,
+    methods: Sequence[str | Method],
+    erase: str | Erasure,
     generator: torch.Generator,
-    steps: int = 32,
+    steps: int = STEPS,
     gradients: tuple | None = None,
 ) -> DocumentFaithfulness:
     """The tests on one subject (see :func:`faithfulness_of`); ``gradients`` as :func:`method_scores` takes them."""
+    erase = as_erasure(erase)
     units = len(subject.tokens)
     label = subject.label
     full = float(subject.probabilities[label])
@@ -130,7 +133,7 @@ def evaluate_subject(
         label=subject.label_names[label],
         probability=full,
         tokens=list(subject.tokens),
-        erase=erase,
+        erase=erase.name,
         methods=results,
         kendall_tau=tau,
         top_k_overlap=overlap,
@@ -139,7 +142,7 @@ def evaluate_subject(
 
 
 def _erasure_results(
-    subject: Subject, found: dict[str, MethodScores], *, erase: str, full: float
+    subject: Subject, found: dict[str, MethodScores], *, erase: Erasure, full: float
 ) -> dict[str, MethodResult]:
     """Every method's erasures in one batched pass: comprehensiveness and sufficiency masks at each k, and the
     flip search's cumulative erasures; identical masks are run once."""

@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from attnkit.explain.faithfulness.erasure import Erasure, as_erasure, compact
 from attnkit.explain.faithfulness.subject import GradientInputs
 
 __all__ = ["CHUNK", "HuggingFaceSubject", "eager_attention", "faithfulness", "load_local", "subjects"]
@@ -131,38 +132,34 @@ class HuggingFaceSubject:
             raise ValueError("the model returned no attentions: load it with attn_implementation='eager'")
         return out.logits, out.attentions
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """keep ``[N, T]`` (False = erase that word the ``erase`` way) -> probabilities ``[N, C]``, in forwards of
         at most :data:`CHUNK` variants."""
         if keep.shape[-1] != len(self.tokens):
             raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+        erasure = as_erasure(erase)
         parts = []
         for start in range(0, keep.shape[0], CHUNK):
-            ids, attention_mask = self.variants(keep[start : start + CHUNK].cpu(), erase)
+            ids, attention_mask = self.variants(keep[start : start + CHUNK].cpu(), erasure)
             parts.append(torch.softmax(self._run(ids, attention_mask)[0].float(), -1).cpu())
         return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
 
-    def variants(self, keep: torch.Tensor, erase: str) -> tuple[torch.Tensor, torch.Tensor]:
-        """The ``input_ids`` and ``attention_mask`` ``[N, P']`` of the erased variants ``keep [N, T]``."""
-        n = keep.shape[0]
+    def variants(self, keep: torch.Tensor, erase: Erasure | str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``input_ids`` and ``attention_mask`` ``[N, P']`` of the erased variants ``keep [N, T]`` (a word's
+        pieces are erased with it; special tokens never)."""
+        erasure = as_erasure(erase)
         special = self.piece_word < 0  # [P]
         kept_pieces = special | keep[:, self.piece_word.clamp_min(0)]  # [N, P]
-        ids = self.ids.expand(n, -1)  # [N, P]
-        if erase == "delete":
-            if self.readout == "last":
-                raise ValueError("delete erasure with readout='last' needs left padding; use erase='mask'")
-            lengths = kept_pieces.sum(1)  # [N]
-            mask = torch.arange(int(lengths.max())) < lengths[:, None]  # [N, P'], pieces close up (right padding)
-            out = torch.full(mask.shape, self.pad_id, dtype=torch.long)
-            out[mask] = ids[kept_pieces]  # row-major: each row's kept pieces in order
-            return out, mask.long()
-        if erase == "mask":
-            return ids.clone(), kept_pieces.long()
-        if erase == "unk":
-            if self.unk_id is None:
-                raise ValueError("erase='unk': the tokenizer has no unknown token")
-            return torch.where(kept_pieces, ids, torch.full_like(ids, self.unk_id)), torch.ones_like(ids)
-        raise ValueError(f"unknown erasure {erase!r}")
+        blank = -1 if self.unk_id is None else self.unk_id
+        erased = erasure.erase(self.ids.expand(keep.shape[0], -1), kept_pieces, blank=blank)
+        if not bool(erased.present.all()) and self.readout == "last":
+            raise ValueError(f"{erasure.name} erasure with readout='last' needs left padding; use erase='mask'")
+        if bool((erased.values < 0).any()):
+            raise ValueError(f"erase={erasure.name!r}: the tokenizer has no unknown token")
+        ids, mask = compact(erased.values, erased.present, self.pad_id)  # [N, P'], pieces close up (right padding)
+        if erased.attend is not None:
+            mask = mask & compact(erased.attend, erased.present, False)[0]
+        return ids, mask.long()
 
     def _per_word(self, scores: torch.Tensor) -> torch.Tensor:
         """Piece scores ``[..., P]`` -> word scores ``[..., T]`` (summed over each word's pieces)."""

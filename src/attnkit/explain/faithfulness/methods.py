@@ -1,5 +1,7 @@
-"""The attribution methods: one score per unit of a :class:`~attnkit.explain.faithfulness.subject.Subject`, higher
-= more important for the predicted class (layer 5).
+"""The attribution methods as objects in one table, :data:`METHODS` (layer 5): each has one ``attribute(run)``
+giving one score per unit of the run's :class:`~attnkit.explain.faithfulness.subject.Subject`, higher = more
+important for the predicted class (as Captum's ``Attribution.attribute``). Imports no torch at module level: the
+command line offers the names.
 
 | method | what it is |
 |---|---|
@@ -12,10 +14,10 @@
 | ``random`` | seeded random scores: the floor every method must be read against |
 
 Both gradient methods come from one forward and backward (:mod:`~attnkit.explain.faithfulness.gradients_fused`),
-equal to Captum's (:mod:`~attnkit.explain.faithfulness.gradients`, the reference; tested).
-
-``rollout`` and ``flow`` exist only where an encoder mixes the units by attention; a subject that cannot give a
-method simply leaves it out of its results.
+equal to Captum's (:mod:`~attnkit.explain.faithfulness.gradients`, the reference; tested). ``rollout`` and
+``flow`` exist only where an encoder mixes the units by attention; a method a subject cannot give returns None
+and is left out of the results. Adding a method is one class and one line in :data:`METHODS`
+(``tests/explain/test_faithfulness_tables.py`` adds a toy one).
 
 Shape glossary:
     T  units
@@ -24,16 +26,34 @@ Shape glossary:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from attnkit.explain.faithfulness.names import METHODS, parse_methods
-from attnkit.explain.faithfulness.subject import Subject
+    from attnkit.explain.faithfulness.erasure import Erasure
+    from attnkit.explain.faithfulness.subject import Subject
 
-__all__ = ["DEFAULT_METHODS", "METHODS", "MethodScores", "check_methods", "method_scores"]
+__all__ = [
+    "DEFAULT_METHODS",
+    "METHODS",
+    "PANEL_STEPS",
+    "STEPS",
+    "Method",
+    "MethodScores",
+    "Run",
+    "as_methods",
+    "check_methods",
+    "is_floor",
+    "method_scores",
+    "parse_methods",
+]
 
-DEFAULT_METHODS = METHODS
+STEPS = 32  # integrated gradients' Gauss-Legendre nodes in attnkit faithfulness and the Python API
+# ... and in explain --faithfulness's panel, which shows IG's completeness delta: 8 nodes integrate the HAN's paths to
+# a delta of at most 2.8e-3 of p over 50 fine-foods reviews (median 1e-7; 32 nodes: 1.1e-7), at a quarter of the cost
+PANEL_STEPS = 8
 
 
 @dataclass
@@ -44,47 +64,178 @@ class MethodScores:
     convergence_delta: float | None = None
 
 
+@dataclass
+class Run:
+    """What a method attributes in: the subject, the erasure (leave-one-out erases that way), the generator that
+    ``random`` draws from, IG's ``steps``, and what several methods share (the subject's attention; both gradient
+    methods' one forward and backward, given already computed for many documents or computed once here)."""
+
+    subject: Subject
+    erasure: Erasure
+    generator: torch.Generator
+    steps: int = STEPS
+    gradients: tuple | None = None
+    integrated: bool = True
+    _attention: dict | None = field(default=None, repr=False)
+
+    def attention(self) -> dict[str, torch.Tensor]:
+        """The subject's ``attention_scores()``, asked once."""
+        if self._attention is None:
+            self._attention = self.subject.attention_scores()
+        return self._attention
+
+    def fused_gradients(self) -> tuple:
+        """``(gradient × input, integrated gradients or None)`` of the subject, computed once."""
+        from attnkit.explain.faithfulness.gradients_fused import fused_gradients
+
+        if self.gradients is None or (self.integrated and self.gradients[1] is None):
+            inputs = self.subject.gradient_inputs()
+            self.gradients = fused_gradients(inputs, self.subject.label, steps=self.steps, integrated=self.integrated)
+        return self.gradients
+
+
+@dataclass(frozen=True)
+class Method:
+    """One attribution method. ``shaded``: a report's panel shades the tokens by it; ``superlative``: how the
+    report's sentence calls its top units; ``gradient``: it reads the subject's gradients (batched for many
+    documents); ``integrated``: it needs integrated gradients' path; ``floor``: it is the floor the others are read
+    against (drawn dashed)."""
+
+    name: str
+    help: str = ""
+    shaded: bool = False
+    superlative: str = ""
+    gradient: bool = False
+    integrated: bool = False
+    floor: bool = False
+
+    def attribute(self, run: Run) -> MethodScores | None:
+        """The scores ``[T]`` of ``run.subject``, or None when the subject cannot give this method."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """``most-attended``, ``top (integrated gradients)``: the report sentence's words for its top units."""
+        return self.superlative or f"top ({self.name.replace('_', ' ')})"
+
+
+@dataclass(frozen=True)
+class AttentionScores(Method):
+    """A score the subject reads off its attention (``attention``, ``rollout``, ``flow``)."""
+
+    def attribute(self, run: Run) -> MethodScores | None:
+        """The subject's attention score of this name, if it has one."""
+        import torch
+
+        found = run.attention().get(self.name)
+        return None if found is None else MethodScores(found.to(torch.float32))
+
+
+@dataclass(frozen=True)
+class Gradients(Method):
+    """Gradient × input (``integrated=False``) or integrated gradients, from the fused forward and backward."""
+
+    def attribute(self, run: Run) -> MethodScores:
+        """The gradient method's scores; integrated gradients with their convergence delta."""
+        result = run.fused_gradients()[1 if self.integrated else 0]
+        return MethodScores(result.scores, result.convergence_delta)
+
+
+@dataclass(frozen=True)
+class LeaveOneOut(Method):
+    """The drop in p(predicted class) when the unit alone is erased (the run's erasure)."""
+
+    def attribute(self, run: Run) -> MethodScores:
+        """``p - p(without unit t)`` for each unit, all in one batched pass."""
+        import torch
+
+        subject = run.subject
+        keep = ~torch.eye(len(subject.tokens), dtype=torch.bool)  # [T, T]: row t erases unit t alone
+        erased = subject.probabilities_when(keep, run.erasure)[:, subject.label]  # [T]
+        return MethodScores(float(subject.probabilities[subject.label]) - erased)
+
+
+@dataclass(frozen=True)
+class RandomScores(Method):
+    """Seeded random scores: the floor."""
+
+    def attribute(self, run: Run) -> MethodScores:
+        """``[T]`` uniform draws from the run's generator."""
+        import torch
+
+        return MethodScores(torch.rand(len(run.subject.tokens), generator=run.generator))
+
+
+METHODS: dict[str, Method] = {
+    method.name: method
+    for method in (
+        AttentionScores("attention", "the model's own attention", shaded=True, superlative="most-attended"),
+        AttentionScores("rollout", "attention rollout through a Transformer encoder", shaded=True),
+        AttentionScores("flow", "attention flow through a Transformer encoder", shaded=True),
+        Gradients("gradient_x_input", "gradient x embedding", gradient=True),
+        Gradients("integrated_gradients", "integrated gradients", shaded=True, gradient=True, integrated=True),
+        LeaveOneOut("leave_one_out", "erasing the unit alone", shaded=True, superlative="most-needed (leave-one-out)"),
+        RandomScores("random", "seeded random scores (the floor)", floor=True),
+    )
+}
+DEFAULT_METHODS = tuple(METHODS)
+
+
+def is_floor(name: str) -> bool:
+    """Whether the method called ``name`` in a result is a floor (``random``)."""
+    return name in METHODS and METHODS[name].floor
+
+
+def as_methods(methods: Sequence[Any] | None) -> list[Method]:
+    """The :class:`Method` objects that names (the boundary: command line, Python API) or objects stand for, in
+    :data:`METHODS` order (objects not in the table after them), without repeats; None: every method.
+
+    Raises:
+        ValueError: an unknown name, or none given (naming the choices).
+    """
+    if methods is None:
+        return list(METHODS.values())
+    if isinstance(methods, str):
+        methods = [methods]
+    unknown = [m for m in methods if not isinstance(m, Method) and m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(map(str, unknown))}; choose from {', '.join(METHODS)}")
+    if not methods:
+        raise ValueError(f"no methods given; choose from {', '.join(METHODS)}")
+    given = [m if isinstance(m, Method) else METHODS[m] for m in methods]
+    table = [m for m in METHODS.values() if m in given]
+    return table + [m for m in dict.fromkeys(given) if m not in table]
+
+
+def parse_methods(text: str) -> list[str]:
+    """``"attention,random"`` -> ``["attention", "random"]`` (in :data:`METHODS` order, without repeats); a
+    ``ValueError`` names an unknown method and the choices."""
+    return [method.name for method in as_methods([n.strip() for n in text.split(",") if n.strip()])]
+
+
 def check_methods(methods: Sequence[str]) -> list[str]:
     """``methods`` in :data:`METHODS` order, without repeats; a ``ValueError`` names an unknown one."""
-    return parse_methods(",".join(methods))
+    return [method.name for method in as_methods(methods)]
 
 
 def method_scores(
     subject: Subject,
-    methods: Sequence[str],
+    methods: Sequence[Any],
     *,
-    erase: str,
+    erase: Any,
     generator: torch.Generator,
-    steps: int = 32,
+    steps: int = STEPS,
     gradients: tuple | None = None,
 ) -> dict[str, MethodScores]:
-    """Each requested method's scores for ``subject`` (methods it cannot give are left out), in ``methods`` order.
+    """Each requested method's scores for ``subject`` (methods it cannot give are left out), in table order.
 
     ``erase`` is how ``leave_one_out`` erases; ``generator`` draws ``random``; ``steps`` are IG's; ``gradients``
     (optional) are this subject's ``(gradient × input, integrated gradients)`` already computed with those steps
     (:func:`~attnkit.explain.faithfulness.gradients_fused.fused_gradients_batched`, many documents at once).
     """
-    from attnkit.explain.faithfulness.gradients_fused import fused_gradients
+    from attnkit.explain.faithfulness.erasure import as_erasure
 
-    units = len(subject.tokens)
-    label = subject.label
-    found: dict[str, MethodScores] = {}
-    attention = subject.attention_scores() if {"attention", "rollout", "flow"} & set(methods) else {}
-    gradient_methods = {"gradient_x_input", "integrated_gradients"} & set(methods)
-    fused = gradients  # both gradient methods from one forward and backward
-    for method in check_methods(methods):
-        if method in attention:
-            found[method] = MethodScores(attention[method].to(torch.float32))
-        elif method in gradient_methods:
-            if fused is None or (method == "integrated_gradients" and fused[1] is None):
-                integrated = "integrated_gradients" in gradient_methods
-                fused = fused_gradients(subject.gradient_inputs(), label, steps=steps, integrated=integrated)
-            result = fused[0] if method == "gradient_x_input" else fused[1]
-            found[method] = MethodScores(result.scores, result.convergence_delta)
-        elif method == "leave_one_out":
-            keep = ~torch.eye(units, dtype=torch.bool)  # [T, T]: row t erases unit t alone
-            erased = subject.probabilities_when(keep, erase)[:, label]  # [T]
-            found[method] = MethodScores(float(subject.probabilities[label]) - erased)
-        elif method == "random":
-            found[method] = MethodScores(torch.rand(units, generator=generator))
-    return found
+    chosen = as_methods(methods)
+    integrated = any(method.integrated for method in chosen)
+    run = Run(subject, as_erasure(erase), generator, steps, gradients, integrated)
+    found = {method.name: method.attribute(run) for method in chosen}
+    return {name: scores for name, scores in found.items() if scores is not None}

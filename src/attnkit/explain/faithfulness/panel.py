@@ -15,14 +15,15 @@ import torch
 
 from attnkit.explain import figures
 from attnkit.explain.faithfulness.curves_svg import curves_svg
-from attnkit.explain.faithfulness.names import PERCENTS
+from attnkit.explain.faithfulness.erasure import PERCENTS
+from attnkit.explain.faithfulness.methods import METHODS, is_floor
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.table import erasure_sentence
 from attnkit.explain.html import caption_html, colour_scale_html, escape, shaded_tokens
 
 __all__ = ["CAPTION", "SHADED_METHODS", "curves_figure", "faithfulness_panel"]
 
-SHADED_METHODS = ("attention", "rollout", "flow", "integrated_gradients", "leave_one_out")
+SHADED_METHODS = tuple(name for name, method in METHODS.items() if method.shaded)
 CAPTION = (
     "Does the attention explain this prediction? Each row shades the tokens by one method, relative to that "
     "row's largest score (scores against the prediction are left white). The curves erase each method's top k % "
@@ -74,7 +75,7 @@ def curves_figure(result: DocumentFaithfulness, *, dpi: int = 100) -> bytes:
     figure = Figure(figsize=(7.5, 2.8), dpi=dpi, layout="constrained")
     axes = figure.subplots(1, 2, sharex=True)
     for name, found in result.methods.items():
-        style = {"linestyle": "--", "color": "0.4"} if name == "random" else {"marker": "o", "markersize": 3}
+        style = {"linestyle": "--", "color": "0.4"} if is_floor(name) else {"marker": "o", "markersize": 3}
         label = name.replace("_", " ")
         axes[0].plot(PERCENTS, [found.comprehensiveness[str(p)] for p in PERCENTS], label=label, **style)
         axes[1].plot(PERCENTS, [found.sufficiency[str(p)] for p in PERCENTS], label=label, **style)

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, PermutationResult
 
-__all__ = ["method_means", "permutation_summary"]
+__all__ = ["REFERENCE", "method_means", "permutation_summary"]
+
+REFERENCE = "leave_one_out"  # the method every other's Kendall τ is reported against
 
 
 def method_means(results: Sequence[DocumentFaithfulness]) -> dict[str, dict[str, float]]:
@@ -46,10 +48,10 @@ def permutation_summary(tests: Sequence[PermutationResult | None]) -> dict[str, 
     }
 
 
-def _tau(result: DocumentFaithfulness, name: str) -> float:
-    if name == "leave_one_out":
+def _tau(result: DocumentFaithfulness, name: str, reference: str = REFERENCE) -> float:
+    if name == reference:
         return 1.0
-    for pair in (f"{name}|leave_one_out", f"leave_one_out|{name}"):
+    for pair in (f"{name}|{reference}", f"{reference}|{name}"):
         if pair in result.kendall_tau:
             return result.kendall_tau[pair]
     return math.nan

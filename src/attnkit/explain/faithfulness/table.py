@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from attnkit.explain.faithfulness.names import PERCENTS
+from attnkit.explain.faithfulness.erasure import PERCENTS
+from attnkit.explain.faithfulness.methods import is_floor
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 
 __all__ = ["erasure_sentence", "format_document", "mean_drop", "summary_line", "top_count"]
@@ -31,8 +32,9 @@ def erasure_sentence(result: DocumentFaithfulness, *, method: str = "attention",
         f"{'lowers' if after <= result.probability else 'raises'} p({result.label}) "
         f"from {result.probability:.2f} to {after:.2f}"
     )
-    if "random" in result.methods and method != "random":
-        sentence += f"; {count} random {words}: {_probability_after(result, 'random', count):.2f}"
+    floor = next((name for name in result.methods if is_floor(name)), None)
+    if floor is not None and floor != method:
+        sentence += f"; {count} {floor} {words}: {_probability_after(result, floor, count):.2f}"
     return sentence
 
 
@@ -55,10 +57,10 @@ def summary_line(results: Sequence[DocumentFaithfulness], count: int = 3) -> str
     )
 
 
-def _superlative(method: str) -> str:
-    return {"attention": "most-attended", "leave_one_out": "most-needed (leave-one-out)"}.get(
-        method, f"top ({method.replace('_', ' ')})"
-    )
+def _superlative(name: str) -> str:
+    from attnkit.explain.faithfulness.methods import METHODS, Method
+
+    return METHODS.get(name, Method(name)).describe()
 
 
 def _probability_after(result: DocumentFaithfulness, method: str, count: int) -> float:

@@ -348,7 +348,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: HAN documents with sentences and words shaded, or pooled tokens one row per head."""
-    from attnkit.explain.faithfulness.names import PANEL_STEPS
+    from attnkit.explain.faithfulness.methods import PANEL_STEPS
     from attnkit.tasks.classify.explain import classifier_report
 
     classifier = load(checkpoint, device=args.device, precision=args.precision)

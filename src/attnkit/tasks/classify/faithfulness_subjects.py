@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import collate_documents, collate_tokens
+from attnkit.explain.faithfulness.erasure import Erased, Erasure, as_erasure, compact
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
 from attnkit.models.pooled import bigram_ids
@@ -39,16 +40,19 @@ class _ClassifierSubject(abc.ABC):
         self.label = int(self.probabilities.argmax())
         self._output = out
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """keep ``[N, T]`` -> probabilities ``[N, C]``, in forwards of at most :data:`CHUNK` variants."""
         return self.full_probabilities_when(keep, erase)
 
-    def full_probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+    def full_probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """The readable reference: every variant through the whole model, :data:`CHUNK` variants per forward."""
         self._check_keep(keep)
+        erasure = as_erasure(erase)
         parts = []
         for start in range(0, keep.shape[0], CHUNK):
-            inputs, attend_mask = self._variants(keep[start : start + CHUNK].cpu(), erase)
+            rows = keep[start : start + CHUNK].cpu()
+            erased = erasure.erase(self._values().expand(rows.shape[0], -1), rows, blank=self.unk_id)
+            inputs, attend_mask = self._variants(erased)
             logits = self._forward(*inputs, attend_mask=attend_mask).logits  # [n, C]
             parts.append(torch.softmax(logits.float(), -1).cpu())
         return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
@@ -62,8 +66,12 @@ class _ClassifierSubject(abc.ABC):
         """The model's inputs for the whole document (a batch of one)."""
 
     @abc.abstractmethod
-    def _variants(self, keep: torch.Tensor, erase: str) -> tuple[tuple, torch.Tensor | None]:
-        """The model's inputs for the erased variants ``keep [N, T]``, and the attend mask of ``mask`` erasure."""
+    def _values(self) -> torch.Tensor:
+        """The token id of each unit ``[T]``."""
+
+    @abc.abstractmethod
+    def _variants(self, erased: Erased) -> tuple[tuple, torch.Tensor | None]:
+        """The model's inputs for the erased variants, and their attend mask (None: attend to every token)."""
 
     def _forward(self, *inputs, attend_mask=None):
         self.model.eval()
@@ -85,19 +93,13 @@ class PooledSubject(_ClassifierSubject):
         batch = collate_tokens([(self.ids.tolist(), None)], pad_id=self.pad_id)
         return batch.token_ids, batch.mask  # [1, T] each
 
-    def _variants(self, keep: torch.Tensor, erase: str) -> tuple:
-        n, units = keep.shape
-        ids = self.ids.expand(n, units)  # [N, T]
-        if erase == "delete":
-            lengths = keep.sum(1)  # [N]
-            mask = torch.arange(max(int(lengths.max()), 1)) < lengths[:, None]  # [N, T']
-            token_ids = torch.full(mask.shape, self.pad_id, dtype=torch.long)
-            token_ids[mask] = ids[keep]  # row-major: each row's kept tokens in order
-            return (token_ids, mask), None
-        mask = torch.ones(n, units, dtype=torch.bool)
-        if erase == "unk":
-            return (torch.where(keep, ids, torch.full_like(ids, self.unk_id)), mask), None
-        return (ids, mask), keep  # mask: read, but out of every attention
+    def _values(self) -> torch.Tensor:
+        return self.ids
+
+    def _variants(self, erased: Erased) -> tuple:
+        token_ids, mask = compact(erased.values, erased.present, self.pad_id)  # [N, T'] each
+        attend = None if erased.attend is None else compact(erased.attend, erased.present, False)[0]
+        return (token_ids, mask), attend  # attend: read, but out of every attention where False
 
     def attention_scores(self) -> dict[str, torch.Tensor]:
         """``attention`` = the pooling's weights averaged over heads; ``rollout``/``flow`` through a Transformer."""
@@ -169,13 +171,13 @@ class HanSubject(_ClassifierSubject):
         batch = collate_documents([(self.sentence_ids, None)], pad_id=self.pad_id)
         return batch.token_ids, batch.word_mask, batch.sentence_mask  # [1, S, W], [1, S, W], [1, S]
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
-        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` reuses the vectors of the sentences a variant
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` (an erasure that ``only_removes``) reuses the vectors of the sentences a variant
         leaves untouched and encodes each shortened sentence once (:mod:`~attnkit.tasks.classify.han_sentence_reuse`;
         equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model, and so does
         ``delete`` while an attention distribution of the model is swapped since the prediction (the permutation
         test's shuffles: then the prediction's sentence vectors are not the model's any more)."""
-        if erase != "delete" or self._distributions() != self._predicted_with:
+        if not as_erasure(erase).only_removes or self._distributions() != self._predicted_with:
             return self.full_probabilities_when(keep, erase)
         self._check_keep(keep)
         if keep.shape[0] == 0:
@@ -192,27 +194,33 @@ class HanSubject(_ClassifierSubject):
             pad_id=self.pad_id,
         )
 
-    def _variants(self, keep: torch.Tensor, erase: str) -> tuple:
-        n, units = keep.shape
-        if erase == "delete":  # words leave their sentences; a sentence left empty leaves the document
-            sentences = max(len(self.sentence_ids), 1)
-            per_sentence = torch.zeros(n, sentences, dtype=torch.long).index_add_(1, self.sentence_of, keep.long())
-            order = torch.sort((per_sentence == 0).to(torch.int8), dim=1, stable=True).indices
-            lengths = torch.gather(per_sentence, 1, order)  # [N, S] non-empty sentences first
-            kept_sentences = max(int((lengths > 0).sum(1).max()), 1)
-            lengths = lengths[:, :kept_sentences]
-            word_mask = torch.arange(max(int(lengths.max()), 1)) < lengths[..., None]  # [N, S', W']
-            token_ids = torch.full(word_mask.shape, self.pad_id, dtype=torch.long)
-            token_ids[word_mask] = self.flat_ids.expand(n, units)[keep]
-            return (token_ids, word_mask, lengths > 0), None
-        token_ids, word_mask, sentence_mask = (t.expand(n, *t.shape[1:]).clone() for t in self._whole())
-        if erase == "unk":
-            erased = torch.where(keep, self.flat_ids, torch.full_like(self.flat_ids, self.unk_id))
-            token_ids[:, self.sentence_of, self.word_of] = erased
-            return (token_ids, word_mask, sentence_mask), None
-        attend = torch.zeros_like(word_mask)
-        attend[:, self.sentence_of, self.word_of] = keep
-        return (token_ids, word_mask, sentence_mask), attend  # mask: read, but out of every attention
+    def _values(self) -> torch.Tensor:
+        return self.flat_ids
+
+    def _variants(self, erased: Erased) -> tuple:
+        n = erased.values.shape[0]
+        attend = erased.attend
+        if erased.present.all():  # every word stays where it is
+            token_ids, word_mask, sentence_mask = (t.expand(n, *t.shape[1:]).clone() for t in self._whole())
+            token_ids[:, self.sentence_of, self.word_of] = erased.values
+            if attend is not None:
+                grid, attend = attend, torch.zeros_like(word_mask)
+                attend[:, self.sentence_of, self.word_of] = grid
+            return (token_ids, word_mask, sentence_mask), attend
+        # words leave their sentences; a sentence left empty leaves the document
+        present = erased.present
+        sentences = max(len(self.sentence_ids), 1)
+        per_sentence = torch.zeros(n, sentences, dtype=torch.long).index_add_(1, self.sentence_of, present.long())
+        order = torch.sort((per_sentence == 0).to(torch.int8), dim=1, stable=True).indices
+        lengths = torch.gather(per_sentence, 1, order)  # [N, S] non-empty sentences first
+        lengths = lengths[:, : max(int((lengths > 0).sum(1).max()), 1)]
+        word_mask = torch.arange(max(int(lengths.max()), 1)) < lengths[..., None]  # [N, S', W']
+        token_ids = torch.full(word_mask.shape, self.pad_id, dtype=torch.long)
+        token_ids[word_mask] = erased.values[present]
+        if attend is not None:
+            grid, attend = attend, torch.zeros_like(word_mask)
+            attend[word_mask] = grid[present]
+        return (token_ids, word_mask, lengths > 0), attend
 
     def _levels(self) -> tuple[torch.Tensor, torch.Tensor]:
         words = self._output.words.weights[0].float().cpu()  # [S, W]

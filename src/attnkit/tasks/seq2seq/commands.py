@@ -348,7 +348,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
 
 def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     """``attnkit explain``: the source x target alignment; for the Transformer every layer and head too."""
-    from attnkit.explain.faithfulness.names import PANEL_STEPS
+    from attnkit.explain.faithfulness.methods import PANEL_STEPS
     from attnkit.tasks.options import read_texts
     from attnkit.tasks.seq2seq.explain import seq2seq_report
     from attnkit.tasks.seq2seq.faithfulness import text_faithfulness

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from attnkit.data.seq2seq.vocab import BOS_ID, PAD_ID, UNK_ID
+from attnkit.explain.faithfulness.erasure import Erasure, as_erasure, compact
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 
@@ -57,25 +58,23 @@ class Seq2SeqStepSubject:
                 source.to(self.device), mask.to(self.device), target.to(self.device), need_weights=need_weights
             )
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """keep ``[N, S]`` -> the step's distribution ``[N, V]``, in forwards of at most :data:`CHUNK`."""
         if keep.shape[-1] != len(self.tokens):
             raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
-        if erase == "mask" and not isinstance(self.model, TransformerSeq2Seq):
-            raise ValueError("--erase mask: an RNN encoder reads every token of its prefix; use delete or unk")
+        erasure = as_erasure(erase)
         parts = []
         for start in range(0, keep.shape[0], CHUNK):
             rows = keep[start : start + CHUNK].cpu()
-            source = self.source.expand(rows.shape[0], -1)  # [n, S]
-            if erase == "delete":
-                lengths = rows.sum(1)
-                mask = torch.arange(max(int(lengths.max()), 1)) < lengths[:, None]  # [n, S']
-                ids = torch.full(mask.shape, PAD_ID, dtype=torch.long)
-                ids[mask] = source[rows]
-                source, rows = ids, mask
-            elif erase == "unk":
-                source, rows = torch.where(rows, source, torch.full_like(source, UNK_ID)), torch.ones_like(rows)
-            logits = self._run(source, rows).logits[:, self.step]  # [n, V]
+            erased = erasure.erase(self.source.expand(rows.shape[0], -1), rows, blank=UNK_ID)  # [n, S]
+            source, mask = compact(erased.values, erased.present, PAD_ID)  # [n, S'] each
+            if erased.attend is not None:
+                if not isinstance(self.model, TransformerSeq2Seq):
+                    raise ValueError(
+                        f"--erase {erasure.name}: an RNN encoder reads every token of its prefix; use delete or unk"
+                    )
+                mask = mask & compact(erased.attend, erased.present, False)[0]
+            logits = self._run(source, mask).logits[:, self.step]  # [n, V]
             parts.append(torch.softmax(logits.float(), -1).cpu())
         return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from attnkit.explain.faithfulness.erasure import Erasure, as_erasure
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
@@ -46,17 +47,20 @@ class GridSubject:
         self.label = int(self.probabilities.argmax())
         self._weights = out.pooling.weights[0].float().cpu()  # [heads, Hg·Wg]
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
-        """keep ``[N, Hg·Wg]`` -> probabilities ``[N, K]``."""
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """keep ``[N, Hg·Wg]`` -> probabilities ``[N, K]``: an absent or unattended cell leaves the pooling (a set
+        pooling: the two are one), a blanked cell's features are zero."""
         if keep.shape[-1] != len(self.tokens):
             raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
-        keep = keep.to(self.grid.device)
+        cells = torch.arange(len(self.tokens)).expand(keep.shape[0], -1)  # [N, Hg·Wg]
+        erased = as_erasure(erase).erase(cells, keep.cpu(), blank=-1)
+        pooled = erased.present if erased.attend is None else erased.present & erased.attend
         grid = self.grid.expand(keep.shape[0], -1, -1, -1)  # [N, Hg, Wg, D]
+        blank = (erased.values < 0).reshape(grid.shape[:3])[..., None].to(grid.device)  # [N, Hg, Wg, 1]
+        grid = grid.masked_fill(blank, 0.0) if bool(blank.any()) else grid
+        attend_mask = None if bool(pooled.all()) else pooled.to(grid.device)
         with torch.no_grad():
-            if erase == "unk":
-                out = self.model.attend(grid * keep.reshape(grid.shape[:3])[..., None].to(grid.dtype))
-            else:
-                out = self.model.attend(grid, attend_mask=keep)
+            out = self.model.attend(grid, attend_mask=attend_mask)
         return torch.softmax(out.logits.float(), -1).cpu()
 
     def attention_scores(self) -> dict[str, torch.Tensor]:
