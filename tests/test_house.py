@@ -150,7 +150,15 @@ def test_layers_one_to_three_import_only_downwards():
 
 
 @pytest.mark.parametrize(
-    ("pattern", "where"), [("config.model ==", "src"), ("kind ==", "src/attnkit/cli"), ("kind ==", "src/attnkit/tasks")]
+    ("pattern", "where"),
+    [
+        ("config.model ==", "src"),
+        ("config.model !=", "src"),
+        ("kind ==", "src/attnkit/cli"),
+        ("kind !=", "src/attnkit/cli"),
+        ("kind ==", "src/attnkit/tasks"),
+        ("kind !=", "src/attnkit/tasks"),
+    ],
 )
 def test_no_switch_on_model_or_checkpoint_kind(pattern, where):
     """Commands look a checkpoint's task up in the registry; model families are looked up by name."""

@@ -85,7 +85,7 @@ def test_the_table_names_each_method_and_says_what_erasing_does(transformer_run)
     ("argv", "message"),
     [
         (["--methods", "attention,shap"], "unknown method(s) shap"),
-        (["--erase", "drop"], "argument --erase: invalid choice: 'drop'"),
+        (["--erase", "drop"], "argument --erase: unknown erasure 'drop'"),
         (["--file", "missing.txt"], "missing.txt"),
         (["--text", " "], "--text number 1 is empty"),
     ],

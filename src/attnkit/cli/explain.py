@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.explain.faithfulness.erasure import ERASURES
+from attnkit.cli.faithfulness import add_erasure_options
 from attnkit.explain.faithfulness.methods import PANEL_STEPS
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
+from attnkit.tasks.options import add_runtime_options, add_task_arguments, refuse_foreign_options
 
 EXAMPLES = """examples:
   attnkit explain --checkpoint runs/ff --text "Stale and overpriced." --text "Lovely tea." --out report.html
@@ -63,19 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="add a panel per document: does the attention explain the prediction? (attention, integrated "
         "gradients and leave-one-out side by side; erasure curves of each method against random)",
     )
-    checks.add_argument(
-        "--erase",
-        choices=ERASURES,
-        default="delete",
-        help="with --faithfulness: how tokens are erased (default delete; see attnkit faithfulness --help)",
-    )
-    checks.add_argument(
-        "--steps",
-        type=positive_int,
-        default=PANEL_STEPS,
-        help=f"with --faithfulness: integrated gradients' Gauss-Legendre nodes (default {PANEL_STEPS}; the panel "
-        "shows the completeness delta they reach; attnkit faithfulness uses 32)",
-    )
+    add_erasure_options(checks, steps=PANEL_STEPS, prefix="with --faithfulness: ")
     add_task_arguments(parser, registered_tasks(), "add_explain_arguments")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)

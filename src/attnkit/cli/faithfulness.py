@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.explain.faithfulness.erasure import ERASURES
-from attnkit.explain.faithfulness.methods import METHODS, STEPS, parse_methods
+from attnkit.explain.faithfulness.erasure import ERASURES, as_erasure
+from attnkit.explain.faithfulness.methods import METHODS, STEPS, as_methods
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, positive_int
+from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
 
 EXAMPLES = """examples:
   attnkit faithfulness --checkpoint runs/ff --text "Stale and overpriced, never again."
@@ -26,11 +26,40 @@ tokens do (comprehensiveness), is not the reason for the prediction.
 """
 
 
-def _methods(text: str) -> list[str]:
+def _methods(text: str) -> list:
+    """``--methods A,B``: the Method objects (the names are read here, once)."""
     try:
-        return parse_methods(text)
+        return as_methods([name.strip() for name in text.split(",") if name.strip()])
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _erasure(text: str):
+    """``--erase NAME``: the Erasure object (the name is read here, once)."""
+    try:
+        return as_erasure(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_erasure_options(parser: argparse._ActionsContainer, *, steps: int, prefix: str = "") -> None:
+    """``--erase`` and ``--steps``, declared once for ``attnkit faithfulness`` and ``attnkit explain
+    --faithfulness`` (``steps``: the command's default; ``prefix``: the help's opening words)."""
+    erasures = "; ".join(f"{name}: {erasure.help}" for name, erasure in ERASURES.items())
+    parser.add_argument(
+        "--erase",
+        type=_erasure,
+        default=ERASURES["delete"],
+        metavar="{" + ",".join(ERASURES) + "}",
+        help=f"{prefix}how a token is erased ({erasures})",
+    )
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=steps,
+        help=f"{prefix}integrated gradients' Gauss-Legendre nodes (default {steps}; the completeness delta they reach "
+        "is shown beside the figures)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,26 +85,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to test (repeatable)")
     source.add_argument("--file", help="one text per line (a vision checkpoint: an image file, .npy or PNG)")
-    parser.add_argument(
-        "--index", type=int, action="append", help="a vision checkpoint's test image by index (repeatable)"
-    )
-    parser.add_argument(
-        "--erase",
-        choices=ERASURES,
-        default="delete",
-        help="how a token is erased: delete it from the sequence (default; lengths shrink, an RNN never reads it), "
-        "mask it out of every attention (it stays in the sequence), or replace it by [UNK]",
-    )
+    add_erasure_options(parser, steps=STEPS)
     parser.add_argument(
         "--methods",
         type=_methods,
-        default=list(METHODS),
+        default=list(METHODS.values()),
         metavar="A,B,...",
         help=f"comma-separated, from {', '.join(METHODS)} (default: all; rollout and flow only where a "
         "Transformer encoder mixes the tokens)",
-    )
-    parser.add_argument(
-        "--steps", type=positive_int, default=STEPS, help=f"integrated gradients' steps (default {STEPS})"
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per text")
     parser.add_argument(
@@ -85,6 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --hf-model: also write an offline HTML report (attention per head, rollout, the faithfulness "
         "panel); for attnkit checkpoints use attnkit explain --faithfulness",
     )
+    add_task_arguments(parser, registered_tasks(), "add_faithfulness_arguments")
     add_runtime_options(parser)
     parser.set_defaults(handler=run)
 
@@ -99,8 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         raise ValueError("--report is for --hf-model; for a checkpoint use attnkit explain --faithfulness")
     task, checkpoint = task_for_checkpoint(args.checkpoint)
-    if args.index and task.kind != "vision":
-        raise ValueError(f"--index picks test images of a vision checkpoint; {checkpoint} is {task.kind}: use --text")
+    refuse_foreign_options(args, task)
     if task.faithfulness is None:
         raise ValueError(f"{checkpoint}: attnkit faithfulness does not support {task.kind} checkpoints yet")
     return task.faithfulness(args, checkpoint)

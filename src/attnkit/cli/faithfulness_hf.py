@@ -4,7 +4,6 @@ local directory (see :mod:`attnkit.explain.faithfulness.huggingface`)."""
 from __future__ import annotations
 
 import argparse
-import json
 
 __all__ = ["run_hf"]
 
@@ -22,7 +21,7 @@ def run_hf(args: argparse.Namespace) -> int:
     if args.report is not None and not Path(args.report).resolve().parent.is_dir():
         raise FileNotFoundError(f"--report {args.report}: its directory does not exist")
     from attnkit.explain.faithfulness import huggingface
-    from attnkit.explain.faithfulness.table import format_document
+    from attnkit.explain.faithfulness.table import print_results
     from attnkit.training.precision import resolve_device
 
     model, tokenizer = huggingface.load_local(args.hf_model)
@@ -34,9 +33,5 @@ def run_hf(args: argparse.Namespace) -> int:
         _, results = write_hf_report(model, tokenizer, texts, args.report, **options)
     else:
         results = huggingface.faithfulness(model, tokenizer, texts, **options)
-    for number, result in enumerate(results, start=1):
-        if args.json:
-            print(json.dumps(result.to_json(), ensure_ascii=False))
-        else:
-            print(format_document(result, number) + ("\n" if number < len(results) else ""))
+    print_results(results, as_json=args.json)
     return 0

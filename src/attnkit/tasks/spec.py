@@ -46,8 +46,9 @@ class TaskSpec:
         predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
         explain: writes ``attnkit explain``'s report for one checkpoint; returns the path, or None if unsupported.
         faithfulness: runs ``attnkit faithfulness`` for one checkpoint (returns the exit status), or None.
-        add_evaluate_arguments, add_predict_arguments, add_explain_arguments: the task's own options of those
-            commands (each in its own argument group; the commands' shared options are theirs).
+        add_evaluate_arguments, add_predict_arguments, add_explain_arguments, add_faithfulness_arguments: the
+            task's own options of those commands (each in its own argument group; the commands' shared options are
+            theirs; another task's option given for a checkpoint of this kind is refused in one line).
         commands: extra top-level commands the task brings (``translate``, ``export``): ``register(subparsers)``.
         ensembles: whether ``evaluate`` accepts several checkpoints at once.
     """
@@ -67,5 +68,6 @@ class TaskSpec:
     add_evaluate_arguments: AddArguments = _no_arguments
     add_predict_arguments: AddArguments = _no_arguments
     add_explain_arguments: AddArguments = _no_arguments
+    add_faithfulness_arguments: AddArguments = _no_arguments
     commands: tuple[Callable[[Any], None], ...] = ()
     ensembles: bool = False

@@ -49,7 +49,7 @@ def test_the_table_and_the_one_line_errors():
     for argv, message in [
         (["--checkpoint", "digits", "--text", "a digit"], "--text is for text checkpoints"),
         (["--checkpoint", "digits", "--index", "100000"], "out of range"),
-        (["--checkpoint", "r8", "--index", "0"], "--index picks test images of a vision checkpoint"),
+        (["--checkpoint", "r8", "--index", "0"], "--index: an option of the vision task, not of classify checkpoints"),
     ]:
         failed = _attnkit("faithfulness", *argv)
         assert failed.returncode == 2, failed.stderr

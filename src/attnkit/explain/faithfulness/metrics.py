@@ -1,6 +1,7 @@
 """Faithfulness metrics of one prediction (layer 5): ERASER's comprehensiveness, sufficiency and AOPC (DeYoung et
 al. 2020), the fraction erased before the decision flips (Serrano & Smith 2019), and agreement between methods
-(Kendall's τ-b, equal to ``scipy.stats.kendalltau``'s; top-k overlap).
+(Kendall's τ-b, equal to ``scipy.stats.kendalltau``'s; top-k overlap), and the deletion / insertion AUCs of the
+saliency literature (Petsiuk et al. 2018: units leave, or enter, one at a time, most important first).
 
 Shape glossary:
     T  units   K  erasure sizes
@@ -14,7 +15,18 @@ from itertools import combinations
 
 import torch
 
-__all__ = ["aopc", "comprehensiveness", "flip_fraction", "kendall_tau", "kendall_taus", "sufficiency", "top_k_overlap"]
+__all__ = [
+    "aopc",
+    "comprehensiveness",
+    "curve_auc",
+    "deletion_insertion_auc",
+    "flip_fraction",
+    "kendall_tau",
+    "kendall_taus",
+    "ranking",
+    "sufficiency",
+    "top_k_overlap",
+]
 
 
 def comprehensiveness(full: float, erased: torch.Tensor) -> list[float]:
@@ -107,3 +119,27 @@ def ranking(scores: torch.Tensor) -> torch.Tensor:
 
 def _as_list(values) -> list[float]:
     return [float(v) for v in (values.tolist() if isinstance(values, torch.Tensor) else values)]
+
+
+def curve_auc(curve: torch.Tensor) -> float:
+    """The area under ``curve [T + 1]`` read at evenly spaced fractions 0, 1/T, ..., 1 (trapezoids).
+
+    >>> curve_auc(torch.tensor([1.0, 0.0]))
+    0.5
+    """
+    if curve.numel() < 2:
+        raise ValueError(f"curve_auc: need at least two points, got {curve.numel()}")
+    return float((curve[:-1] + curve[1:]).sum() / (2 * (curve.numel() - 1)))
+
+
+def deletion_insertion_auc(subject, scores: Sequence[float], erase="delete") -> tuple[float, float]:
+    """The deletion and insertion AUCs of p(predicted class) of a
+    :class:`~attnkit.explain.faithfulness.subject.Subject` when its units leave / enter (``erase``: how they
+    leave) one at a time in the order of ``scores [T]`` (highest first), read at fractions 0, 1/T, ..., 1
+    (trapezoids): ``2 (T + 1)`` variants in batched forwards."""
+    units = len(subject.tokens)
+    rank = torch.empty(units, dtype=torch.long)
+    rank[ranking(torch.as_tensor(scores))] = torch.arange(units)  # [T] each unit's place in the order
+    top = rank[None, :] < torch.arange(units + 1)[:, None]  # [T + 1, T]: row k holds the top k units
+    p = subject.probabilities_when(torch.cat([~top, top]), erase)[:, subject.label].double()  # [2 (T + 1)]
+    return curve_auc(p[: units + 1]), curve_auc(p[units + 1 :])

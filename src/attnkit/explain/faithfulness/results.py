@@ -33,6 +33,8 @@ class MethodResult:
         top_probability: ``{n: p(pred) with the top n units erased}`` for n = 1, 2, 3 (the report's sentence).
         flip_fraction: the fraction erased, most important first, when the decision first changes (1.0: never).
         convergence_delta: integrated gradients only.
+        extra: further figures a task measures (a grid's ``deletion_auc``, ``insertion_auc``), printed and in the
+            JSON beside the others.
     """
 
     scores: list[float]
@@ -46,6 +48,7 @@ class MethodResult:
     counts: list[int]
     top_probability: dict[int, float] = field(default_factory=dict)
     convergence_delta: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The method's object of the JSON schema."""
@@ -59,7 +62,7 @@ class MethodResult:
         }
         if self.convergence_delta is not None:
             out["convergence_delta"] = self.convergence_delta
-        return out
+        return out | _rounded(self.extra)
 
 
 @dataclass

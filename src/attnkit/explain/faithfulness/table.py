@@ -1,8 +1,10 @@
-"""The faithfulness of predictions as text (layer 5): what ``attnkit faithfulness`` prints without ``--json``, and
-the plain sentence the report puts under each document."""
+"""The faithfulness of predictions as text (layer 5): the one printer of ``attnkit faithfulness`` (a table per
+prediction, or one JSON object per line with ``--json``) for every task, and the plain sentence the report puts under
+each document."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -10,7 +12,7 @@ from attnkit.explain.faithfulness.erasure import PERCENTS
 from attnkit.explain.faithfulness.methods import is_floor
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 
-__all__ = ["erasure_sentence", "format_document", "mean_drop", "summary_line", "top_count"]
+__all__ = ["erasure_sentence", "format_document", "mean_drop", "print_results", "summary_line", "top_count"]
 
 
 def top_count(result: DocumentFaithfulness) -> int:
@@ -70,10 +72,33 @@ def _probability_after(result: DocumentFaithfulness, method: str, count: int) ->
     return found.top_probability[count]
 
 
-def format_document(result: DocumentFaithfulness, number: int) -> str:
+def print_results(
+    results: Sequence[DocumentFaithfulness],
+    *,
+    as_json: bool,
+    noun: str = "document",
+    heading: str | None = None,
+    envelope: dict | None = None,
+) -> None:
+    """Print ``results``: a table each (:func:`format_document`, numbered ``noun 1``, ``noun 2``, ..., blank lines
+    between), under ``heading`` when given; or with ``as_json`` one object per result, or, with ``envelope``, one
+    object ``{**envelope, "steps": [...]}`` for them all (a translation's emitted tokens)."""
+    if as_json:
+        records = [result.to_json() for result in results]
+        for record in [{**envelope, "steps": records}] if envelope is not None else records:
+            print(json.dumps(record, ensure_ascii=False))
+        return
+    if heading is not None:
+        print(heading)
+    for number, result in enumerate(results, start=1):
+        ending = "\n" if number < len(results) or heading is not None else ""
+        print(format_document(result, number, noun=noun) + ending)
+
+
+def format_document(result: DocumentFaithfulness, number: int, *, noun: str = "document") -> str:
     """A table of one prediction: a row per method (AOPC, comprehensiveness/sufficiency at each k, flip
-    fraction, top tokens), then Kendall τ between methods."""
-    head = f"document {number}: {result.label} (p={result.probability:.3f}), {len(result.tokens)} tokens, "
+    fraction, top tokens), then Kendall τ between methods, then each method's further figures (``extra``)."""
+    head = f"{noun} {number}: {result.label} (p={result.probability:.3f}), {len(result.tokens)} tokens, "
     head += f"erase={result.erase}"
     percents = "".join(f"{'c@' + str(p) + '%':>8}" for p in PERCENTS)
     lines = [head, f"{'method':<22}{'AOPC-c':>8}{'AOPC-s':>8}{percents}{'flip':>7}  top tokens"]
@@ -91,7 +116,17 @@ def format_document(result: DocumentFaithfulness, number: int) -> str:
     sentence = erasure_sentence(result)
     if sentence:
         lines.append(sentence[0].upper() + sentence[1:] + ".")
+    lines += [
+        f"  {name:<22} " + "  ".join(f"{_label(key)} {value:.3f}" for key, value in found.extra.items())
+        for name, found in result.methods.items()
+        if found.extra
+    ]
     return "\n".join(lines)
+
+
+def _label(key: str) -> str:
+    """``deletion_auc`` -> ``deletion AUC``."""
+    return " ".join(word.upper() if word in ("auc", "aopc") else word for word in key.split("_"))
 
 
 def _top_tokens(tokens: Sequence[str], scores: Sequence[float], k: int = 3) -> str:

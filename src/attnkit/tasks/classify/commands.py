@@ -373,16 +373,12 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit faithfulness``: a table per text, or one JSON object per text."""
-    from attnkit.explain.faithfulness.table import format_document
+    from attnkit.explain.faithfulness.table import print_results
 
     texts = read_texts(args)  # before the model loads: a missing file is one line, nothing run
     classifier = load(checkpoint, device=args.device, precision=args.precision)
     results = classifier.faithfulness(texts, methods=args.methods, erase=args.erase, seed=args.seed, steps=args.steps)
-    for number, result in enumerate(results, start=1):
-        if args.json:
-            print(json.dumps(result.to_json(), ensure_ascii=False))
-        else:
-            print(format_document(result, number) + ("\n" if number < len(results) else ""))
+    print_results(results, as_json=args.json)
     return 0
 
 

@@ -10,7 +10,6 @@ tokens, one emitted target token at a time (layer 5): what ``attnkit faithfulnes
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,7 +90,7 @@ def text_faithfulness(
 def faithfulness_command(args: argparse.Namespace, loaded) -> int:
     """``attnkit faithfulness`` for a seq2seq model: a table per emitted token, or one JSON object per text
     ``{"text", "translation", "steps": [the classifier's object per emitted token]}``."""
-    from attnkit.explain.faithfulness.table import format_document
+    from attnkit.explain.faithfulness.table import print_results
     from attnkit.tasks.options import read_texts
 
     texts = read_texts(args)
@@ -100,13 +99,8 @@ def faithfulness_command(args: argparse.Namespace, loaded) -> int:
     )
     for text, per_step in zip(texts, results, strict=True):
         translation = " ".join(result.label for result in per_step)
-        if args.json:
-            steps = [result.to_json() for result in per_step]
-            print(json.dumps({"text": text, "translation": translation, "steps": steps}, ensure_ascii=False))
-            continue
-        print(f"{text} -> {translation}")
-        for number, result in enumerate(per_step, start=1):
-            print(format_document(result, number).replace("document ", "step ", 1) + "\n")
+        envelope = {"text": text, "translation": translation}
+        print_results(per_step, as_json=args.json, noun="step", heading=f"{text} -> {translation}", envelope=envelope)
     return 0
 
 

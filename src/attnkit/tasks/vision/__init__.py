@@ -30,4 +30,5 @@ SPEC = TaskSpec(
     explain=commands.explain,
     add_explain_arguments=commands.add_image_arguments,
     faithfulness=commands.faithfulness,
+    add_faithfulness_arguments=commands.add_image_arguments,
 )

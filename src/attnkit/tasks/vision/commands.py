@@ -123,7 +123,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
 
 
 def add_image_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--index`` of ``predict`` and ``explain`` (vision checkpoints' test images)."""
+    """``--index`` of ``predict``, ``explain`` and ``faithfulness`` (vision checkpoints' test images)."""
     parser.add_argument_group("vision").add_argument(
         "--index", type=int, action="append", help="vision: a test image's index (repeatable)"
     )

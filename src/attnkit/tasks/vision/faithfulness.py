@@ -17,7 +17,6 @@ Shape glossary:
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 
 import torch
@@ -26,6 +25,7 @@ from torch import nn
 from attnkit.explain.faithfulness.erasure import Erasure, as_erasure
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
+from attnkit.explain.faithfulness.metrics import curve_auc, deletion_insertion_auc
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import GradientInputs
 
@@ -96,50 +96,19 @@ def vision_faithfulness(
     return faithfulness_of(subjects, texts=names, methods=methods, erase=erase, seed=seed, steps=steps)
 
 
-def deletion_insertion_auc(subject: GridSubject, scores: Sequence[float]) -> tuple[float, float]:
-    """The deletion and insertion AUCs of p(predicted class) when the cells leave / enter the attention pooling
-    one at a time in the order of ``scores [Hg·Wg]`` (highest first), read at fractions 0, 1/T, ..., 1
-    (trapezoids): ``2 (T + 1)`` variants in batched forwards."""
-    from attnkit.explain.faithfulness.metrics import ranking
-
-    units = len(subject.tokens)
-    rank = torch.empty(units, dtype=torch.long)
-    rank[ranking(torch.as_tensor(scores))] = torch.arange(units)  # [T] each cell's place in the order
-    top = rank[None, :] < torch.arange(units + 1)[:, None]  # [T + 1, T]: row k holds the top k cells
-    p = subject.probabilities_when(torch.cat([~top, top]), "delete")[:, subject.label].double()  # [2 (T + 1)]
-    return curve_auc(p[: units + 1]), curve_auc(p[units + 1 :])
-
-
-def curve_auc(curve: torch.Tensor) -> float:
-    """The area under ``curve [T + 1]`` read at evenly spaced fractions 0, 1/T, ..., 1 (trapezoids).
-
-    >>> curve_auc(torch.tensor([1.0, 0.0]))
-    0.5
-    """
-    if curve.numel() < 2:
-        raise ValueError(f"curve_auc: need at least two points, got {curve.numel()}")
-    return float((curve[:-1] + curve[1:]).sum() / (2 * (curve.numel() - 1)))
-
-
 def faithfulness_command(args: argparse.Namespace, loaded, images: torch.Tensor, titles: Sequence[str]) -> int:
     """``attnkit faithfulness`` for a vision model: a table per image, or one JSON object per image (the
     classifiers' keys, ``text`` the image's name, ``tokens`` its grid cells ``rRcC``, and per method also
     ``deletion_auc`` and ``insertion_auc`` over the cells)."""
-    from attnkit.explain.faithfulness.table import format_document
+    from attnkit.explain.faithfulness.table import print_results
 
     subjects = [GridSubject(loaded.model, image, loaded.label_names) for image in images]
     results = faithfulness_of(
         subjects, texts=list(titles), methods=args.methods, erase=args.erase, seed=args.seed, steps=args.steps
     )
-    for number, (subject, result) in enumerate(zip(subjects, results, strict=True), start=1):
-        curves = {name: deletion_insertion_auc(subject, found.scores) for name, found in result.methods.items()}
-        if args.json:
-            record = result.to_json()
-            for name, (deletion, insertion) in curves.items():
-                record["methods"][name] |= {"deletion_auc": round(deletion, 6), "insertion_auc": round(insertion, 6)}
-            print(json.dumps(record, ensure_ascii=False))
-            continue
-        lines = [f"  {name:<22} deletion AUC {d:.3f}  insertion AUC {i:.3f}" for name, (d, i) in curves.items()]
-        ending = "\n" if number < len(results) else ""
-        print(format_document(result, number).replace("document ", "image ", 1) + "\n" + "\n".join(lines) + ending)
+    for subject, result in zip(subjects, results, strict=True):
+        for found in result.methods.values():
+            deletion, insertion = deletion_insertion_auc(subject, found.scores)
+            found.extra = {"deletion_auc": deletion, "insertion_auc": insertion}
+    print_results(results, as_json=args.json, noun="image")
     return 0
