@@ -14,7 +14,7 @@ import pytest
 from attnkit.cli import main
 from attnkit.experiments import faithfulness
 from attnkit.experiments.common import ExperimentPaths
-from attnkit.experiments.faithfulness_measure import in_budget
+from attnkit.experiments.faithfulness.measure import in_budget
 
 
 def test_in_budget_measures_all_in_order_without_a_budget_and_a_seeded_shuffle_with_one():

@@ -16,8 +16,8 @@ from attnkit.cli import build_parser, main
 from attnkit.experiments import faithfulness
 from attnkit.experiments.bootstrap import bootstrap_interval
 from attnkit.experiments.common import ExperimentPaths
-from attnkit.experiments.faithfulness_measure import sample_documents
-from attnkit.experiments.faithfulness_table import render_faithfulness
+from attnkit.experiments.faithfulness.measure import sample_documents
+from attnkit.experiments.faithfulness.table import render_faithfulness
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
 NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
@@ -77,7 +77,7 @@ def tiny_run(tmp_path_factory):
 def test_a_run_measures_records_renders_and_is_reused(tmp_path, monkeypatch, tiny_run):
     pytest.importorskip("captum")
     from attnkit.data import classification as classification_data
-    from attnkit.experiments import faithfulness_measure
+    from attnkit.experiments.faithfulness import measure as faithfulness_measure
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     trained = []
@@ -127,7 +127,7 @@ def test_experiment_command_errors(tmp_path, capsys):
 def test_phonetisaurus_alignment_lines_by_hand():
     """``p|h}F o}OW n}N e}_``: F from letters 0-1, OW from 2, N from 3, the silent e aligned to no phoneme; a
     two-phoneme chunk gives both phonemes the chunk's letters."""
-    from attnkit.experiments.faithfulness_seq2seq import parse_alignment
+    from attnkit.experiments.faithfulness.seq2seq import parse_alignment
 
     assert parse_alignment("p|h}F o}OW n}N e}_") == ("phone", [[0, 1], [2], [3]])
     assert parse_alignment("x}K|S i}IH") == ("xi", [[0], [0], [1]])

@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from attnkit.cli import build_parser, main
-from attnkit.experiments import faithfulness, faithfulness_transformer
+from attnkit.experiments import faithfulness
 from attnkit.experiments.common import ExperimentPaths
-from attnkit.experiments.faithfulness_table import render_faithfulness
+from attnkit.experiments.faithfulness import seq2seq as faithfulness_transformer
+from attnkit.experiments.faithfulness.table import render_faithfulness
 from attnkit.pretrained import read_card
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
@@ -105,7 +106,7 @@ def _toy_transformer():
 
 def test_the_permutation_test_shuffles_a_transformers_cross_attention_and_restores_it():
     from attnkit.explain.faithfulness.baselines import permutation_test
-    from attnkit.tasks.seq2seq.faithfulness_subjects import Seq2SeqStepSubject
+    from attnkit.tasks.seq2seq.faithfulness import Seq2SeqStepSubject
 
     model = _toy_transformer()
     vocab = [f"v{i}" for i in range(24)]
@@ -139,7 +140,7 @@ def test_the_dates_transformer_row_is_measured_rendered_and_reused(tmp_path, mon
     pytest.importorskip("captum")
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     paths.docs.mkdir()
-    from attnkit.experiments import faithfulness_measure
+    from attnkit.experiments.faithfulness import measure as faithfulness_measure
 
     monkeypatch.setattr(faithfulness_measure, "IG_STEPS", 4)
     monkeypatch.setattr(faithfulness_measure, "PERMUTATIONS", 5)
@@ -164,7 +165,7 @@ def test_the_dates_transformer_row_is_measured_rendered_and_reused(tmp_path, mon
 
 
 def test_dates_without_a_model_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(faithfulness_transformer, "SHIPPED", "no-such-model")
+    monkeypatch.setattr(faithfulness_transformer, "DATES_MODEL", "no-such-model")
     assert main(["experiment", "faithfulness", "--data", "dates", "--docs", str(tmp_path)]) == 2
     assert "no no-such-model is shipped yet (attnkit models); give --checkpoint RUN" in capsys.readouterr().err
     assert main(["experiment", "faithfulness", "--data", "dates", "--checkpoint", str(tmp_path / "none"),

@@ -8,7 +8,7 @@ from attnkit.models.encoders import BiGRUEncoder, TransformerEncoder
 from attnkit.models.han import HierarchicalAttentionClassifier
 from attnkit.models.pooled import PooledClassifier
 from attnkit.pooling import AttentionPooling
-from attnkit.tasks.classify.faithfulness_subjects import HanSubject, PooledSubject
+from attnkit.tasks.classify.faithfulness import HanSubject, PooledSubject
 
 GREAT = 5  # the token the hand-built model's decision rests on
 NAMES = ["bad", "great"]

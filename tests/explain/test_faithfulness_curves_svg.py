@@ -9,7 +9,7 @@ import re
 import pytest
 
 from attnkit.explain import figures
-from attnkit.explain.faithfulness import curves_svg as svg
+from attnkit.explain.faithfulness import panel as svg
 from attnkit.explain.faithfulness.erasure import PERCENTS
 from attnkit.explain.faithfulness.panel import faithfulness_panel
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult

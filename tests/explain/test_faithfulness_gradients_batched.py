@@ -9,7 +9,7 @@ import torch
 from _faithfulness_models import han_model, han_subject, pooled_model, pooled_subject
 
 from attnkit.explain.faithfulness import evaluate
-from attnkit.explain.faithfulness.gradients_fused import fused_gradients, fused_gradients_batched
+from attnkit.explain.faithfulness.gradients import fused_gradients, fused_gradients_batched
 
 DOCUMENTS = [[4, 9, 17, 3], [5], [4, 9, 17, 3, 22, 8, 5, 30, 31], [6, 7]]
 HAN_DOCUMENTS = [[[4, 5, 6], [], [7, 8], [9]], [[10]], [[11, 12, 13, 14, 15], [16, 17]], [[], [18, 19]]]

@@ -7,7 +7,7 @@ import pytest
 import torch
 from _faithfulness_models import han_model, han_subject, pooled_model, pooled_subject
 
-from attnkit.explain.faithfulness.gradients_fused import fused_gradients, gauss_legendre
+from attnkit.explain.faithfulness.gradients import fused_gradients, gauss_legendre
 
 pytest.importorskip("captum", reason="the reference is Captum (pip install 'attnkit[faithfulness]')")
 

@@ -90,7 +90,7 @@ def test_the_two_stages_compose_to_the_forward_in_values_and_gradients():
 
 
 def test_a_swapped_attention_distribution_runs_the_whole_model():
-    from attnkit.explain.faithfulness.permutation import permuted_attention, uniform_attention
+    from attnkit.explain.faithfulness.baselines import permuted_attention, uniform_attention
 
     subject = han_subject(han_model(seed=4), DOCUMENT)
     keep = torch.ones(4, len(subject.tokens), dtype=torch.bool)

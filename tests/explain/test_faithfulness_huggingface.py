@@ -14,7 +14,7 @@ pytest.importorskip("captum")
 
 from attnkit.cli import main  # noqa: E402
 from attnkit.explain.faithfulness import huggingface  # noqa: E402
-from attnkit.explain.faithfulness.flow import attention_flow  # noqa: E402
+from attnkit.explain.faithfulness.methods import attention_flow  # noqa: E402
 from attnkit.explain.rollout import attention_rollout  # noqa: E402
 
 WORDS = ["the", "tea", "is", "great", "awful", "lovely", "not", "coffee", "stale", "fresh", "and", "very"]

@@ -14,12 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.distributions import Uniform
-from attnkit.explain.faithfulness.baselines import permutation_test
+from attnkit.explain.faithfulness.baselines import (
+    permutation_test,
+    permute_among_kept,
+    permuted_attention,
+    uniform_attention,
+)
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
-from attnkit.explain.faithfulness.flow import attention_flow, residual_attention
+from attnkit.explain.faithfulness.methods import attention_flow, residual_attention
 from attnkit.explain.faithfulness.metrics import kendall_tau, kendall_taus, top_k_overlap
-from attnkit.explain.faithfulness.permutation import permute_among_kept, permuted_attention, uniform_attention
-from attnkit.explain.faithfulness.table import erasure_sentence
+from attnkit.explain.faithfulness.results import erasure_sentence
 
 pytest.importorskip("captum", reason="the gradient methods need Captum (pip install 'attnkit[faithfulness]')")
 
@@ -204,8 +208,8 @@ def test_uniform_attention_weighs_every_real_token_alike():
 
 
 def test_data_set_means_average_the_documents():
+    from attnkit.explain.faithfulness.metrics import method_means, permutation_summary
     from attnkit.explain.faithfulness.results import PermutationResult
-    from attnkit.explain.faithfulness.summary import method_means, permutation_summary
 
     subjects = [pooled_subject(one_token_model(), ids) for ids in ([2, GREAT, 3, 4], [GREAT, 6, 7, 8, 9, 2])]
     results = faithfulness_of(subjects, methods=["attention", "leave_one_out", "random"])

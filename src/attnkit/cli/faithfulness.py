@@ -1,7 +1,8 @@
 """``attnkit faithfulness``: does the attention explain the prediction? For each text, every attribution method's
 scores over the tokens the model read and what erasing them does — comprehensiveness and sufficiency at the top
 1/5/10/20/50 %, their AOPC, the fraction erased before the decision flips — against a seeded random floor, and
-Kendall τ between the methods. A table per text, or one JSON object per text with ``--json``."""
+Kendall τ between the methods. A table per text, or one JSON object per text with ``--json``. ``--hf-model DIR``: a Hugging Face sequence classifier saved in a local directory
+(:mod:`attnkit.explain.faithfulness.huggingface`)."""
 
 from __future__ import annotations
 
@@ -111,8 +112,6 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit faithfulness``: the checkpoint's task runs the tests (a Hugging Face model: its own
     handler)."""
     if args.hf_model is not None:
-        from attnkit.cli.faithfulness_hf import run_hf
-
         return run_hf(args)
     if args.report is not None:
         raise ValueError("--report is for --hf-model; for a checkpoint use attnkit explain --faithfulness")
@@ -121,3 +120,32 @@ def run(args: argparse.Namespace) -> int:
     if task.faithfulness is None:
         raise ValueError(f"{checkpoint}: attnkit faithfulness does not support {task.kind} checkpoints yet")
     return task.faithfulness(args, checkpoint)
+
+
+def run_hf(args: argparse.Namespace) -> int:
+    """Read the texts, load the model (never downloading), run the tests, print a table or JSON per text, and
+    write the HTML report when ``--report`` is given."""
+    from pathlib import Path
+
+    from attnkit.tasks.options import read_texts
+
+    texts = read_texts(args)  # before the model loads: a missing file is one line, nothing run
+    if getattr(args, "precision", "fp32") != "fp32":
+        raise ValueError("--precision: a Hugging Face model runs in float32 here (--precision fp32)")
+    if args.report is not None and not Path(args.report).resolve().parent.is_dir():
+        raise FileNotFoundError(f"--report {args.report}: its directory does not exist")
+    from attnkit.explain.faithfulness import huggingface
+    from attnkit.explain.faithfulness.results import print_results
+    from attnkit.training.precision import resolve_device
+
+    model, tokenizer = huggingface.load_local(args.hf_model)
+    model.to(resolve_device(args.device))
+    options = {"methods": args.methods, "erase": args.erase, "seed": args.seed, "steps": args.steps}
+    if args.report is not None:
+        from attnkit.explain.faithfulness.huggingface import write_hf_report
+
+        _, results = write_hf_report(model, tokenizer, texts, args.report, **options)
+    else:
+        results = huggingface.faithfulness(model, tokenizer, texts, **options)
+    print_results(results, as_json=args.json)
+    return 0

@@ -115,7 +115,7 @@ def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _faithfulness(args: argparse.Namespace, paths) -> bool:
     from attnkit.experiments.faithfulness import DOCUMENTS, default_datasets, run_faithfulness, run_uniform_only
-    from attnkit.experiments.faithfulness_measure import MEASURE_MINUTES
+    from attnkit.experiments.faithfulness.measure import MEASURE_MINUTES
 
     datasets = list(args.data or default_datasets())
     if args.uniform_only:

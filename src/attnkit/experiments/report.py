@@ -9,7 +9,7 @@ from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, read_json
 from attnkit.experiments.faithful_attention.table import render_faithful_attention
-from attnkit.experiments.faithfulness_table import render_faithfulness
+from attnkit.experiments.faithfulness.table import render_faithfulness
 from attnkit.experiments.masking_table import render_masking
 from attnkit.experiments.results_schema import read_results
 

@@ -37,7 +37,7 @@ _EXPORTS = {
     "overlay_attention": "heatmaps",
     "upsample_attention": "heatmaps",
     "attention_rollout": "rollout",
-    "attention_flow": "faithfulness.flow",
+    "attention_flow": "faithfulness.methods",
     "faithfulness_of": "faithfulness.evaluate",
     "faithfulness_panel": "faithfulness.panel",
     "permutation_test": "faithfulness.baselines",

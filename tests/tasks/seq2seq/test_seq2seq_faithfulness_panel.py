@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult
-from attnkit.explain.faithfulness.steps import EMITTED, mean_over_steps
-from attnkit.explain.faithfulness.table import erasure_sentence
+from attnkit.explain.faithfulness.results import (
+    EMITTED,
+    DocumentFaithfulness,
+    MethodResult,
+    erasure_sentence,
+    mean_over_steps,
+)
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 

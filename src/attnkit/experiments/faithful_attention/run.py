@@ -54,7 +54,7 @@ def _run_dir(root: Path, row: Row, recipe: Recipe, seed: int) -> Path:
 def _measure(classifier, texts, labels, documents: int, methods, cache: Path, run_id) -> dict:
     """The faithfulness summary of ``classifier`` on a seeded sample of ``documents`` of ``texts`` (reused from
     ``cache`` while the run and the settings are unchanged)."""
-    from attnkit.experiments.faithfulness_measure import measure_documents, sample_documents, summarise_documents
+    from attnkit.experiments.faithfulness.measure import measure_documents, sample_documents, summarise_documents
 
     numbers = sample_documents(len(texts), documents)
     settings = {"run": run_id, "documents": numbers, "steps": STEPS, "methods": list(methods)}
@@ -159,7 +159,7 @@ def run_probes(row: Row, names: list[str], paths, documents: int, threads, devic
 def confirm(row: Row, recipe: Recipe, paths, seeds: int, documents: int, threads, device) -> dict:
     """Stage 2 for one recipe: ``seeds`` runs' test accuracy, seed 0's test faithfulness and uniform twin."""
     from attnkit.data.classification import load_data_set
-    from attnkit.experiments.faithfulness_measure import uniform_difference
+    from attnkit.experiments.faithfulness.measure import uniform_difference
     from attnkit.tasks.classify.inference import load_classifier
 
     accuracies, minutes = [], []

@@ -8,28 +8,25 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.explain.faithfulness.names` | method, erasure and k names (no torch: the CLI offers them) |
-| :mod:`~attnkit.explain.faithfulness.subject` | the :class:`Subject` protocol every model family adapts to |
-| :mod:`~attnkit.explain.faithfulness.erasure` | which units each erasure keeps, at every k |
-| :mod:`~attnkit.explain.faithfulness.methods` | the attribution methods' scores |
-| :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients through Captum (the reference) |
-| :mod:`~attnkit.explain.faithfulness.gradients_fused` | both in one forward and backward, without Captum (what runs) |
-| :mod:`~attnkit.explain.faithfulness.flow` | attention flow (maximum flow through the layers) |
-| :mod:`~attnkit.explain.faithfulness.metrics` | comprehensiveness, sufficiency, AOPC, flip fraction, Kendall τ, top-k overlap |
-| :mod:`~attnkit.explain.faithfulness.evaluate` | all of it on a prediction, erasures batched (:func:`faithfulness_of`) |
-| :mod:`~attnkit.explain.faithfulness.results` | the results and their JSON |
-| :mod:`~attnkit.explain.faithfulness.permutation` | swapping attention distributions: permuted, uniform |
-| :mod:`~attnkit.explain.faithfulness.baselines` | Jain & Wallace's permutation test, Wiegreffe & Pinter's uniform-attention difference |
-| :mod:`~attnkit.explain.faithfulness.summary` | per-data-set means of the per-prediction results |
-| :mod:`~attnkit.explain.faithfulness.steps` | one text's emitted tokens averaged into one result (the seq2seq panel) |
-| :mod:`~attnkit.explain.faithfulness.table` | the text table, the plain sentence, the demo's line |
-| :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel (and matplotlib's curves for `--save-figures`) |
-| :mod:`~attnkit.explain.faithfulness.curves_svg` | the panel's curves as inline SVG (one chart per document, no matplotlib) |
-| :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces) |
-| :mod:`~attnkit.explain.faithfulness.huggingface_report` | the offline HTML report of a Hugging Face classifier |
+| :mod:`~attnkit.explain.faithfulness.subject` | the :class:`Subject` protocol every model family adapts to (one adapter per task) |
+| :mod:`~attnkit.explain.faithfulness.methods` | :data:`METHODS`: the attribution methods, one object each with ``attribute(run)``; attention flow |
+| :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients: Captum (the reference) and fused (what runs) |
+| :mod:`~attnkit.explain.faithfulness.methods` | attention flow (maximum flow through the layers) |
+| :mod:`~attnkit.explain.faithfulness.erasure` | :data:`ERASURES`: the erasures, one object each; which units each test erases at every k |
+| :mod:`~attnkit.explain.faithfulness.metrics` | comprehensiveness, sufficiency, AOPC, flips, Kendall τ, top-k overlap, deletion / insertion AUC, per-data-set means |
+| :mod:`~attnkit.explain.faithfulness.evaluate` | all of it on predictions, erasures batched (:func:`faithfulness_of`) |
+| :mod:`~attnkit.explain.faithfulness.results` | the results, their JSON and the one printer (tables of ``attnkit faithfulness``, the plain sentence, the demo's line); a translation's steps averaged into one |
+| :mod:`~attnkit.explain.faithfulness.baselines` | swapped attention (permuted, uniform): Jain & Wallace's test, Wiegreffe & Pinter's difference |
+| :mod:`~attnkit.explain.faithfulness.results` | the one printer (tables and JSON of ``attnkit faithfulness``), the plain sentence, the demo's line |
+| :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel, its curves as inline SVG (and matplotlib's for ``--save-figures``) |
+| :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces), their report and command |
 
-The classifiers' subjects are :mod:`attnkit.tasks.classify.faithfulness_subjects`; ``attnkit.load(path)
-.faithfulness(texts)`` runs the tests. Names below load lazily.
+Names are read once, at the boundary (:func:`~attnkit.explain.faithfulness.methods.as_methods`,
+:func:`~attnkit.explain.faithfulness.erasure.as_erasure`: the command line and the Python functions); past it
+methods and erasures are objects. Each task adapts its models in one module: ``tasks/classify/faithfulness.py``
+(HAN and pooled documents), ``tasks/seq2seq/faithfulness.py`` (an emitted token over its source),
+``tasks/vision/faithfulness.py`` (grid cells). ``attnkit.load(path).faithfulness(texts)`` runs the tests. Names
+below load lazily.
 """
 
 from __future__ import annotations
@@ -38,6 +35,10 @@ from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
     "ERASURES": "erasure",
+    "Erasure": "erasure",
+    "Method": "methods",
+    "as_erasure": "erasure",
+    "as_methods": "methods",
     "METHODS": "methods",
     "PERCENTS": "erasure",
     "Subject": "subject",
@@ -46,21 +47,21 @@ _EXPORTS = {
     "DocumentFaithfulness": "results",
     "MethodResult": "results",
     "PermutationResult": "results",
-    "attention_flow": "flow",
+    "attention_flow": "methods",
     "comprehensiveness": "metrics",
     "sufficiency": "metrics",
     "aopc": "metrics",
     "flip_fraction": "metrics",
     "kendall_tau": "metrics",
     "top_k_overlap": "metrics",
-    "permuted_attention": "permutation",
-    "uniform_attention": "permutation",
+    "permuted_attention": "baselines",
+    "uniform_attention": "baselines",
     "permutation_test": "baselines",
     "uniform_accuracy_difference": "baselines",
-    "method_means": "summary",
-    "permutation_summary": "summary",
+    "method_means": "metrics",
+    "permutation_summary": "metrics",
     "faithfulness_panel": "panel",
-    "format_document": "table",
+    "format_document": "results",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,20 +10,43 @@
 
 Shape glossary:
     n  shuffles   T  units   C  classes
+
+Swapping a model's attention distributions (layer 5): Jain & Wallace 2019's permutation test (each row's weights
+shuffled among its real positions, padding never weighted) and the uniform-attention switch of Wiegreffe & Pinter
+2019 (equal weight on every real position).
+
+The distributions of the model's attention poolings (:class:`~attnkit.pooling.AttentionPooling`: the weights a
+report shows) are wrapped while a ``with`` block runs, and restored after it; pass ``kinds`` to swap those of
+other attention modules.
+
+Shape glossary:
+    B  batch   T  positions (keys)   C  classes
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
+from attnkit.distributions import Distribution, Uniform
 from attnkit.explain.faithfulness.erasure import ERASURES
-from attnkit.explain.faithfulness.permutation import permuted_attention
 from attnkit.explain.faithfulness.results import PermutationResult
 from attnkit.explain.faithfulness.subject import Subject
+from attnkit.pooling import AttentionPooling
 
-__all__ = ["permutation_test", "total_variation", "uniform_accuracy_difference"]
+__all__ = [
+    "Permuted",
+    "attention_distributions",
+    "permutation_test",
+    "permute_among_kept",
+    "permuted_attention",
+    "total_variation",
+    "uniform_accuracy_difference",
+    "uniform_attention",
+]
 
 
 def total_variation(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -59,3 +82,77 @@ def uniform_accuracy_difference(
     learned = classifier.evaluate(texts, labels)["accuracy"]
     uniform = uniform_classifier.evaluate(texts, labels)["accuracy"]
     return {"accuracy": learned, "uniform_accuracy": uniform, "difference": learned - uniform}
+
+
+def permute_among_kept(weights: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Shuffle each row's weights among the positions its mask keeps: weights ``[..., T]``, mask broadcastable
+    (True = real) -> ``[..., T]``. Padded positions keep their (zero) weight, every row its sum and its values."""
+    kept = mask.expand(weights.shape) if mask is not None else torch.ones_like(weights, dtype=torch.bool)
+    noise = torch.rand(weights.shape, generator=generator, device="cpu").to(weights.device)  # [..., T]
+    shuffled = torch.argsort(noise.masked_fill(~kept, 2.0), dim=-1)  # kept positions first, in a random order
+    in_order = torch.sort((~kept).to(torch.int8), dim=-1, stable=True).indices  # kept positions first, in order
+    return torch.zeros_like(weights).scatter(-1, in_order, weights.gather(-1, shuffled))
+
+
+class Permuted(Distribution):
+    """``base``'s weights, shuffled among the kept positions of each row (a new shuffle every call)."""
+
+    def __init__(self, base: nn.Module, generator: torch.Generator) -> None:
+        super().__init__()
+        self.base, self.generator = base, generator
+
+    def forward(self, scores, mask=None, *, query=None, query_positions=None):
+        """scores ``[..., T]``, mask broadcastable -> shuffled weights ``[..., T]``."""
+        weights = self.base(scores, mask, query=query, query_positions=query_positions)
+        if mask is None:
+            mask = torch.ones_like(weights, dtype=torch.bool)
+        return permute_among_kept(weights, mask, self.generator)
+
+
+def attention_distributions(model: nn.Module, kinds: tuple[type, ...] = (AttentionPooling,)) -> list[nn.Module]:
+    """The modules of ``model`` of ``kinds`` that hold a ``distribution`` (its attention poolings), in order."""
+    return [
+        module
+        for module in model.modules()
+        if isinstance(module, kinds) and isinstance(getattr(module, "distribution", None), Distribution)
+    ]
+
+
+@contextmanager
+def _swapped(
+    model: nn.Module, make: Callable[[nn.Module], nn.Module], holders: Sequence[nn.Module] | None = None
+) -> Iterator[int]:
+    holders = attention_distributions(model) if holders is None else list(holders)
+    originals = [holder.distribution for holder in holders]
+    # a multi-head attention's fused kernel computes softmax itself: its readable path calls the distribution
+    fast = [getattr(holder, "fast_path", None) for holder in holders]
+    try:
+        for holder, original in zip(holders, originals, strict=True):
+            holder.distribution = make(original)
+            if hasattr(holder, "fast_path"):
+                holder.fast_path = False
+        yield len(holders)
+    finally:
+        for holder, original, was in zip(holders, originals, fast, strict=True):
+            holder.distribution = original
+            if was is not None:
+                holder.fast_path = was
+
+
+@contextmanager
+def permuted_attention(
+    model: nn.Module, generator: torch.Generator, holders: Sequence[nn.Module] | None = None
+) -> Iterator[int]:
+    """Within the block every attention distribution of ``model`` (or of just the modules ``holders``, e.g. a
+    Transformer decoder's cross-attentions) shuffles its weights among real positions; yields how many were
+    swapped (0: the model has no attention to permute)."""
+    with _swapped(model, lambda base: Permuted(base, generator), holders) as count:
+        yield count
+
+
+@contextmanager
+def uniform_attention(model: nn.Module) -> Iterator[int]:
+    """Within the block every attention distribution of ``model`` is :class:`~attnkit.distributions.Uniform`
+    (equal weight on each real position); yields how many were swapped."""
+    with _swapped(model, lambda base: Uniform()) as count:
+        yield count

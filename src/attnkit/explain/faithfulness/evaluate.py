@@ -66,7 +66,7 @@ def batched_gradients(subjects: Sequence[Subject], methods: Sequence[Method], *,
     """Each subject's ``(gradient × input, integrated gradients or None)`` where its family can stack documents
     (``batched_gradient_inputs``), many documents of one model per forward and backward; ``None`` for the others
     (they run their own). Documents go shortest first, in groups of at most :data:`BATCH_ROWS` token rows."""
-    from attnkit.explain.faithfulness.gradients_fused import fused_gradients_batched
+    from attnkit.explain.faithfulness.gradients import fused_gradients_batched
 
     found: list[tuple | None] = [None] * len(subjects)
     methods = as_methods(methods)

@@ -1,21 +1,46 @@
-"""Gradient attributions on the input embeddings through Captum (an optional extra: ``pip install
-'attnkit[faithfulness]'``): ``gradient_x_input`` (Shrikumar et al. 2016) and ``integrated_gradients`` (Sundararajan
-et al. 2017) from an all-zero embedding (the padding row), with IG's convergence delta — how far the attributions'
-sum is from ``f(x) - f(baseline)``, the completeness the method promises (layer 5).
+"""The gradient attributions on the input embeddings (layer 5): ``gradient_x_input`` (Shrikumar et al. 2016) and
+``integrated_gradients`` (Sundararajan et al. 2017) from an all-zero embedding (the padding row), with IG's
+convergence delta — how far the attributions' sum is from ``f(x) - f(baseline)``, the completeness the method
+promises.
+
+Two paths, compared in ``tests/explain/test_faithfulness_gradients_fused.py``:
+
+- the reference, through Captum one method at a time (:func:`gradient_x_input`, :func:`integrated_gradients`; an
+  optional extra: ``pip install 'attnkit[faithfulness]'``);
+- what runs (:func:`fused_gradients`): both from one forward and one backward. One batch holds the embeddings
+  themselves (gradient × input's point, and IG's path end), the zero baseline (IG's path start, for the
+  convergence delta) and IG's ``steps`` Gauss-Legendre points ``α_i x`` — Captum's default rule, the same nodes
+  and weights (``numpy.polynomial.legendre.leggauss`` rescaled to [0, 1]). The rows do not interact (the model
+  runs in eval mode), so one backward of the sum of their ``p(label)`` gives each row its own gradient:
+
+      gradient × input = ∇p(x) · x        IG = x · Σ_i w_i ∇p(α_i x)        delta = |Σ IG - (p(x) - p(0))|
+
+  :func:`fused_gradients_batched` does the same for many documents at once (a subject family that can stack its
+  documents offers ``batched_gradient_inputs``), which saves the per-document overhead of small forwards.
+
+Captum is imported only by the reference: its import pulls in matplotlib's pyplot.
 
 Shape glossary:
-    T  units   E  embedding features
+    T  units   E  embedding features   D  documents   P  rows of the batch per document (2 + steps)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from attnkit.explain.faithfulness.subject import GradientInputs
+from attnkit.explain.faithfulness.subject import BatchedGradientInputs, GradientInputs
 
-__all__ = ["GradientScores", "gradient_x_input", "integrated_gradients"]
+__all__ = [
+    "GradientScores",
+    "fused_gradients",
+    "fused_gradients_batched",
+    "gauss_legendre",
+    "gradient_x_input",
+    "integrated_gradients",
+]
 
 
 @dataclass
@@ -61,3 +86,59 @@ def integrated_gradients(inputs: GradientInputs, label: int, *, steps: int = 32)
         ends = inputs.forward(torch.cat([embeddings, baseline]))[:, label].double()  # [2]
     delta = float(attributions.detach().double().sum() - (ends[0] - ends[1]))
     return GradientScores(inputs.to_units(attributions.detach()).to(torch.float32), abs(delta))
+
+
+def gauss_legendre(steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """IG's ``alphas [steps]`` in (0, 1) and ``weights [steps]`` summing to 1, as Captum's ``gausslegendre``."""
+    import numpy as np
+
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    nodes, weights = np.polynomial.legendre.leggauss(steps)
+    return torch.tensor(0.5 * (1 + nodes)), torch.tensor(0.5 * weights)
+
+
+def fused_gradients(
+    inputs: GradientInputs, label: int, *, steps: int = 32, integrated: bool = True
+) -> tuple[GradientScores, GradientScores | None]:
+    """gradient × input and (``integrated``) integrated gradients of ``p(label)`` from the zero embedding in
+    ``steps`` Gauss-Legendre steps, each summed over ``E`` to ``[T]``; IG carries its convergence delta."""
+    one = BatchedGradientInputs(inputs.embeddings, inputs.forward, lambda a: [inputs.to_units(a)])
+    return fused_gradients_batched(one, [label], steps=steps, integrated=integrated)[0]
+
+
+def fused_gradients_batched(
+    inputs: BatchedGradientInputs, labels: Sequence[int], *, steps: int = 32, integrated: bool = True
+) -> list[tuple[GradientScores, GradientScores | None]]:
+    """:func:`fused_gradients` of ``D`` documents at once (``labels [D]``): every document's input, baseline and
+    Gauss-Legendre points in one forward and one backward (rows copy-major: row ``p·D + d`` is document ``d``)."""
+    embeddings = inputs.embeddings.detach()  # [D, ..., E]
+    documents, features = embeddings.shape[0], (1,) * (embeddings.dim() - 1)
+    if len(labels) != documents:
+        raise ValueError(f"labels: {len(labels)} for {documents} documents")
+    if integrated:
+        alphas, weights = gauss_legendre(steps)
+        alphas = alphas.to(embeddings.dtype).to(embeddings.device).view(-1, 1, *features)  # [steps, 1, 1, ..., 1]
+        scaled = (alphas * embeddings).flatten(0, 1)  # [steps·D, ..., E]
+        path = torch.cat([embeddings, torch.zeros_like(embeddings), scaled])  # [P·D, ..., E]
+    else:
+        path = embeddings.clone()  # [D, ..., E]
+    rows = torch.tensor(list(labels), device=embeddings.device).repeat(path.shape[0] // documents)  # [P·D]
+    with torch.enable_grad():
+        path = path.requires_grad_(True)
+        probability = inputs.forward(path).gather(1, rows[:, None])[:, 0]  # [P·D]
+        (gradient,) = torch.autograd.grad(probability.sum(), path)  # [P·D, ..., E]
+    gradient_x_input = inputs.to_units(gradient[:documents] * embeddings)  # D × [T_d]
+    if not integrated:
+        return [(GradientScores(scores.to(torch.float32)), None) for scores in gradient_x_input]
+    step_sizes = weights.to(gradient.dtype).to(gradient.device).view(-1, 1, *features)  # [steps, 1, 1, ..., 1]
+    along = gradient[2 * documents :].unflatten(0, (steps, documents))  # [steps, D, ..., E]
+    attributions = (along * step_sizes).sum(0) * embeddings  # [D, ..., E]
+    ends = probability.detach()[: 2 * documents].double().view(2, documents)  # p(x), p(0) per document
+    totals = attributions.double().flatten(1).sum(1)  # [D]
+    deltas = (totals - (ends[0] - ends[1])).abs().tolist()  # [D]
+    integrated_scores = inputs.to_units(attributions)  # D × [T_d]
+    return [
+        (GradientScores(gxi.to(torch.float32)), GradientScores(ig.to(torch.float32), delta))
+        for gxi, ig, delta in zip(gradient_x_input, integrated_scores, deltas, strict=True)
+    ]

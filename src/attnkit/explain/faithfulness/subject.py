@@ -41,7 +41,7 @@ class GradientInputs:
 @dataclass
 class BatchedGradientInputs:
     """:class:`GradientInputs` of ``D`` documents of one model at once (a subject family's optional
-    ``batched_gradient_inputs(subjects)``; :func:`~attnkit.explain.faithfulness.gradients_fused.fused_gradients_batched`
+    ``batched_gradient_inputs(subjects)``; :func:`~attnkit.explain.faithfulness.gradients.fused_gradients_batched`
     reads it).
 
     Attributes:

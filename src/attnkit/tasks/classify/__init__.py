@@ -11,9 +11,7 @@
 | :mod:`~attnkit.tasks.classify.ensemble` | ``ClassifierEnsemble``: several classifiers' probabilities averaged |
 | :mod:`~attnkit.tasks.classify.recipe` | the faithful-attention options of ``train classify`` and the report part that states them |
 | :mod:`~attnkit.tasks.classify.explain` | the HTML report of what the classifier attended to (``classifier_report``) |
-| :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness tests on texts (``Classifier.faithfulness``) |
-| :mod:`~attnkit.tasks.classify.faithfulness_subjects` | HAN and pooled documents as faithfulness subjects |
-| :mod:`~attnkit.tasks.classify.faithfulness_gradients` | many documents' gradient inputs in few batched passes |
+| :mod:`~attnkit.tasks.classify.faithfulness` | the faithfulness adapter: HAN and pooled documents as subjects (``Classifier.faithfulness``) |
 | :mod:`~attnkit.tasks.classify.han_sentence_reuse` | a HAN's delete erasures, untouched sentence vectors reused |
 | :mod:`~attnkit.tasks.classify.embedding_init` | the embedding table started from word vectors (``--embeddings``) |
 | :mod:`~attnkit.tasks.classify.report` | per-class precision, recall, F1 and the confusion matrix |

@@ -373,7 +373,7 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:
     """``attnkit faithfulness``: a table per text, or one JSON object per text."""
-    from attnkit.explain.faithfulness.table import print_results
+    from attnkit.explain.faithfulness.results import print_results
 
     texts = read_texts(args)  # before the model loads: a missing file is one line, nothing run
     classifier = load(checkpoint, device=args.device, precision=args.precision)

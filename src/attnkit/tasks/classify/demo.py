@@ -114,7 +114,7 @@ def _percent(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     from attnkit.data.classification import load_data_set, subset
-    from attnkit.explain.faithfulness.table import summary_line
+    from attnkit.explain.faithfulness.results import summary_line
     from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
     from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim

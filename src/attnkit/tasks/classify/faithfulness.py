@@ -1,21 +1,345 @@
-"""Does a classifier's attention explain its predictions? The faithfulness tests on texts (layer 5): what
-``attnkit faithfulness``, ``attnkit explain --faithfulness`` and ``Classifier.faithfulness`` run.
+"""The classifiers' faithfulness adapter (layer 5): one document of a HAN or a pooled classifier (with or without
+an encoder) as a :class:`~attnkit.explain.faithfulness.subject.Subject` — the tokens it read, batched forwards of
+its erased variants, its attention (HAN: word × sentence weight; pooled: the pooling's weights, and rollout / flow
+through a Transformer encoder) and its embeddings for the gradient methods, one document at a time or many stacked
+(``batched_gradient_inputs``: the whole report's gradients in a few batched passes; each document's own
+``gradient_inputs`` stays the reference, equal in values, tested). What ``attnkit faithfulness``, ``attnkit explain
+--faithfulness`` and ``Classifier.faithfulness`` run:
 
     classifier = attnkit.load("runs/ff")
     result = classifier.faithfulness(["Stale and overpriced."])[0]
     result.methods["attention"].comprehensiveness["10"], result.methods["random"].comprehensiveness["10"]
+
+Shape glossary:
+    T  tokens the model read (HAN: all sentences' words, in order)   N  erased variants   C  classes
+    S  sentences   W  words per sentence   E  embedding features   H  heads   L  encoder layers
+    D  documents   P  copies of each (rows are copy-major: row p·D + d is document d)
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 
+import torch
+from torch import nn
+
+from attnkit.data.batching import collate_documents, collate_tokens
+from attnkit.explain.faithfulness.erasure import Erased, Erasure, as_erasure, compact
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
-from attnkit.tasks.classify.faithfulness_subjects import HanSubject, PooledSubject
+from attnkit.explain.faithfulness.subject import BatchedGradientInputs, Embedded, GradientInputs
+from attnkit.models.encoders import TransformerEncoder
+from attnkit.models.pooled import bigram_ids
+from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
-__all__ = ["SUBJECTS", "classifier_faithfulness", "classifier_subjects"]
+__all__ = [
+    "CHUNK",
+    "SUBJECTS",
+    "HanSubject",
+    "PooledSubject",
+    "classifier_faithfulness",
+    "classifier_subjects",
+    "han_gradient_inputs",
+    "pooled_gradient_inputs",
+]
+
+
+def _model_of(subjects: Sequence) -> torch.nn.Module:
+    if not subjects:
+        raise ValueError("no subjects to stack")
+    model = subjects[0].model
+    if any(subject.model is not model for subject in subjects):
+        raise ValueError("the subjects to stack belong to different models")
+    model.eval()
+    return model
+
+
+def han_gradient_inputs(subjects: Sequence) -> BatchedGradientInputs:
+    """HAN documents (``HanSubject``) stacked: embeddings ``[D, S, W, E]`` of the padded word grid; the forward
+    embeds only real sentences, as the model does, so it hands the model those rows of the path."""
+    model = _model_of(subjects)
+    device = subjects[0].device
+    batch = collate_documents([(subject.sentence_ids, None) for subject in subjects], pad_id=subjects[0].pad_id)
+    ids, word_mask, sentence_mask = (t.to(device) for t in (batch.token_ids, batch.word_mask, batch.sentence_mask))
+    real = sentence_mask & word_mask.any(2)  # [D, S]: the sentences the model embeds
+    documents = ids.shape[0]
+
+    def forward(path: torch.Tensor) -> torch.Tensor:  # [P·D, S, W, E] -> [P·D, C]
+        copies = path.shape[0] // documents
+        rows = real.repeat(copies, 1).reshape(-1)  # [P·D·S]
+        embedded = path.reshape(-1, *path.shape[2:])[rows]  # [real sentences, W, E]
+        with Embedded(model.embedding, embedded):
+            out = model(ids.repeat(copies, 1, 1), word_mask.repeat(copies, 1, 1), sentence_mask.repeat(copies, 1))
+        return torch.softmax(out.logits.float(), -1)
+
+    def to_units(attributions: torch.Tensor) -> list[torch.Tensor]:  # [D, S, W, E] -> D × [T_d]
+        summed = attributions.sum(-1).cpu()  # [D, S, W]
+        return [summed[d][subject.sentence_of, subject.word_of] for d, subject in enumerate(subjects)]
+
+    with torch.no_grad():
+        embeddings = model.embedding(ids)  # [D, S, W, E]
+    return BatchedGradientInputs(embeddings, forward, to_units)
+
+
+def pooled_gradient_inputs(subjects: Sequence) -> BatchedGradientInputs:
+    """Pooled classifier documents (``PooledSubject``) stacked: embeddings ``[D, T, E]`` padded to the longest."""
+    model = _model_of(subjects)
+    device = subjects[0].device
+    batch = collate_tokens([(subject.ids.tolist(), None) for subject in subjects], pad_id=subjects[0].pad_id)
+    ids, mask = batch.token_ids.to(device), batch.mask.to(device)  # [D, T] each
+    documents = ids.shape[0]
+
+    def forward(path: torch.Tensor) -> torch.Tensor:  # [P·D, T, E] -> [P·D, C]
+        copies = path.shape[0] // documents
+        with Embedded(model.embedding, path):
+            return torch.softmax(model(ids.repeat(copies, 1), mask.repeat(copies, 1)).logits.float(), -1)
+
+    def to_units(attributions: torch.Tensor) -> list[torch.Tensor]:  # [D, T, E] -> D × [T_d]
+        summed = attributions.sum(-1).cpu()  # [D, T]
+        return [summed[d, : len(subject.tokens)] for d, subject in enumerate(subjects)]
+
+    with torch.no_grad():
+        embeddings = model.embedding(ids)  # [D, T, E]
+    return BatchedGradientInputs(embeddings, forward, to_units)
+
+
+CHUNK = 256  # erased variants per forward
+
+
+class _ClassifierSubject(abc.ABC):
+    """What both families share: the prediction, chunked forwards in eval mode without gradients."""
+
+    def __init__(self, model: nn.Module, tokens: list[str], label_names: list[str], *, pad_id: int, unk_id: int):
+        self.model, self.tokens, self.label_names = model, tokens, label_names
+        self.pad_id, self.unk_id = pad_id, unk_id
+        self.device = next(model.parameters()).device
+        out = self._forward(*self._whole())
+        self.probabilities = torch.softmax(out.logits.float(), -1)[0].cpu()  # [C]
+        self.label = int(self.probabilities.argmax())
+        self._output = out
+
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """keep ``[N, T]`` -> probabilities ``[N, C]``, in forwards of at most :data:`CHUNK` variants."""
+        return self.full_probabilities_when(keep, erase)
+
+    def full_probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """The readable reference: every variant through the whole model, :data:`CHUNK` variants per forward."""
+        self._check_keep(keep)
+        erasure = as_erasure(erase)
+        parts = []
+        for start in range(0, keep.shape[0], CHUNK):
+            rows = keep[start : start + CHUNK].cpu()
+            erased = erasure.erase(self._values().expand(rows.shape[0], -1), rows, blank=self.unk_id)
+            inputs, attend_mask = self._variants(erased)
+            logits = self._forward(*inputs, attend_mask=attend_mask).logits  # [n, C]
+            parts.append(torch.softmax(logits.float(), -1).cpu())
+        return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+
+    def _check_keep(self, keep: torch.Tensor) -> None:
+        if keep.dim() != 2 or keep.shape[-1] != len(self.tokens):
+            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+
+    @abc.abstractmethod
+    def _whole(self) -> tuple[torch.Tensor, ...]:
+        """The model's inputs for the whole document (a batch of one)."""
+
+    @abc.abstractmethod
+    def _values(self) -> torch.Tensor:
+        """The token id of each unit ``[T]``."""
+
+    @abc.abstractmethod
+    def _variants(self, erased: Erased) -> tuple[tuple, torch.Tensor | None]:
+        """The model's inputs for the erased variants, and their attend mask (None: attend to every token)."""
+
+    def _forward(self, *inputs, attend_mask=None):
+        self.model.eval()
+        moved = [t.to(self.device) for t in inputs]
+        with torch.no_grad():
+            if attend_mask is None:
+                return self.model(*moved)
+            return self.model(*moved, attend_mask=attend_mask.to(self.device))
+
+
+class PooledSubject(_ClassifierSubject):
+    """One document of a :class:`~attnkit.models.pooled.PooledClassifier`: ``ids [T]``."""
+
+    def __init__(self, model: nn.Module, ids: list[int], tokens: list[str], label_names: list[str], **ids_of):
+        self.ids = torch.tensor(ids, dtype=torch.long)  # [T]
+        super().__init__(model, tokens, label_names, **ids_of)
+
+    def _whole(self) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = collate_tokens([(self.ids.tolist(), None)], pad_id=self.pad_id)
+        return batch.token_ids, batch.mask  # [1, T] each
+
+    def _values(self) -> torch.Tensor:
+        return self.ids
+
+    def _variants(self, erased: Erased) -> tuple:
+        token_ids, mask = compact(erased.values, erased.present, self.pad_id)  # [N, T'] each
+        attend = None if erased.attend is None else compact(erased.attend, erased.present, False)[0]
+        return (token_ids, mask), attend  # attend: read, but out of every attention where False
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention`` = the pooling's weights averaged over heads; ``rollout``/``flow`` through a Transformer."""
+        from attnkit.explain.faithfulness.methods import attention_flow
+        from attnkit.explain.rollout import attention_rollout
+
+        pooling = self._output.pooling.weights[0].float().mean(0).cpu()  # [T]
+        scores = {"attention": pooling}
+        if isinstance(self.model.encoder, TransformerEncoder):
+            layers = self.encoder_attention()  # L × [H, T, T]
+            rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
+            scores["rollout"] = pooling @ rollout  # [T]: the pooling reads the rolled-out mixing
+            scores["flow"] = attention_flow(layers, pooling).to(torch.float32)
+        return scores
+
+    def encoder_attention(self) -> list[torch.Tensor]:
+        """The Transformer encoder's self-attention, one ``[H, T, T]`` per layer (first first)."""
+        ids, mask = (t.to(self.device) for t in self._whole())
+        with torch.no_grad():
+            _, layers = self.model.encoder(self._embed(ids, mask), mask, need_weights=True)
+        return [w[0].float().cpu() for w in layers]
+
+    def attention_details(self) -> dict[str, list]:
+        """``attention_heads [H][T]``."""
+        return {"attention_heads": self._output.pooling.weights[0].float().cpu().tolist()}
+
+    def _embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.model.embedding(ids)  # [1, T, E]
+        if self.model.bigram_embedding is not None:
+            x = x + self.model.bigram_embedding(bigram_ids(ids, mask, self.model.bigram_buckets))
+        return x
+
+    batched_gradient_inputs = staticmethod(pooled_gradient_inputs)  # many documents at once (the fast path)
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The word embeddings ``[1, T, E]``; the forward replaces them and reads p(class)."""
+        ids, mask = (t.to(self.device) for t in self._whole())
+        self.model.eval()
+
+        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, T, E] -> [n, C]
+            n = embedded.shape[0]
+            with Embedded(self.model.embedding, embedded):
+                return torch.softmax(self.model(ids.expand(n, -1), mask.expand(n, -1)).logits.float(), -1)
+
+        with torch.no_grad():
+            embeddings = self.model.embedding(ids)  # [1, T, E]
+        return GradientInputs(embeddings, forward, lambda attributions: attributions[0].sum(-1).cpu())
+
+
+class HanSubject(_ClassifierSubject):
+    """One document of a :class:`~attnkit.models.han.HierarchicalAttentionClassifier`: ``ids [S][W]``; its units
+    are the words of every sentence in order."""
+
+    def __init__(self, model: nn.Module, ids: list[list[int]], tokens: list[str], label_names: list[str], **ids_of):
+        self.sentence_ids = [list(sentence) for sentence in ids]
+        where = [(s, w) for s, sentence in enumerate(ids) for w in range(len(sentence))]
+        self.sentence_of = torch.tensor([s for s, _ in where], dtype=torch.long)  # [T]
+        self.word_of = torch.tensor([w for _, w in where], dtype=torch.long)  # [T]
+        self.flat_ids = torch.tensor([t for sentence in ids for t in sentence], dtype=torch.long)  # [T]
+        super().__init__(model, tokens, label_names, **ids_of)
+        self._predicted_with = self._distributions()
+
+    def _distributions(self) -> tuple[int, ...]:
+        """Which attention distribution objects the model holds now (the reuse of sentence vectors needs the ones
+        of the prediction)."""
+        return tuple(id(getattr(module, "distribution", None)) for module in self.model.modules())
+
+    def _whole(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        batch = collate_documents([(self.sentence_ids, None)], pad_id=self.pad_id)
+        return batch.token_ids, batch.word_mask, batch.sentence_mask  # [1, S, W], [1, S, W], [1, S]
+
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` (an erasure that ``only_removes``) reuses the vectors of the sentences a variant
+        leaves untouched and encodes each shortened sentence once (:mod:`~attnkit.tasks.classify.han_sentence_reuse`;
+        equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model, and so does
+        ``delete`` while an attention distribution of the model is swapped since the prediction (the permutation
+        test's shuffles: then the prediction's sentence vectors are not the model's any more)."""
+        if not as_erasure(erase).only_removes or self._distributions() != self._predicted_with:
+            return self.full_probabilities_when(keep, erase)
+        self._check_keep(keep)
+        if keep.shape[0] == 0:
+            return torch.empty(0, len(self.label_names))
+        token_grid = self._whole()[0][0]  # [S, W]
+        return delete_reusing_sentences(
+            self.model,
+            token_grid=token_grid,
+            sentence_vectors=self._output.words.context[0],  # [S, D]
+            sentence_of=self.sentence_of,
+            word_of=self.word_of,
+            keep=keep.cpu(),
+            chunk=CHUNK,
+            pad_id=self.pad_id,
+        )
+
+    def _values(self) -> torch.Tensor:
+        return self.flat_ids
+
+    def _variants(self, erased: Erased) -> tuple:
+        n = erased.values.shape[0]
+        attend = erased.attend
+        if erased.present.all():  # every word stays where it is
+            token_ids, word_mask, sentence_mask = (t.expand(n, *t.shape[1:]).clone() for t in self._whole())
+            token_ids[:, self.sentence_of, self.word_of] = erased.values
+            if attend is not None:
+                grid, attend = attend, torch.zeros_like(word_mask)
+                attend[:, self.sentence_of, self.word_of] = grid
+            return (token_ids, word_mask, sentence_mask), attend
+        # words leave their sentences; a sentence left empty leaves the document
+        present = erased.present
+        sentences = max(len(self.sentence_ids), 1)
+        per_sentence = torch.zeros(n, sentences, dtype=torch.long).index_add_(1, self.sentence_of, present.long())
+        order = torch.sort((per_sentence == 0).to(torch.int8), dim=1, stable=True).indices
+        lengths = torch.gather(per_sentence, 1, order)  # [N, S] non-empty sentences first
+        lengths = lengths[:, : max(int((lengths > 0).sum(1).max()), 1)]
+        word_mask = torch.arange(max(int(lengths.max()), 1)) < lengths[..., None]  # [N, S', W']
+        token_ids = torch.full(word_mask.shape, self.pad_id, dtype=torch.long)
+        token_ids[word_mask] = erased.values[present]
+        if attend is not None:
+            grid, attend = attend, torch.zeros_like(word_mask)
+            attend[word_mask] = grid[present]
+        return (token_ids, word_mask, lengths > 0), attend
+
+    def _levels(self) -> tuple[torch.Tensor, torch.Tensor]:
+        words = self._output.words.weights[0].float().cpu()  # [S, W]
+        sentences = self._output.sentences.weights[0].float().cpu()  # [S]
+        return words[self.sentence_of, self.word_of], sentences  # [T], [S]
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
+        words, sentences = self._levels()
+        return {"attention": words * sentences[self.sentence_of]}
+
+    def attention_details(self) -> dict[str, list]:
+        """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
+        words, sentences = self._levels()
+        return {"attention_words": words.tolist(), "attention_sentences": sentences.tolist()}
+
+    batched_gradient_inputs = staticmethod(han_gradient_inputs)  # many documents at once (the fast path)
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The embeddings of the real sentences ``[1, S_real, W, E]``; the forward replaces them."""
+        ids, word_mask, sentence_mask = (t.to(self.device) for t in self._whole())
+        real = (sentence_mask & word_mask.any(2))[0]  # [S]
+        self.model.eval()
+
+        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, S_real, W, E] -> [n, C]
+            n = embedded.shape[0]
+            with Embedded(self.model.embedding, embedded.reshape(-1, *embedded.shape[2:])):
+                out = self.model(ids.expand(n, -1, -1), word_mask.expand(n, -1, -1), sentence_mask.expand(n, -1))
+            return torch.softmax(out.logits.float(), -1)
+
+        real_index = (real.long().cumsum(0) - 1).cpu()  # [S] row of each real sentence
+
+        def to_units(attributions: torch.Tensor) -> torch.Tensor:  # [1, S_real, W, E] -> [T]
+            summed = attributions[0].sum(-1).cpu()  # [S_real, W]
+            return summed[real_index[self.sentence_of], self.word_of]
+
+        with torch.no_grad():
+            embeddings = self.model.embedding(ids[0][real])[None]  # [1, S_real, W, E]
+        return GradientInputs(embeddings, forward, to_units)
 
 
 def _han_subject(classifier, item: list, sentences: list[str], **ids) -> HanSubject:

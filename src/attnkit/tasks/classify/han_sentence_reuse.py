@@ -1,5 +1,5 @@
 """The HAN's ``delete`` erasures with its sentence vectors reused (layer 5): the fast path of
-:meth:`~attnkit.tasks.classify.faithfulness_subjects.HanSubject.probabilities_when`.
+:meth:`~attnkit.tasks.classify.faithfulness.HanSubject.probabilities_when`.
 
 A HAN encodes each sentence from its own words alone, so erasing words changes only the sentences that contain
 them. Every erased variant of a document is therefore built from three kinds of sentence: untouched (the vector of

@@ -10,8 +10,7 @@
 | :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
-| :mod:`~attnkit.tasks.seq2seq.faithfulness` | the faithfulness tests per emitted token (``LoadedSeq2Seq.faithfulness``) |
-| :mod:`~attnkit.tasks.seq2seq.faithfulness_subjects` | one emitted token over its source tokens, as a subject |
+| :mod:`~attnkit.tasks.seq2seq.faithfulness` | the faithfulness adapter: an emitted token over its source tokens (``LoadedSeq2Seq.faithfulness``) |
 | :mod:`~attnkit.tasks.seq2seq.phonetisaurus` | Phonetisaurus, the WFST G2P peer baseline |
 | :mod:`~attnkit.tasks.seq2seq.data_options` | the pair-file options of ``train seq2seq`` (columns, ``--delimiter``) |
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |

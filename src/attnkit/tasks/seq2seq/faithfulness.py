@@ -5,6 +5,19 @@ tokens, one emitted target token at a time (layer 5): what ``attnkit faithfulnes
     g2p = attnkit.load("runs/g2p")
     steps = g2p.faithfulness(["attention"])[0]       # one DocumentFaithfulness per emitted phoneme
     steps[0].label, steps[0].methods["attention"].comprehensiveness["10"]
+
+The subject: one emitted target token of an RNN or Transformer
+encoder-decoder as a :class:`~attnkit.explain.faithfulness.subject.Subject` whose units are the source tokens.
+
+The decoder is teacher-forced on the decoded prefix ``<bos> y_1 .. y_{t-1}`` and the prediction is its
+distribution at step ``t``; an erased source changes only the source. ``attention`` is the step's attention
+over the source (the Transformer: the last layer's cross-attention, heads averaged); ``rollout`` and ``flow``
+follow the Transformer encoder's mixing down to the source tokens and are read out by that cross-attention.
+``mask`` erasure masks a source token out of every attention (the Transformer's encoder self-attention and
+cross-attention); an RNN encoder reads a prefix, so it has ``delete`` and ``unk`` only.
+
+Shape glossary:
+    S  source tokens   t  the step   V  target vocabulary   N  erased variants   H  heads   E  embedding features
 """
 
 from __future__ import annotations
@@ -13,12 +26,20 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+import torch
+from torch import nn
+
+from attnkit.data.seq2seq.vocab import BOS_ID, PAD_ID, UNK_ID
+from attnkit.explain.faithfulness.erasure import Erasure, as_erasure, compact
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
-from attnkit.tasks.seq2seq.faithfulness_subjects import Seq2SeqStepSubject
+from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
+from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
 
 __all__ = [
+    "CHUNK",
+    "Seq2SeqStepSubject",
     "checkpoint_faithfulness",
     "faithfulness_command",
     "seq2seq_faithfulness",
@@ -80,8 +101,8 @@ def text_faithfulness(
     steps: int = 32,
 ) -> list[DocumentFaithfulness]:
     """One result per text for ``attnkit explain --faithfulness``: the tests of every emitted token averaged
-    (:func:`~attnkit.explain.faithfulness.steps.mean_over_steps`); ``label`` says "each emitted token"."""
-    from attnkit.explain.faithfulness.steps import mean_over_steps
+    (:func:`~attnkit.explain.faithfulness.results.mean_over_steps`); ``label`` says "each emitted token"."""
+    from attnkit.explain.faithfulness.results import mean_over_steps
 
     per_text = seq2seq_faithfulness(loaded, texts, methods=methods, erase=erase, seed=seed, steps=steps)
     return [mean_over_steps(found, text=text) for text, found in zip(texts, per_text, strict=True)]
@@ -90,7 +111,7 @@ def text_faithfulness(
 def faithfulness_command(args: argparse.Namespace, loaded) -> int:
     """``attnkit faithfulness`` for a seq2seq model: a table per emitted token, or one JSON object per text
     ``{"text", "translation", "steps": [the classifier's object per emitted token]}``."""
-    from attnkit.explain.faithfulness.table import print_results
+    from attnkit.explain.faithfulness.results import print_results
     from attnkit.tasks.options import read_texts
 
     texts = read_texts(args)
@@ -110,3 +131,113 @@ def checkpoint_faithfulness(args: argparse.Namespace, checkpoint: Path, load) ->
 
     read_texts(args)  # a missing --file is refused before the model loads
     return faithfulness_command(args, load(checkpoint, device=args.device, precision=args.precision))
+
+
+CHUNK = 256  # erased variants per forward
+
+
+class Seq2SeqStepSubject:
+    """Target step ``step`` of ``model`` translating ``source_ids [S]`` into ``target_ids``."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        source_ids: list[int],
+        target_ids: list[int],
+        step: int,
+        tokens: list[str],
+        label_names: list[str],
+    ) -> None:
+        if not 0 <= step < len(target_ids):
+            raise ValueError(f"step {step} is outside the {len(target_ids)} decoded tokens")
+        self.model, self.tokens, self.label_names, self.step = model, tokens, label_names, step
+        self.device = next(model.parameters()).device
+        self.source = torch.tensor(source_ids, dtype=torch.long)  # [S]
+        self.target_in = torch.tensor([BOS_ID, *target_ids[:step]], dtype=torch.long)  # [t + 1]
+        out = self._run(self.source[None], torch.ones(1, len(source_ids), dtype=torch.bool), need_weights=True)
+        self.probabilities = torch.softmax(out.logits[0, step].float(), -1).cpu()  # [V]
+        self.label = int(self.probabilities.argmax())
+        self._output = out
+
+    def _run(self, source: torch.Tensor, mask: torch.Tensor, *, need_weights: bool = False):
+        self.model.eval()
+        target = self.target_in.expand(source.shape[0], -1)
+        with torch.no_grad():
+            return self.model(
+                source.to(self.device), mask.to(self.device), target.to(self.device), need_weights=need_weights
+            )
+
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
+        """keep ``[N, S]`` -> the step's distribution ``[N, V]``, in forwards of at most :data:`CHUNK`."""
+        if keep.shape[-1] != len(self.tokens):
+            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
+        erasure = as_erasure(erase)
+        parts = []
+        for start in range(0, keep.shape[0], CHUNK):
+            rows = keep[start : start + CHUNK].cpu()
+            erased = erasure.erase(self.source.expand(rows.shape[0], -1), rows, blank=UNK_ID)  # [n, S]
+            source, mask = compact(erased.values, erased.present, PAD_ID)  # [n, S'] each
+            if erased.attend is not None:
+                if not isinstance(self.model, TransformerSeq2Seq):
+                    raise ValueError(
+                        f"--erase {erasure.name}: an RNN encoder reads every token of its prefix; use delete or unk"
+                    )
+                mask = mask & compact(erased.attend, erased.present, False)[0]
+            logits = self._run(source, mask).logits[:, self.step]  # [n, V]
+            parts.append(torch.softmax(logits.float(), -1).cpu())
+        return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+
+    def _cross(self) -> torch.Tensor:
+        """The step's attention over the source ``[S]`` (Transformer: last layer, heads averaged)."""
+        if isinstance(self.model, TransformerSeq2Seq):
+            return self._output.cross_attention[-1][0, :, self.step].float().mean(0).cpu()  # [S]
+        attention = self._output.attention
+        if attention is None:
+            return torch.empty(0)
+        return attention[0, self.step].float().cpu()  # [S]
+
+    def attention_scores(self) -> dict[str, torch.Tensor]:
+        """``attention`` over the source; ``rollout`` and ``flow`` through a Transformer encoder."""
+        from attnkit.explain.faithfulness.methods import attention_flow
+        from attnkit.explain.rollout import attention_rollout
+
+        cross = self._cross()
+        if cross.numel() == 0:
+            return {}  # the no-attention baseline has nothing to show
+        scores = {"attention": cross}
+        if isinstance(self.model, TransformerSeq2Seq):
+            layers = [w[0].float().cpu() for w in self._output.encoder_attention]  # L x [H, S, S]
+            scores["rollout"] = cross @ attention_rollout([w[None] for w in layers])[0]  # [S]
+            scores["flow"] = attention_flow(layers, cross).to(torch.float32)
+        return scores
+
+    def permutable(self) -> list[nn.Module] | None:
+        """The attention modules Jain & Wallace's permutation test shuffles: a Transformer's decoder
+        cross-attentions (every layer and head; the encoder's self-attention is left as it is); None (the model's
+        attention poolings, which an RNN seq2seq has none of) otherwise."""
+        if isinstance(self.model, TransformerSeq2Seq):
+            return [layer.cross_attention for layer in self.model.decoder_layers]
+        return None
+
+    def attention_details(self) -> dict[str, list]:
+        """Transformer: ``attention_heads [H][S]`` of the last layer's cross-attention at this step."""
+        if isinstance(self.model, TransformerSeq2Seq):
+            return {"attention_heads": self._output.cross_attention[-1][0, :, self.step].float().cpu().tolist()}
+        return {}
+
+    def gradient_inputs(self) -> GradientInputs:
+        """The source embeddings ``[1, S, E]``; the forward replaces them and reads the step's distribution."""
+        source = self.source[None].to(self.device)
+        mask = torch.ones_like(source, dtype=torch.bool)
+        target = self.target_in[None].to(self.device)
+        self.model.eval()
+
+        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, S, E] -> [n, V]
+            n = embedded.shape[0]
+            with Embedded(self.model.source_embedding, embedded):
+                out = self.model(source.expand(n, -1), mask.expand(n, -1), target.expand(n, -1))
+            return torch.softmax(out.logits[:, self.step].float(), -1)
+
+        with torch.no_grad():
+            embeddings = self.model.source_embedding(source)  # [1, S, E]
+        return GradientInputs(embeddings, forward, lambda attributions: attributions[0].sum(-1).cpu())

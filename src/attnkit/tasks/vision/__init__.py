@@ -8,7 +8,7 @@
 | :mod:`~attnkit.tasks.vision.training` | ``train_vision`` |
 | :mod:`~attnkit.tasks.vision.inference` | ``load_vision`` -> ``VisionModel`` (``predict``, ``evaluate``) |
 | :mod:`~attnkit.tasks.vision.explain` | the HTML report: attention maps over each image (``vision_report``) |
-| :mod:`~attnkit.tasks.vision.faithfulness` | grid cells as a faithfulness subject; ``vision_faithfulness``; the command's output |
+| :mod:`~attnkit.tasks.vision.faithfulness` | the faithfulness adapter: grid cells as a subject; ``vision_faithfulness`` |
 | :mod:`~attnkit.tasks.vision.commands` | the command hooks (``attnkit train vision``, evaluate, predict, explain, faithfulness) |
 """
 

@@ -100,7 +100,7 @@ def faithfulness_command(args: argparse.Namespace, loaded, images: torch.Tensor,
     """``attnkit faithfulness`` for a vision model: a table per image, or one JSON object per image (the
     classifiers' keys, ``text`` the image's name, ``tokens`` its grid cells ``rRcC``, and per method also
     ``deletion_auc`` and ``insertion_auc`` over the cells)."""
-    from attnkit.explain.faithfulness.table import print_results
+    from attnkit.explain.faithfulness.results import print_results
 
     subjects = [GridSubject(loaded.model, image, loaded.label_names) for image in images]
     results = faithfulness_of(

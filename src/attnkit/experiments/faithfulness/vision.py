@@ -49,7 +49,7 @@ def run_digits(paths, documents: int, threads: int | None, device: str, *, minut
     from attnkit.data.images import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
     from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness_measure import IG_STEPS, Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness.measure import IG_STEPS, Stopwatch, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)

@@ -12,18 +12,20 @@ uniform attention. Every figure carries a 95 % bootstrap interval over the docum
 ``attnkit experiment faithfulness --data fine-foods`` writes ``docs/results/faithfulness.json`` (then
 ``docs/results.md``). ``--data digits`` (deletion / insertion AUC over the shipped vision model's grid cells) and
 ``--data cmudict`` (the shipped G2P model, per emitted phoneme, and its attention against Phonetisaurus's EM
-alignment) are measured by :mod:`~attnkit.experiments.faithfulness_vision` and
-:mod:`~attnkit.experiments.faithfulness_seq2seq`. The per-document records stay beside the runs (``documents.json``) and are reused when the
+alignment) are measured by :mod:`~attnkit.experiments.faithfulness.vision` and
+:mod:`~attnkit.experiments.faithfulness.seq2seq`. The per-document records stay beside the runs (``documents.json``) and are reused when the
 run and the settings have not changed.
 """
 
 from __future__ import annotations
 
+import importlib
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
-from attnkit.experiments.faithfulness_measure import IG_STEPS, TARGET_MINUTES
+from attnkit.experiments.faithfulness.measure import IG_STEPS, TARGET_MINUTES
 
 __all__ = [
     "DATASETS",
@@ -37,8 +39,41 @@ __all__ = [
 ]
 
 CLASSIFIER_DATASETS = ("fine-foods", "r8", "r52", "20ng")
-# measured by faithfulness_vision / faithfulness_seq2seq (the G2P RNN) / faithfulness_transformer (dates)
-OTHER_DATASETS = ("digits", "cmudict", "dates")
+
+
+@dataclass(frozen=True)
+class OtherRow:
+    """A data set measured by its own module of this package (not a classifier row): the row's ``model`` key,
+    where its ``measure(paths, documents, threads, device, *, minutes)`` lives, and whether it takes
+    ``--checkpoint`` (then its module's ``resolve_model`` checks it, and the module's constant ``shipped`` names the
+    shipped model the row waits for when none is given)."""
+
+    model: str
+    module: str
+    measure: str
+    shipped: str = ""
+    takes_checkpoint: bool = False
+
+    def function(self):
+        """The row's measure."""
+        return getattr(importlib.import_module(f"{__name__}.{self.module}"), self.measure)
+
+    def available(self) -> bool:
+        """Whether the row can run without options (a row that takes a checkpoint: once its model ships)."""
+        if not self.takes_checkpoint:
+            return True
+        from attnkit.pretrained import shipped_path
+
+        return shipped_path(getattr(importlib.import_module(f"{__name__}.{self.module}"), self.shipped)) is not None
+
+
+# The data sets measured by the other modules of this package, one line each.
+OTHER_ROWS = {
+    "digits": OtherRow("digits", "vision", "run_digits"),
+    "cmudict": OtherRow("g2p", "seq2seq", "run_g2p"),
+    "dates": OtherRow("transformer", "seq2seq", "run_dates_transformer", "DATES_MODEL", takes_checkpoint=True),
+}
+OTHER_DATASETS = tuple(OTHER_ROWS)
 DATASETS = (*CLASSIFIER_DATASETS, *OTHER_DATASETS)
 DOCUMENTS = 200  # test documents sampled per data set x model (the interval shows what the sample costs)
 # Short recipes (minutes, not the results table's runs): GloVe 50d, one attention pooling head so that the
@@ -103,10 +138,7 @@ def shipped_uniform_argv(name: str, out: Path) -> list[str]:
 
 def default_datasets() -> list[str]:
     """The data sets measured when none is named: all of :data:`DATASETS`, ``dates`` once its Transformer ships."""
-    from attnkit.experiments.faithfulness_transformer import SHIPPED as DATES_MODEL
-    from attnkit.pretrained import shipped_path
-
-    return [data for data in DATASETS if data != "dates" or shipped_path(DATES_MODEL) is not None]
+    return [data for data in DATASETS if data not in OTHER_ROWS or OTHER_ROWS[data].available()]
 
 
 def run_faithfulness(
@@ -133,12 +165,11 @@ def run_faithfulness(
         raise ValueError(f"no faithfulness model {', '.join(bad)}; choose from {', '.join(MODELS)}")
     if documents < 1:
         raise ValueError(f"documents must be >= 1, got {documents}")
-    if checkpoint is not None and datasets != ["dates"]:
-        raise ValueError("--checkpoint is for --data dates alone")
-    if "dates" in datasets:
-        from attnkit.experiments.faithfulness_transformer import resolve_model
-
-        resolve_model(checkpoint)  # refused before any run starts
+    takes = [data for data, row in OTHER_ROWS.items() if row.takes_checkpoint]
+    if checkpoint is not None and (len(datasets) != 1 or datasets[0] not in takes):
+        raise ValueError(f"--checkpoint is for --data {' or '.join(takes)} alone")
+    for data in set(datasets) & set(takes):
+        importlib.import_module(f"{__name__}.{OTHER_ROWS[data].module}").resolve_model(checkpoint)  # refused now
     if threads is not None:
         import torch
 
@@ -240,18 +271,10 @@ def _measures(data: str, models: tuple[str, ...] | None, checkpoint: str | None)
     these, for the classifiers)."""
     from functools import partial
 
-    if data == "dates":
-        from attnkit.experiments.faithfulness_transformer import run_dates_transformer
-
-        return [("transformer", partial(run_dates_transformer, checkpoint=checkpoint))]
-    if data == "digits":
-        from attnkit.experiments.faithfulness_vision import run_digits
-
-        return [("digits", run_digits)]
-    if data == "cmudict":
-        from attnkit.experiments.faithfulness_seq2seq import run_g2p
-
-        return [("g2p", run_g2p)]
+    row = OTHER_ROWS.get(data)
+    if row is not None:
+        given = {"checkpoint": checkpoint} if row.takes_checkpoint else {}
+        return [(row.model, partial(row.function(), **given))]
     from attnkit.data.classification import load_data_set
 
     dataset = load_data_set(data)
@@ -281,7 +304,7 @@ def _run_model(
     data: str, model: str, dataset, paths: ExperimentPaths, documents: int, threads, device, *, minutes=None
 ) -> dict:
     """One data set x model: both runs, the measurements (reused when unchanged), the summary row."""
-    from attnkit.experiments.faithfulness_measure import (
+    from attnkit.experiments.faithfulness.measure import (
         Stopwatch,
         measure_documents,
         sample_documents,
@@ -333,7 +356,7 @@ def _uniform(data: str, model: str, dataset, classifier, metrics: dict, root: Pa
     recipe: :func:`shipped_uniform_argv`) trained or reused, and the accuracy difference on the whole test split
     (reused while both runs are unchanged). Returns the row's ``uniform``, ``uniform_command`` and
     ``minutes.train``."""
-    from attnkit.experiments.faithfulness_measure import Stopwatch, uniform_difference
+    from attnkit.experiments.faithfulness.measure import Stopwatch, uniform_difference
     from attnkit.tasks.classify.inference import load_classifier
 
     shipped = SHIPPED.get((data, model))

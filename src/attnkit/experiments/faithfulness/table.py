@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
+from attnkit.explain.faithfulness.methods import METHODS
+
 __all__ = ["render_faithfulness"]
 
 COMMAND = "attnkit experiment faithfulness --data fine-foods r8 r52 20ng digits cmudict"
-METHOD_ORDER = (
-    "attention",
-    "rollout",
-    "flow",
-    "gradient_x_input",
-    "integrated_gradients",
-    "leave_one_out",
-    "random",
-)
+METHOD_ORDER = tuple(METHODS)  # the table's order
 MODEL_ORDER = ("han", "pooled", "pooled_bigru", "pooled_transformer")
 INTRO = """Does the attention explain the prediction? The shipped models where they exist (`attnkit models`;
 the row names them) and short models otherwise (GloVe 50d, one attention pooling, at most 4 minutes of training
@@ -34,7 +28,7 @@ gradients: {steps} steps."""
 def render_faithfulness(table: dict | None) -> str:
     """The section's Markdown (a "not run yet" line when there is no JSON)."""
     from attnkit.experiments.bootstrap import RESAMPLES
-    from attnkit.experiments.faithfulness_measure import PERMUTATIONS
+    from attnkit.experiments.faithfulness.measure import PERMUTATIONS
 
     lines = ["## Faithfulness of attention: erasure, permutation and uniform-attention tests", ""]
     if not table or not table.get("data"):
