@@ -8,7 +8,7 @@ import torch
 from _faithfulness_models import han_model, han_subject, pooled_model, pooled_subject
 
 from attnkit.data.batching import collate_documents, collate_tokens
-from attnkit.explain.faithfulness.erasure import check_erasure, flip_counts, keep_top, top_counts
+from attnkit.explain.faithfulness.erasure import as_erasure, flip_counts, keep_top, top_counts
 
 
 def test_top_k_rounds_up_and_keeps_at_least_one_token():
@@ -26,7 +26,7 @@ def test_keep_top_erases_or_keeps_exactly_the_first_units_of_the_order():
     assert flip_counts(5) == [1, 2, 3, 4, 5]
     assert flip_counts(120, most=50) == [3 * i for i in range(1, 41)]
     with pytest.raises(ValueError, match="unknown erasure 'drop'"):
-        check_erasure("drop")
+        as_erasure("drop")
 
 
 def _shortened_forward(model, ids, keep_row):

@@ -92,20 +92,55 @@ def measure_documents(
             "document": number,
             "tokens": len(subject.tokens),
             "correct": classifier.label_names[labels[number]] == result.label,
-            "methods": {},
+            "methods": method_figures([result], raw_tau=True),
         }
-        for name, found in result.methods.items():
-            tau = result.kendall_tau.get(f"{name}|leave_one_out", result.kendall_tau.get(f"leave_one_out|{name}"))
-            record["methods"][name] = {
-                "aopc_comprehensiveness": found.aopc_comprehensiveness,
-                "aopc_sufficiency": found.aopc_sufficiency,
-                "flip_fraction": found.flip_fraction,
-                "tau_leave_one_out": tau,
-            }
         if permutation is not None:
             record["permutation"] = {"median_tvd": permutation.median_tvd, "flipped": permutation.flipped}
         records.append(record)
     return sorted(records, key=lambda record: record["document"])
+
+
+def method_figures(results: Sequence, *, names: Sequence[str] | None = None, raw_tau: bool = False) -> dict:
+    """Each method's :data:`FIGURES` averaged over ``results`` (one document's result, or a translation's steps),
+    τ over the steps where it is defined (``raw_tau``: one result's τ as it is, NaN kept)."""
+    from attnkit.explain.faithfulness.results import _mean
+
+    names = names or list(dict.fromkeys(name for result in results for name in result.methods))
+    figures = {}
+    for name in names:
+        rows = [result.methods[name] for result in results if name in result.methods]
+        taus = [_tau(result, name) for result in results]
+        if rows:
+            figures[name] = {
+                "aopc_comprehensiveness": _mean([r.aopc_comprehensiveness for r in rows]),
+                "aopc_sufficiency": _mean([r.aopc_sufficiency for r in rows]),
+                "flip_fraction": _mean([r.flip_fraction for r in rows]),
+                "tau_leave_one_out": taus[0] if raw_tau else _defined([t for t in taus if t is not None]),
+            }
+    return figures
+
+
+def _tau(result, name: str) -> float | None:
+    return result.kendall_tau.get(f"{name}|leave_one_out", result.kendall_tau.get(f"leave_one_out|{name}"))
+
+
+def _defined(values: list[float]) -> float | None:
+    """The mean of the values that are not NaN (an undefined τ); None when none is."""
+    kept = [v for v in values if v == v]
+    return sum(kept) / len(kept) if kept else None
+
+
+def intervals(records: Sequence[dict], names: Sequence[str], figures: Sequence[str] = FIGURES, *, seed=0) -> dict:
+    """``{method: {figure: bootstrap interval over the records that have the method}}``."""
+    from attnkit.experiments.bootstrap import bootstrap_interval
+
+    return {
+        name: {
+            figure: bootstrap_interval([r["methods"][name][figure] for r in records if name in r["methods"]], seed=seed)
+            for figure in figures
+        }
+        for name in names
+    }
 
 
 def uniform_difference(classifier, uniform, texts: Sequence[str], labels: Sequence[int]) -> dict:
@@ -128,11 +163,7 @@ def summarise_documents(records: Sequence[dict], *, seed: int = 0) -> dict:
     """Each method's figures and the permutation test's, as bootstrap intervals over the documents."""
     from attnkit.experiments.bootstrap import bootstrap_interval
 
-    methods: dict[str, dict] = {}
-    names = [name for record in records for name in record["methods"]]
-    for name in dict.fromkeys(names):
-        rows = [record["methods"][name] for record in records if name in record["methods"]]
-        methods[name] = {figure: bootstrap_interval([row[figure] for row in rows], seed=seed) for figure in FIGURES}
+    methods = intervals(records, list(dict.fromkeys(n for record in records for n in record["methods"])), seed=seed)
     shuffled = [record["permutation"] for record in records if "permutation" in record]
     permutation = {
         figure: bootstrap_interval([row[figure] for row in shuffled], seed=seed) for figure in ("median_tvd", "flipped")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.experiments.faithfulness.measure import FIGURES
+from attnkit.experiments.faithfulness.measure import _defined, intervals, method_figures
 from attnkit.explain.faithfulness.methods import METHODS
 
 __all__ = [
@@ -137,20 +137,8 @@ def _word_record(loaded, word: str, phonemes: str, alignment: list[list[int]] | 
     from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
 
     steps = seq2seq_faithfulness(loaded, [word], methods=G2P_METHODS, erase="delete", seed=seed, steps=steps)[0]
-    record: dict = {"word": word, "letters": len(word), "phonemes": len(steps), "methods": {}}
-    for name in G2P_METHODS:
-        rows = [step.methods[name] for step in steps if name in step.methods]
-        taus = [
-            step.kendall_tau.get(f"{name}|leave_one_out", step.kendall_tau.get(f"leave_one_out|{name}"))
-            for step in steps
-        ]
-        if rows:
-            record["methods"][name] = {
-                "aopc_comprehensiveness": sum(r.aopc_comprehensiveness for r in rows) / len(rows),
-                "aopc_sufficiency": sum(r.aopc_sufficiency for r in rows) / len(rows),
-                "flip_fraction": sum(r.flip_fraction for r in rows) / len(rows),
-                "tau_leave_one_out": _mean([t for t in taus if t is not None]),
-            }
+    record = {"word": word, "letters": len(word), "phonemes": len(steps)}
+    record["methods"] = method_figures(steps, names=G2P_METHODS)
     if alignment is not None:
         argmax = attention_argmax(loaded, word, phonemes)
         counted = [(a, letters) for a, letters in zip(argmax, alignment, strict=True) if letters]
@@ -160,11 +148,6 @@ def _word_record(loaded, word: str, phonemes: str, alignment: list[list[int]] | 
             "chance": sum(len(letters) / len(word) for _, letters in counted),
         }
     return record
-
-
-def _mean(values: list[float]) -> float | None:
-    kept = [v for v in values if v == v]  # NaN (an undefined τ) left out
-    return sum(kept) / len(kept) if kept else None
 
 
 def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes: float | None = None) -> dict:
@@ -200,13 +183,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
         records = [measured[i] for i in sorted(measured)]
         minutes = clock.minutes()
         write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
-    methods = {
-        name: {
-            figure: bootstrap_interval([r["methods"][name][figure] for r in records if name in r["methods"]])
-            for figure in FIGURES
-        }
-        for name in G2P_METHODS
-    }
+    methods = intervals(records, G2P_METHODS)
     aligned = [r["alignment"] for r in records if r.get("alignment") and r["alignment"]["counted"]]
     return {
         "label": f"RNN + Luong attention (shipped {G2P_MODEL})",
@@ -236,23 +213,13 @@ def pair_record(loaded, text: str, *, seed: int, steps: int, permutations: int) 
     subjects = step_subjects(loaded, [text])[0]
     results = faithfulness_of(subjects, methods=TRANSFORMER_METHODS, erase="delete", seed=seed, steps=steps)
     record: dict = {"text": text, "tokens": len(subjects[0].tokens) if subjects else 0, "steps": len(subjects)}
-    record["methods"] = {}
-    for name in TRANSFORMER_METHODS:
-        rows = [result.methods[name] for result in results if name in result.methods]
-        taus = [r.kendall_tau.get(f"{name}|leave_one_out", r.kendall_tau.get(f"leave_one_out|{name}")) for r in results]
-        if rows:
-            record["methods"][name] = {
-                "aopc_comprehensiveness": _mean([r.aopc_comprehensiveness for r in rows]),
-                "aopc_sufficiency": _mean([r.aopc_sufficiency for r in rows]),
-                "flip_fraction": _mean([r.flip_fraction for r in rows]),
-                "tau_leave_one_out": _mean([t for t in taus if t is not None]),
-            }
+    record["methods"] = method_figures(results, names=TRANSFORMER_METHODS)
     shuffled = [permutation_test(s, n=permutations, seed=seed * 1000 + k) for k, s in enumerate(subjects)]
     shuffled = [found for found in shuffled if found is not None]
     if shuffled:
         record["permutation"] = {
-            "median_tvd": _mean([found.median_tvd for found in shuffled]),
-            "flipped": _mean([found.flipped for found in shuffled]),
+            "median_tvd": _defined([found.median_tvd for found in shuffled]),
+            "flipped": _defined([found.flipped for found in shuffled]),
         }
     return record
 
@@ -324,13 +291,7 @@ def run_dates_transformer(
         records = [measured[n] for n in sorted(measured)]
         minutes = clock.minutes()
         write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
-    methods = {
-        method: {
-            figure: bootstrap_interval([r["methods"][method][figure] for r in records if method in r["methods"]])
-            for figure in FIGURES
-        }
-        for method in TRANSFORMER_METHODS
-    }
+    methods = intervals(records, TRANSFORMER_METHODS)
     shuffled = [r["permutation"] for r in records if "permutation" in r]
     shipped = name if name == DATES_MODEL else None
     return {

@@ -29,13 +29,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ERASURES",
     "PERCENTS",
-    "Delete",
     "Erased",
     "Erasure",
-    "Mask",
-    "Unk",
     "as_erasure",
-    "check_erasure",
     "compact",
     "flip_counts",
     "keep_top",
@@ -70,30 +66,21 @@ class Erasure:
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
 class Delete(Erasure):
-    """The erased units leave the sequence."""
-
     def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
-        """Units kept present, the others absent."""
+        """The erased units leave the sequence."""
         return Erased(values, keep)
 
 
-@dataclass(frozen=True)
 class Mask(Erasure):
-    """The erased units stay, masked out of every attention."""
-
     def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
-        """Every unit present; the erased ones not attended."""
+        """Every unit stays; the erased ones out of every attention."""
         return Erased(values, keep | True, keep)
 
 
-@dataclass(frozen=True)
 class Unk(Erasure):
-    """The erased units are replaced by the subject's ``blank`` (the unknown token)."""
-
     def erase(self, values: torch.Tensor, keep: torch.Tensor, *, blank: int) -> Erased:
-        """Erased values replaced by ``blank``; every unit present."""
+        """The erased units replaced by the subject's ``blank`` (the unknown token)."""
         return Erased(values.masked_fill(~keep, blank), keep | True)
 
 
@@ -118,11 +105,6 @@ def as_erasure(erase: Any) -> Erasure:
     if erase not in ERASURES:
         raise ValueError(f"unknown erasure {erase!r}; choose from {', '.join(ERASURES)}")
     return ERASURES[erase]
-
-
-def check_erasure(erase: str) -> str:
-    """``erase`` if it names one of :data:`ERASURES`; else a ``ValueError`` naming the choices."""
-    return as_erasure(erase).name
 
 
 def compact(values: torch.Tensor, present: torch.Tensor, pad: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -42,7 +42,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["SCALE", "attention_flow", "residual_attention"]
 if TYPE_CHECKING:
     import torch
 
@@ -52,16 +51,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_METHODS",
     "METHODS",
-    "PANEL_STEPS",
-    "STEPS",
     "Method",
     "MethodScores",
     "Run",
     "as_methods",
-    "check_methods",
-    "is_floor",
+    "attention_flow",
     "method_scores",
-    "parse_methods",
 ]
 
 STEPS = 32  # integrated gradients' Gauss-Legendre nodes in attnkit faithfulness and the Python API
@@ -132,10 +127,7 @@ class Method:
         return self.superlative or f"top ({self.name.replace('_', ' ')})"
 
 
-@dataclass(frozen=True)
 class AttentionScores(Method):
-    """A score the subject reads off its attention (``attention``, ``rollout``, ``flow``)."""
-
     def attribute(self, run: Run) -> MethodScores | None:
         """The subject's attention score of this name, if it has one."""
         import torch
@@ -144,20 +136,14 @@ class AttentionScores(Method):
         return None if found is None else MethodScores(found.to(torch.float32))
 
 
-@dataclass(frozen=True)
 class Gradients(Method):
-    """Gradient × input (``integrated=False``) or integrated gradients, from the fused forward and backward."""
-
     def attribute(self, run: Run) -> MethodScores:
         """The gradient method's scores; integrated gradients with their convergence delta."""
         result = run.fused_gradients()[1 if self.integrated else 0]
         return MethodScores(result.scores, result.convergence_delta)
 
 
-@dataclass(frozen=True)
 class LeaveOneOut(Method):
-    """The drop in p(predicted class) when the unit alone is erased (the run's erasure)."""
-
     def attribute(self, run: Run) -> MethodScores:
         """``p - p(without unit t)`` for each unit, all in one batched pass."""
         import torch
@@ -168,10 +154,7 @@ class LeaveOneOut(Method):
         return MethodScores(float(subject.probabilities[subject.label]) - erased)
 
 
-@dataclass(frozen=True)
 class RandomScores(Method):
-    """Seeded random scores: the floor."""
-
     def attribute(self, run: Run) -> MethodScores:
         """``[T]`` uniform draws from the run's generator."""
         import torch
@@ -224,11 +207,6 @@ def parse_methods(text: str) -> list[str]:
     """``"attention,random"`` -> ``["attention", "random"]`` (in :data:`METHODS` order, without repeats); a
     ``ValueError`` names an unknown method and the choices."""
     return [method.name for method in as_methods([n.strip() for n in text.split(",") if n.strip()])]
-
-
-def check_methods(methods: Sequence[str]) -> list[str]:
-    """``methods`` in :data:`METHODS` order, without repeats; a ``ValueError`` names an unknown one."""
-    return [method.name for method in as_methods(methods)]
 
 
 def method_scores(
