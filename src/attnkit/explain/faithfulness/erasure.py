@@ -119,6 +119,26 @@ def compact(values: torch.Tensor, present: torch.Tensor, pad: int) -> tuple[torc
     return ids, mask
 
 
+def erased_probabilities(keep, values, erase, *, blank: int, forward, classes: int, chunk: int = 256):
+    """What a subject's ``probabilities_when`` does: keep ``[N, T]`` -> probabilities ``[N, C]``, ``chunk``
+    variants at a time erased the ``erase`` way (values ``[T]``, ``blank``: the erased value) and run by
+    ``forward(erased, erasure) -> logits [n, C]``.
+
+    Raises:
+        ValueError: ``keep`` is not ``[N, T]``.
+    """
+    import torch
+
+    if keep.dim() != 2 or keep.shape[-1] != values.shape[-1]:
+        raise ValueError(f"keep: expected [N, {values.shape[-1]}], got {tuple(keep.shape)}")
+    erasure, parts = as_erasure(erase), []
+    for start in range(0, keep.shape[0], chunk):
+        rows = keep[start : start + chunk].cpu()
+        erased = erasure.erase(values.expand(rows.shape[0], -1), rows, blank=blank)
+        parts.append(torch.softmax(forward(erased, erasure).float(), -1).cpu())
+    return torch.cat(parts) if parts else torch.empty(0, classes)
+
+
 def top_counts(units: int, percents: Sequence[int] = PERCENTS) -> list[int]:
     """How many units the top ``k`` % are: ``ceil(k/100 · units)``, at least 1, at most ``units``.
 

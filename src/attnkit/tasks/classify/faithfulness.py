@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import collate_documents, collate_tokens
-from attnkit.explain.faithfulness.erasure import Erased, Erasure, as_erasure, compact
+from attnkit.explain.faithfulness.erasure import Erased, Erasure, as_erasure, compact, erased_probabilities
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
@@ -126,16 +126,13 @@ class _ClassifierSubject(abc.ABC):
 
     def full_probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """The readable reference: every variant through the whole model, :data:`CHUNK` variants per forward."""
-        self._check_keep(keep)
-        erasure = as_erasure(erase)
-        parts = []
-        for start in range(0, keep.shape[0], CHUNK):
-            rows = keep[start : start + CHUNK].cpu()
-            erased = erasure.erase(self._values().expand(rows.shape[0], -1), rows, blank=self.unk_id)
+
+        def forward(erased: Erased, erasure: Erasure) -> torch.Tensor:  # -> logits [n, C]
             inputs, attend_mask = self._variants(erased)
-            logits = self._forward(*inputs, attend_mask=attend_mask).logits  # [n, C]
-            parts.append(torch.softmax(logits.float(), -1).cpu())
-        return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+            return self._forward(*inputs, attend_mask=attend_mask).logits
+
+        classes = len(self.label_names)
+        return erased_probabilities(keep, self._values(), erase, blank=self.unk_id, forward=forward, classes=classes)
 
     def _check_keep(self, keep: torch.Tensor) -> None:
         if keep.dim() != 2 or keep.shape[-1] != len(self.tokens):

@@ -25,14 +25,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
 from attnkit.data.seq2seq.vocab import BOS_ID, PAD_ID, UNK_ID
-from attnkit.explain.faithfulness.erasure import Erasure, as_erasure, compact
+from attnkit.explain.faithfulness.erasure import Erased, Erasure, compact, erased_probabilities
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
-from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
+from attnkit.explain.faithfulness.methods import STEPS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
 from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
@@ -52,10 +53,10 @@ def seq2seq_faithfulness(
     loaded,
     texts: Sequence[str],
     *,
-    methods: Sequence[str] = DEFAULT_METHODS,
-    erase: str = "delete",
+    methods: Sequence[Any] | None = None,
+    erase: Any = "delete",
     seed: int = 0,
-    steps: int = 32,
+    steps: int = STEPS,
 ) -> list[list[DocumentFaithfulness]]:
     """For each text, greedy-decode it, then run the tests on every emitted token (``<eos>`` included) over the
     source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token."""
@@ -91,20 +92,13 @@ def step_subjects(loaded, texts: Sequence[str]) -> list[list[Seq2SeqStepSubject]
     return found
 
 
-def text_faithfulness(
-    loaded,
-    texts: Sequence[str],
-    *,
-    methods: Sequence[str] = DEFAULT_METHODS,
-    erase: str = "delete",
-    seed: int = 0,
-    steps: int = 32,
-) -> list[DocumentFaithfulness]:
+def text_faithfulness(loaded, texts: Sequence[str], **options: Any) -> list[DocumentFaithfulness]:
     """One result per text for ``attnkit explain --faithfulness``: the tests of every emitted token averaged
-    (:func:`~attnkit.explain.faithfulness.results.mean_over_steps`); ``label`` says "each emitted token"."""
+    (:func:`~attnkit.explain.faithfulness.results.mean_over_steps`); ``label`` says "each emitted token";
+    ``options`` as :func:`seq2seq_faithfulness` takes them."""
     from attnkit.explain.faithfulness.results import mean_over_steps
 
-    per_text = seq2seq_faithfulness(loaded, texts, methods=methods, erase=erase, seed=seed, steps=steps)
+    per_text = seq2seq_faithfulness(loaded, texts, **options)
     return [mean_over_steps(found, text=text) for text, found in zip(texts, per_text, strict=True)]
 
 
@@ -169,13 +163,8 @@ class Seq2SeqStepSubject:
 
     def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """keep ``[N, S]`` -> the step's distribution ``[N, V]``, in forwards of at most :data:`CHUNK`."""
-        if keep.shape[-1] != len(self.tokens):
-            raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
-        erasure = as_erasure(erase)
-        parts = []
-        for start in range(0, keep.shape[0], CHUNK):
-            rows = keep[start : start + CHUNK].cpu()
-            erased = erasure.erase(self.source.expand(rows.shape[0], -1), rows, blank=UNK_ID)  # [n, S]
+
+        def forward(erased: Erased, erasure: Erasure) -> torch.Tensor:  # -> the step's logits [n, V]
             source, mask = compact(erased.values, erased.present, PAD_ID)  # [n, S'] each
             if erased.attend is not None:
                 if not isinstance(self.model, TransformerSeq2Seq):
@@ -183,9 +172,10 @@ class Seq2SeqStepSubject:
                         f"--erase {erasure.name}: an RNN encoder reads every token of its prefix; use delete or unk"
                     )
                 mask = mask & compact(erased.attend, erased.present, False)[0]
-            logits = self._run(source, mask).logits[:, self.step]  # [n, V]
-            parts.append(torch.softmax(logits.float(), -1).cpu())
-        return torch.cat(parts) if parts else torch.empty(0, len(self.label_names))
+            return self._run(source, mask).logits[:, self.step]
+
+        classes = len(self.label_names)
+        return erased_probabilities(keep, self.source, erase, blank=UNK_ID, forward=forward, classes=classes)
 
     def _cross(self) -> torch.Tensor:
         """The step's attention over the source ``[S]`` (Transformer: last layer, heads averaged)."""
