@@ -37,29 +37,19 @@ def faithfulness_of(
     seed: int = 0,
     steps: int = STEPS,
 ) -> list[DocumentFaithfulness]:
-    """The tests on each subject, in order; ``random`` draws from one generator seeded with ``seed``, so the
-    results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'.
+    """The tests on each subject, in order; ``random`` draws from one generator seeded with ``seed``, and each
+    method's tied units are ranked in a random order drawn from another, so the results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'.
     ``methods`` and ``erase`` are names (read here, once) or objects of :data:`METHODS` / :data:`ERASURES`'s kind;
     ``methods=None``: all of them."""
     methods, erase = as_methods(methods), as_erasure(erase)
-    generator = torch.Generator().manual_seed(seed)
+    generator, ties = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
     subjects = list(subjects)
     gradients = batched_gradients(subjects, methods, steps=steps)
-    results = []
-    for index, subject in enumerate(subjects):
-        text = texts[index] if texts is not None else " ".join(subject.tokens)
-        results.append(
-            evaluate_subject(
-                subject,
-                text=text,
-                methods=methods,
-                erase=erase,
-                generator=generator,
-                steps=steps,
-                gradients=gradients[index],
-            )
-        )
-    return results
+    options = {"methods": methods, "erase": erase, "generator": generator, "steps": steps, "ties": ties}
+    return [
+        evaluate_subject(subject, text=" ".join(subject.tokens) if texts is None else texts[i], gradients=g, **options)
+        for i, (subject, g) in enumerate(zip(subjects, gradients, strict=True))
+    ]
 
 
 def batched_gradients(subjects: Sequence[Subject], methods: Sequence[Method], *, steps: int) -> list[tuple | None]:
@@ -110,21 +100,24 @@ def evaluate_subject(
     generator: torch.Generator,
     steps: int = STEPS,
     gradients: tuple | None = None,
+    ties: torch.Generator | None = None,
 ) -> DocumentFaithfulness:
-    """The tests on one subject (see :func:`faithfulness_of`); ``gradients`` as :func:`method_scores` takes them."""
+    """The tests on one subject (see :func:`faithfulness_of`); ``gradients`` as :func:`method_scores` takes them;
+    ``ties`` orders each method's tied units at random (default: a generator seeded with 0)."""
     erase = as_erasure(erase)
+    ties = torch.Generator().manual_seed(0) if ties is None else ties
     units = len(subject.tokens)
     label = subject.label
     full = float(subject.probabilities[label])
     found = method_scores(subject, methods, erase=erase, generator=generator, steps=steps, gradients=gradients)
     results: dict[str, MethodResult] = {}
     if units:
-        results = _erasure_results(subject, found, erase=erase, full=full)
+        results = _erasure_results(subject, found, erase=erase, full=full, ties=ties)
     names = list(results)
     tau = metrics.kendall_taus({name: found[name].scores for name in names})
     overlap_k = top_counts(units, (OVERLAP_PERCENT,))[0] if units else 0
     overlap = {
-        f"{a}|{b}": metrics.top_k_overlap(found[a].scores, found[b].scores, overlap_k)
+        f"{a}|{b}": metrics.top_k_overlap(found[a].scores, found[b].scores, overlap_k, generator=ties)
         for a, b in combinations(names, 2)
         if overlap_k
     }
@@ -142,7 +135,7 @@ def evaluate_subject(
 
 
 def _erasure_results(
-    subject: Subject, found: dict[str, MethodScores], *, erase: Erasure, full: float
+    subject: Subject, found: dict[str, MethodScores], *, erase: Erasure, full: float, ties: torch.Generator
 ) -> dict[str, MethodResult]:
     """Every method's erasures in one batched pass: comprehensiveness and sufficiency masks at each k, and the
     flip search's cumulative erasures; identical masks are run once."""
@@ -152,7 +145,7 @@ def _erasure_results(
     named = [n for n in NAMED_COUNTS if n <= units]
     blocks = []
     for scores in found.values():
-        order = metrics.ranking(scores.scores)  # [T]
+        order = metrics.ranking(scores.scores, generator=ties)  # [T], ties in a seeded random order
         blocks += [keep_top(order, counts, keep=False), keep_top(order, counts, keep=True)]
         blocks += [keep_top(order, steps, keep=False), keep_top(order, named, keep=False)]
     keep = torch.cat(blocks)  # [N, T]
@@ -180,5 +173,6 @@ def _erasure_results(
             counts=counts,
             top_probability=dict(zip(named, top, strict=True)),
             convergence_delta=scores.convergence_delta,
+            support=metrics.support(scores.scores),
         )
     return results

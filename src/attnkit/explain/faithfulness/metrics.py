@@ -35,6 +35,7 @@ __all__ = [
     "permutation_summary",
     "ranking",
     "sufficiency",
+    "support",
     "top_k_overlap",
 ]
 
@@ -109,22 +110,36 @@ def _pair_signs(values: Sequence[float] | torch.Tensor) -> torch.Tensor:
     return torch.sign(v[:, None] - v[None, :])
 
 
-def top_k_overlap(a: Sequence[float] | torch.Tensor, b: Sequence[float] | torch.Tensor, k: int) -> float:
-    """``|top_k(a) ∩ top_k(b)| / k`` (ties broken by position, earlier first), ``k`` capped at the unit count."""
+def top_k_overlap(
+    a: Sequence[float] | torch.Tensor, b: Sequence[float] | torch.Tensor, k: int, *, generator=None
+) -> float:
+    """``|top_k(a) ∩ top_k(b)| / k``, ``k`` capped at the unit count; ties broken as :func:`ranking` breaks them
+    (by position, earlier first; with ``generator``, in a seeded random order)."""
     a, b = torch.as_tensor(_as_list(a)), torch.as_tensor(_as_list(b))
     if a.shape != b.shape:
         raise ValueError(f"top_k_overlap: {a.numel()} scores against {b.numel()}")
     k = min(k, a.numel())
     if k < 1:
         raise ValueError("top_k_overlap: need k >= 1 and at least one unit")
-    top_a = set(ranking(a)[:k].tolist())
-    top_b = set(ranking(b)[:k].tolist())
+    top_a = set(ranking(a, generator=generator)[:k].tolist())
+    top_b = set(ranking(b, generator=generator)[:k].tolist())
     return len(top_a & top_b) / k
 
 
-def ranking(scores: torch.Tensor) -> torch.Tensor:
-    """Unit indices from the highest score to the lowest; ties keep their order (stable): ``[T]`` -> ``[T]``."""
-    return torch.sort(torch.as_tensor(scores, dtype=torch.float64), descending=True, stable=True).indices
+def ranking(scores: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Unit indices from the highest score to the lowest: ``[T]`` -> ``[T]``. Tied units (a sparse attention's
+    zeros) come in a random order drawn from ``generator`` — never left to right, which would make "the top 50 %"
+    of a sparse method the text's first words; without a generator, in reading order (stable)."""
+    values = torch.as_tensor(scores, dtype=torch.float64)
+    if generator is None:
+        return torch.sort(values, descending=True, stable=True).indices
+    shuffle = torch.randperm(values.numel(), generator=generator)  # [T]
+    return shuffle[torch.sort(values[shuffle], descending=True, stable=True).indices]
+
+
+def support(scores: Sequence[float] | torch.Tensor) -> int:
+    """How many units a method scores at all (nonzero): a sparse attention's support."""
+    return int((torch.as_tensor(scores) != 0).sum())
 
 
 def _as_list(values) -> list[float]:
@@ -149,7 +164,8 @@ def deletion_insertion_auc(subject, scores: Sequence[float], erase="delete") -> 
     (trapezoids): ``2 (T + 1)`` variants in batched forwards."""
     units = len(subject.tokens)
     rank = torch.empty(units, dtype=torch.long)
-    rank[ranking(torch.as_tensor(scores))] = torch.arange(units)  # [T] each unit's place in the order
+    ties = torch.Generator().manual_seed(0)
+    rank[ranking(torch.as_tensor(scores), generator=ties)] = torch.arange(units)  # [T] each unit's place in the order
     top = rank[None, :] < torch.arange(units + 1)[:, None]  # [T + 1, T]: row k holds the top k units
     p = subject.probabilities_when(torch.cat([~top, top]), erase)[:, subject.label].double()  # [2 (T + 1)]
     return curve_auc(p[: units + 1]), curve_auc(p[units + 1 :])

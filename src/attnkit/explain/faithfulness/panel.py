@@ -112,11 +112,14 @@ def curves_figure(result: DocumentFaithfulness, *, dpi: int = 100) -> bytes:
 
 
 def _metrics_table(result: DocumentFaithfulness) -> str:
-    head = "<tr><th>method</th><th>AOPC comprehensiveness</th><th>AOPC sufficiency</th><th>flip fraction</th></tr>"
+    head = (
+        "<tr><th>method</th><th>AOPC comprehensiveness</th><th>AOPC sufficiency</th><th>flip fraction</th>"
+        "<th>support (tokens scored)</th></tr>"
+    )
     rows = "".join(
         f'<tr data-method="{escape(name)}"><td>{escape(name.replace("_", " "))}</td>'
         f"<td>{found.aopc_comprehensiveness:.3f}</td><td>{found.aopc_sufficiency:.3f}</td>"
-        f"<td>{found.flip_fraction:.2f}</td></tr>"
+        f"<td>{found.flip_fraction:.2f}</td><td>{'–' if found.support is None else found.support}</td></tr>"
         for name, found in result.methods.items()
     )
     table = f'<table class="attn-faithfulness-table">{head}{rows}</table>'

@@ -65,6 +65,8 @@ class MethodResult:
         top_probability: ``{n: p(pred) with the top n units erased}`` for n = 1, 2, 3 (the report's sentence).
         flip_fraction: the fraction erased, most important first, when the decision first changes (1.0: never).
         convergence_delta: integrated gradients only.
+        support: how many units the method scores at all (nonzero; a sparse attention's support): its curves past
+            the top ``support`` units erase units it does not rank.
         extra: further figures a task measures (a grid's ``deletion_auc``, ``insertion_auc``), printed and in the
             JSON beside the others.
     """
@@ -80,6 +82,7 @@ class MethodResult:
     counts: list[int]
     top_probability: dict[int, float] = field(default_factory=dict)
     convergence_delta: float | None = None
+    support: int | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +97,8 @@ class MethodResult:
         }
         if self.convergence_delta is not None:
             out["convergence_delta"] = self.convergence_delta
+        if self.support is not None:
+            out["support"] = self.support
         return out | _rounded(self.extra)
 
 
@@ -202,15 +207,18 @@ def _mean(values: Sequence[float]) -> float:
     return sum(kept) / len(kept) if kept else math.nan
 
 
-def top_count(result: DocumentFaithfulness) -> int:
-    """The erasure size the sentence speaks of: 3 tokens, or all of a shorter text."""
-    return min(3, len(result.tokens))
+def top_count(result: DocumentFaithfulness, method: str = "attention", count: int = 3) -> int:
+    """The erasure size the sentence speaks of: ``count`` tokens, or all of a shorter text, and never more than
+    the method scores at all (a sparse attention's zero-weight tokens are not "attended")."""
+    found = result.methods.get(method)
+    scored = found.support if found is not None and found.support is not None else len(result.tokens)
+    return min(count, len(result.tokens), scored)
 
 
 def erasure_sentence(result: DocumentFaithfulness, *, method: str = "attention", count: int | None = None) -> str:
     """One plain sentence: ``erasing the 3 most-attended words lowers p(great) from 0.99 to 0.41; 3 random
     words: 0.97`` — from the exact erasures, done here for ``count`` tokens (default :func:`top_count`)."""
-    count = top_count(result) if count is None else count
+    count = top_count(result, method, 3 if count is None else count)
     found = result.methods.get(method)
     if found is None or count < 1:
         return ""
@@ -229,8 +237,10 @@ def erasure_sentence(result: DocumentFaithfulness, *, method: str = "attention",
 
 def mean_drop(results: Sequence[DocumentFaithfulness], method: str, count: int = 3) -> float:
     """The mean drop in p(predicted class) when each document's top ``count`` units by ``method`` are erased
-    (all of a shorter document): comprehensiveness at top ``count``, averaged over ``results``."""
-    drops = [r.probability - _probability_after(r, method, min(count, len(r.tokens))) for r in results if r.tokens]
+    (all of a shorter document, or the units the method scores at all: :func:`top_count`): comprehensiveness at
+    top ``count``, averaged over ``results``."""
+    counts = [top_count(r, method, count) for r in results]
+    drops = [r.probability - _probability_after(r, method, n) for r, n in zip(results, counts, strict=True) if n]
     if not drops:
         raise ValueError("mean_drop: no document with tokens")
     return sum(drops) / len(drops)
@@ -288,17 +298,21 @@ def format_document(result: DocumentFaithfulness, number: int, *, noun: str = "d
     head = f"{noun} {number}: {result.label} (p={result.probability:.3f}), {len(result.tokens)} tokens, "
     head += f"erase={result.erase}"
     percents = "".join(f"{'c@' + str(p) + '%':>8}" for p in PERCENTS)
-    lines = [head, f"{'method':<22}{'AOPC-c':>8}{'AOPC-s':>8}{percents}{'flip':>7}  top tokens"]
+    lines = [head, f"{'method':<22}{'AOPC-c':>8}{'AOPC-s':>8}{percents}{'flip':>7}{'support':>9}  top tokens"]
     for name, found in result.methods.items():
         values = "".join(f"{found.comprehensiveness[str(p)]:>8.3f}" for p in PERCENTS)
         top = _top_tokens(result.tokens, found.scores)
         note = f"  (IG delta {found.convergence_delta:.1e})" if found.convergence_delta is not None else ""
         lines.append(
             f"{name:<22}{found.aopc_comprehensiveness:>8.3f}{found.aopc_sufficiency:>8.3f}{values}"
-            f"{found.flip_fraction:>7.2f}  {top}{note}"
+            f"{found.flip_fraction:>7.2f}{_support(found):>9}  {top}{note}"
         )
     if result.kendall_tau:
-        pairs = [f"{pair}={_number(tau)}" for pair, tau in result.kendall_tau.items() if "random" not in pair]
+        pairs = [
+            f"{pair}={_number(tau)}"
+            for pair, tau in result.kendall_tau.items()
+            if not any(map(is_floor, pair.split("|")))
+        ]
         lines.append("Kendall tau: " + ", ".join(pairs))
     sentence = erasure_sentence(result)
     if sentence:
@@ -317,8 +331,13 @@ def _label(key: str) -> str:
 
 
 def _top_tokens(tokens: Sequence[str], scores: Sequence[float], k: int = 3) -> str:
-    order = sorted(range(len(tokens)), key=lambda i: -scores[i])[:k]
-    return " ".join(tokens[i] for i in order)
+    """The ``k`` best-scored tokens, only among those scored above 0 (a zero-weight token is never "attended")."""
+    order = sorted((i for i in range(len(tokens)) if scores[i] > 0), key=lambda i: -scores[i])[:k]
+    return " ".join(tokens[i] for i in order) or "-"
+
+
+def _support(found: MethodResult) -> str:
+    return "-" if found.support is None else str(found.support)
 
 
 def _number(value: float) -> str:

@@ -102,10 +102,11 @@ def word_weights(prediction: Prediction) -> list[tuple[str, float]]:
 
 def top_attended_words(prediction: Prediction, k: int = 3) -> list[str]:
     """The ``k`` words (positions: a repeated word can appear twice) with the most attention, most first; ties keep
-    reading order."""
+    reading order; a word of zero weight (a sparse attention's) is never among them, so fewer may come back."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    ranked = sorted(enumerate(word_weights(prediction)), key=lambda item: (-item[1][1], item[0]))
+    weighted = [item for item in enumerate(word_weights(prediction)) if item[1][1] > 0]
+    ranked = sorted(weighted, key=lambda item: (-item[1][1], item[0]))
     return [word for _, (word, _) in ranked[:k]]
 
 
