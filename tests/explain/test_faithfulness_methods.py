@@ -75,7 +75,13 @@ def test_the_json_has_the_issue_schema():
     }
     keys = ["scores", "comprehensiveness", "sufficiency", "aopc_comprehensiveness", "aopc_sufficiency", "flip_fraction"]
     assert list(result["methods"]["attention"]) == [*keys, "support"]
-    assert list(result["methods"]["integrated_gradients"]) == [*keys, "convergence_delta", "support"]
+    assert list(result["methods"]["integrated_gradients"]) == [
+        *keys,
+        "convergence_delta",
+        "steps",
+        "converged",
+        "support",
+    ]
     assert list(result["methods"]["attention"]["comprehensiveness"]) == ["1", "5", "10", "20", "50"]
     assert len(result["methods"]["random"]["scores"]) == len(result["tokens"]) == 20
     assert "attention|random" in result["kendall_tau"] and len(result["kendall_tau"]) == 10

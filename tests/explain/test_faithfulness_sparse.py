@@ -57,3 +57,46 @@ def test_the_top_attended_words_leave_out_zero_weights():
     prediction.tokens = ["a", "b", "c", "d"]
     prediction.token_weights = [[0.0, 0.75, 0.0, 0.25]]
     assert top_attended_words(prediction, 3) == ["b", "d"]
+
+
+# ----------------------------------------------------------- numbers you can trust by default (#37 item 5)
+
+
+def test_integrated_gradients_double_their_steps_until_the_delta_is_within_tolerance():
+    from attnkit.explain.faithfulness.gradients import GradientScores
+    from attnkit.explain.faithfulness.methods import METHODS, STEPS_CAP, within_tolerance
+
+    assert within_tolerance(GradientScores(torch.zeros(1), 0.04, 1.0))
+    assert not within_tolerance(GradientScores(torch.zeros(1), 0.06, 1.0))
+    assert within_tolerance(GradientScores(torch.zeros(1), 5e-4, 0.0))  # no change along the path: the floor
+    subject = pooled_subject(pooled_model("bigru", seed=2), list(range(3, 15)))
+    found = faithfulness_of([subject], methods=["integrated_gradients"], steps=1)[0].methods["integrated_gradients"]
+    assert found.steps >= 1 and found.steps <= STEPS_CAP
+    if found.converged:
+        change = abs(float(subject.probabilities[subject.label]) - _p_at_zero(subject))
+        assert found.convergence_delta <= max(0.05 * change, 1e-3)
+    else:  # the cap was reached: the figure says so
+        assert found.steps == STEPS_CAP and "NOT within" in format_document(
+            faithfulness_of([subject], methods=["integrated_gradients"])[0], 1
+        )
+    assert METHODS["integrated_gradients"].integrated
+
+
+def _p_at_zero(subject) -> float:
+    inputs = subject.gradient_inputs()
+    with torch.no_grad():
+        return float(inputs.forward(torch.zeros_like(inputs.embeddings))[0, subject.label])
+
+
+def test_the_random_floor_is_a_mean_over_ten_draws_with_its_spread():
+    from attnkit.explain.faithfulness.methods import RANDOM_DRAWS
+
+    subject = pooled_subject(pooled_model("none"), list(range(3, 23)))
+    found = faithfulness_of([subject], methods=["random"], seed=4)[0].methods["random"]
+    assert RANDOM_DRAWS >= 10
+    assert found.extra["aopc_comprehensiveness_sd"] >= 0.0 and "aopc_sufficiency_sd" in found.extra
+    again = faithfulness_of([subject], methods=["random"], seed=4)[0].methods["random"]
+    assert again.aopc_comprehensiveness == found.aopc_comprehensiveness  # a seed repeats
+    one = torch.Generator().manual_seed(4)
+    first = torch.rand(20, generator=one)
+    assert found.scores == first.tolist()  # the scores shown: the first draw

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from attnkit.explain.faithfulness.erasure import ERASURES, as_erasure
-from attnkit.explain.faithfulness.methods import METHODS, STEPS, as_methods
+from attnkit.explain.faithfulness.methods import METHODS, STEPS, STEPS_CAP, TOLERANCE, as_methods
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
 
@@ -58,8 +58,8 @@ def add_erasure_options(parser: argparse._ActionsContainer, *, steps: int, prefi
         "--steps",
         type=positive_int,
         default=steps,
-        help=f"{prefix}integrated gradients' Gauss-Legendre nodes (default {steps}; the completeness delta they reach "
-        "is shown beside the figures)",
+        help=f"{prefix}integrated gradients' first Gauss-Legendre nodes (default {steps}): they double until the "
+        f"completeness delta is within {100 * TOLERANCE:g} %% of p's change (up to {STEPS_CAP}), else the figure says so",
     )
 
 

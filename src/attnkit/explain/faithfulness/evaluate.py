@@ -10,6 +10,7 @@ Shape glossary:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from itertools import combinations
 
@@ -18,7 +19,7 @@ import torch
 from attnkit.explain.faithfulness import metrics
 from attnkit.explain.faithfulness.erasure import PERCENTS, Erasure, as_erasure, flip_counts, keep_top, top_counts
 from attnkit.explain.faithfulness.methods import STEPS, Method, MethodScores, as_methods, method_scores
-from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult
+from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult, mean_method
 from attnkit.explain.faithfulness.subject import Subject
 
 __all__ = ["BATCH_ROWS", "NAMED_COUNTS", "OVERLAP_PERCENT", "batched_gradients", "evaluate_subject", "faithfulness_of"]
@@ -138,41 +139,59 @@ def _erasure_results(
     subject: Subject, found: dict[str, MethodScores], *, erase: Erasure, full: float, ties: torch.Generator
 ) -> dict[str, MethodResult]:
     """Every method's erasures in one batched pass: comprehensiveness and sufficiency masks at each k, and the
-    flip search's cumulative erasures; identical masks are run once."""
+    flip search's cumulative erasures; identical masks are run once. A method with several draws (``random``) is
+    the mean over them, with the spread of its AOPCs in ``extra``."""
     units = len(subject.tokens)
-    counts = top_counts(units)
-    steps = flip_counts(units)
+    counts, steps = top_counts(units), flip_counts(units)
     named = [n for n in NAMED_COUNTS if n <= units]
+    vectors = [(name, vector) for name, scores in found.items() for vector in [scores.scores, *scores.draws]]
     blocks = []
-    for scores in found.values():
-        order = metrics.ranking(scores.scores, generator=ties)  # [T], ties in a seeded random order
+    for _, vector in vectors:
+        order = metrics.ranking(vector, generator=ties)  # [T], ties in a seeded random order
         blocks += [keep_top(order, counts, keep=False), keep_top(order, counts, keep=True)]
         blocks += [keep_top(order, steps, keep=False), keep_top(order, named, keep=False)]
-    keep = torch.cat(blocks)  # [N, T]
-    unique, inverse = torch.unique(keep, dim=0, return_inverse=True)
+    unique, inverse = torch.unique(torch.cat(blocks), dim=0, return_inverse=True)  # of [N, T]
     probabilities = subject.probabilities_when(unique, erase)[inverse]  # [N, C]
+    per_vector = 2 * len(counts) + len(steps) + len(named)
+    curves: dict[str, list[MethodResult]] = {}
+    for index, (name, vector) in enumerate(vectors):
+        block = probabilities[index * per_vector : (index + 1) * per_vector]
+        curves.setdefault(name, []).append(_curves(block, vector, subject.label, full, counts, steps, named))
     results = {}
-    per_method = 2 * len(counts) + len(steps) + len(named)
-    for index, (name, scores) in enumerate(found.items()):
-        block = probabilities[index * per_method : (index + 1) * per_method]
-        erased = block[: len(counts), subject.label]  # [K]
-        kept = block[len(counts) : 2 * len(counts), subject.label]  # [K]
-        flips = block[2 * len(counts) : 2 * len(counts) + len(steps)].argmax(-1).tolist()
-        top = block[2 * len(counts) + len(steps) :, subject.label].tolist()  # [len(named)]
-        comprehensiveness = metrics.comprehensiveness(full, erased)
-        sufficiency = metrics.sufficiency(full, kept)
-        results[name] = MethodResult(
-            scores=scores.scores.tolist(),
-            comprehensiveness={str(p): v for p, v in zip(PERCENTS, comprehensiveness, strict=True)},
-            sufficiency={str(p): v for p, v in zip(PERCENTS, sufficiency, strict=True)},
-            aopc_comprehensiveness=metrics.aopc(comprehensiveness),
-            aopc_sufficiency=metrics.aopc(sufficiency),
-            flip_fraction=metrics.flip_fraction(steps, flips, subject.label, units),
-            erased_probability=erased.tolist(),
-            kept_probability=kept.tolist(),
-            counts=counts,
-            top_probability=dict(zip(named, top, strict=True)),
-            convergence_delta=scores.convergence_delta,
-            support=metrics.support(scores.scores),
+    for name, scores in found.items():
+        draws = curves[name]
+        result = draws[0] if len(draws) == 1 else mean_method(draws)
+        result.scores = draws[0].scores
+        if len(draws) > 1:
+            for figure in ("aopc_comprehensiveness", "aopc_sufficiency"):
+                result.extra[f"{figure}_sd"] = statistics.stdev(getattr(draw, figure) for draw in draws)
+        result.convergence_delta, result.steps, result.converged = (
+            scores.convergence_delta,
+            scores.steps,
+            scores.converged,
         )
+        result.support = metrics.support(scores.scores)
+        results[name] = result
     return results
+
+
+def _curves(block, vector, label: int, full: float, counts, steps, named) -> MethodResult:
+    """One ranking's figures from its erasures' probabilities ``block [per vector, C]``."""
+    erased = block[: len(counts), label]  # [K]
+    kept = block[len(counts) : 2 * len(counts), label]  # [K]
+    flips = block[2 * len(counts) : 2 * len(counts) + len(steps)].argmax(-1).tolist()
+    top = block[2 * len(counts) + len(steps) :, label].tolist()  # [len(named)]
+    comprehensiveness = metrics.comprehensiveness(full, erased)
+    sufficiency = metrics.sufficiency(full, kept)
+    return MethodResult(
+        scores=vector.tolist(),
+        comprehensiveness={str(p): v for p, v in zip(PERCENTS, comprehensiveness, strict=True)},
+        sufficiency={str(p): v for p, v in zip(PERCENTS, sufficiency, strict=True)},
+        aopc_comprehensiveness=metrics.aopc(comprehensiveness),
+        aopc_sufficiency=metrics.aopc(sufficiency),
+        flip_fraction=metrics.flip_fraction(steps, flips, label, len(vector)),
+        erased_probability=erased.tolist(),
+        kept_probability=kept.tolist(),
+        counts=counts,
+        top_probability=dict(zip(named, top, strict=True)),
+    )

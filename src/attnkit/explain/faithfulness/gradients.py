@@ -45,10 +45,12 @@ __all__ = [
 
 @dataclass
 class GradientScores:
-    """``scores [T]`` per unit; for IG also ``convergence_delta``: ``sum(attributions) - (f(x) - f(0))``."""
+    """``scores [T]`` per unit; for IG also ``convergence_delta``: ``|sum(attributions) - (f(x) - f(0))|``, and
+    ``change``: ``f(x) - f(0)``, the prediction's change along the path that the delta is read against."""
 
     scores: torch.Tensor
     convergence_delta: float | None = None
+    change: float | None = None
 
 
 def _captum():
@@ -85,7 +87,8 @@ def integrated_gradients(inputs: GradientInputs, label: int, *, steps: int = 32)
     with torch.no_grad():
         ends = inputs.forward(torch.cat([embeddings, baseline]))[:, label].double()  # [2]
     delta = float(attributions.detach().double().sum() - (ends[0] - ends[1]))
-    return GradientScores(inputs.to_units(attributions.detach()).to(torch.float32), abs(delta))
+    change = float(ends[0] - ends[1])
+    return GradientScores(inputs.to_units(attributions.detach()).to(torch.float32), abs(delta), change)
 
 
 def gauss_legendre(steps: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -136,9 +139,10 @@ def fused_gradients_batched(
     attributions = (along * step_sizes).sum(0) * embeddings  # [D, ..., E]
     ends = probability.detach()[: 2 * documents].double().view(2, documents)  # p(x), p(0) per document
     totals = attributions.double().flatten(1).sum(1)  # [D]
-    deltas = (totals - (ends[0] - ends[1])).abs().tolist()  # [D]
+    changes = ends[0] - ends[1]  # [D]
+    deltas = (totals - changes).abs().tolist()  # [D]
     integrated_scores = inputs.to_units(attributions)  # D × [T_d]
     return [
-        (GradientScores(gxi.to(torch.float32)), GradientScores(ig.to(torch.float32), delta))
-        for gxi, ig, delta in zip(gradient_x_input, integrated_scores, deltas, strict=True)
+        (GradientScores(gxi.to(torch.float32)), GradientScores(ig.to(torch.float32), delta, change))
+        for gxi, ig, delta, change in zip(gradient_x_input, integrated_scores, deltas, changes.tolist(), strict=True)
     ]

@@ -63,14 +63,24 @@ STEPS = 32  # integrated gradients' Gauss-Legendre nodes in attnkit faithfulness
 # ... and in explain --faithfulness's panel, which shows IG's completeness delta: 8 nodes integrate the HAN's paths to
 # a delta of at most 2.8e-3 of p over 50 fine-foods reviews (median 1e-7; 32 nodes: 1.1e-7), at a quarter of the cost
 PANEL_STEPS = 8
+# integrated gradients double their steps, up to STEPS_CAP, until |completeness delta| <= TOLERANCE x |p(x) - p(0)|
+# (at least DELTA_FLOOR: a prediction the path does not change is not chased to the cap); else the figure says so
+TOLERANCE = 0.05
+DELTA_FLOOR = 1e-3
+STEPS_CAP = 256
+RANDOM_DRAWS = 10  # the random floor is the mean of this many seeded draws (its spread in the results' extra)
 
 
 @dataclass
 class MethodScores:
-    """One method's ``scores [T]`` (float32) and, for integrated gradients, its ``convergence_delta``."""
+    """One method's ``scores [T]`` (float32) and, for integrated gradients, its ``convergence_delta``, the
+    ``steps`` it took and whether the delta is within :data:`TOLERANCE` (``converged``)."""
 
     scores: torch.Tensor
     convergence_delta: float | None = None
+    steps: int | None = None
+    converged: bool | None = None
+    draws: list = field(default_factory=list)  # further score vectors the figures are averaged over (a floor's)
 
 
 @dataclass
@@ -138,9 +148,17 @@ class AttentionScores(Method):
 
 class Gradients(Method):
     def attribute(self, run: Run) -> MethodScores:
-        """The gradient method's scores; integrated gradients with their convergence delta."""
-        result = run.fused_gradients()[1 if self.integrated else 0]
-        return MethodScores(result.scores, result.convergence_delta)
+        """The gradient method's scores; integrated gradients with their convergence delta, their steps doubled
+        (up to :data:`STEPS_CAP`) until the delta is within :data:`TOLERANCE` of the prediction's change."""
+        from attnkit.explain.faithfulness.gradients import fused_gradients
+
+        result, steps = run.fused_gradients()[1 if self.integrated else 0], run.steps
+        if not self.integrated:
+            return MethodScores(result.scores)
+        while not within_tolerance(result) and steps * 2 <= max(STEPS_CAP, run.steps):
+            steps *= 2
+            result = fused_gradients(run.subject.gradient_inputs(), run.subject.label, steps=steps)[1]
+        return MethodScores(result.scores, result.convergence_delta, steps, within_tolerance(result))
 
 
 class LeaveOneOut(Method):
@@ -156,10 +174,12 @@ class LeaveOneOut(Method):
 
 class RandomScores(Method):
     def attribute(self, run: Run) -> MethodScores:
-        """``[T]`` uniform draws from the run's generator."""
+        """:data:`RANDOM_DRAWS` seeded draws of ``[T]`` uniform scores: the figures are their mean (one draw reads
+        far from the floor), the scores shown the first draw's."""
         import torch
 
-        return MethodScores(torch.rand(len(run.subject.tokens), generator=run.generator))
+        draws = [torch.rand(len(run.subject.tokens), generator=run.generator) for _ in range(RANDOM_DRAWS)]
+        return MethodScores(draws[0], draws=draws[1:])
 
 
 METHODS: dict[str, Method] = {
@@ -175,6 +195,14 @@ METHODS: dict[str, Method] = {
     )
 }
 DEFAULT_METHODS = tuple(METHODS)
+
+
+def within_tolerance(result) -> bool:
+    """Whether an integrated-gradients result's completeness delta is within :data:`TOLERANCE` of its
+    prediction's change (at least :data:`DELTA_FLOOR`); True when it carries no change to read against."""
+    if result.change is None or result.convergence_delta is None:
+        return True
+    return result.convergence_delta <= max(TOLERANCE * abs(result.change), DELTA_FLOOR)
 
 
 def is_floor(name: str) -> bool:

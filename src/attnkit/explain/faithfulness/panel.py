@@ -27,7 +27,7 @@ import torch
 
 from attnkit.explain import figures
 from attnkit.explain.faithfulness.erasure import PERCENTS
-from attnkit.explain.faithfulness.methods import METHODS, is_floor
+from attnkit.explain.faithfulness.methods import METHODS, STEPS_CAP, TOLERANCE, is_floor
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, erasure_sentence
 from attnkit.explain.html import caption_html, colour_scale_html, escape, shaded_tokens
 
@@ -126,11 +126,14 @@ def _metrics_table(result: DocumentFaithfulness) -> str:
     integrated = result.methods.get("integrated_gradients")
     if integrated is None or integrated.convergence_delta is None:
         return table
+    steps = "" if integrated.steps is None else f" after {integrated.steps} steps"
     note = (
-        f"Completeness delta of integrated gradients: {integrated.convergence_delta:.1e} "
-        f"(|sum of its scores − (p({result.label}) at the input − at the zero embedding)|; more --steps make it "
-        "smaller)."
+        f"Completeness delta of integrated gradients: {integrated.convergence_delta:.1e}{steps} "
+        f"(|sum of its scores − (p({result.label}) at the input − at the zero embedding)|; the steps double until "
+        f"it is within {TOLERANCE:.0%} of that change, up to {STEPS_CAP})."
     )
+    if integrated.converged is False:
+        note += " It did not get there: read integrated gradients' figures here with care."
     return table + "\n" + f'<p class="attn-faithfulness-delta">{escape(note)}</p>'
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnkit.explain.faithfulness.erasure import PERCENTS
-from attnkit.explain.faithfulness.methods import is_floor
+from attnkit.explain.faithfulness.methods import TOLERANCE, is_floor
 
 __all__ = [
     "EMITTED",
@@ -64,7 +64,8 @@ class MethodResult:
         counts: how many units each percent is.
         top_probability: ``{n: p(pred) with the top n units erased}`` for n = 1, 2, 3 (the report's sentence).
         flip_fraction: the fraction erased, most important first, when the decision first changes (1.0: never).
-        convergence_delta: integrated gradients only.
+        convergence_delta, steps, converged: integrated gradients only: the completeness delta, the steps taken to
+            reach it, and whether it is within the tolerance (False: the figure is flagged).
         support: how many units the method scores at all (nonzero; a sparse attention's support): its curves past
             the top ``support`` units erase units it does not rank.
         extra: further figures a task measures (a grid's ``deletion_auc``, ``insertion_auc``), printed and in the
@@ -82,6 +83,8 @@ class MethodResult:
     counts: list[int]
     top_probability: dict[int, float] = field(default_factory=dict)
     convergence_delta: float | None = None
+    steps: int | None = None
+    converged: bool | None = None
     support: int | None = None
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -97,6 +100,8 @@ class MethodResult:
         }
         if self.convergence_delta is not None:
             out["convergence_delta"] = self.convergence_delta
+        if self.steps is not None:
+            out |= {"steps": self.steps, "converged": self.converged}
         if self.support is not None:
             out["support"] = self.support
         return out | _rounded(self.extra)
@@ -164,7 +169,7 @@ def mean_over_steps(steps: Sequence[DocumentFaithfulness], *, text: str) -> Docu
     if any(step.tokens != first.tokens or step.erase != first.erase for step in steps):
         raise ValueError("mean_over_steps: the steps test different sources or erasures")
     names = [name for name in first.methods if all(name in step.methods for step in steps)]
-    methods = {name: _mean_method([step.methods[name] for step in steps]) for name in names}
+    methods = {name: mean_method([step.methods[name] for step in steps]) for name in names}
     pairs = [pair for pair in first.kendall_tau if all(pair in step.kendall_tau for step in steps)]
     return DocumentFaithfulness(
         text=text,
@@ -178,9 +183,12 @@ def mean_over_steps(steps: Sequence[DocumentFaithfulness], *, text: str) -> Docu
     )
 
 
-def _mean_method(found: Sequence[MethodResult]) -> MethodResult:
+def mean_method(found: Sequence[MethodResult]) -> MethodResult:
+    """The mean of one method's results over the same units (a translation's steps, a floor's draws)."""
     first = found[0]
     deltas = [f.convergence_delta for f in found if f.convergence_delta is not None]
+    steps = [f.steps for f in found if f.steps is not None]
+    supports = [f.support for f in found if f.support is not None]
     return MethodResult(
         scores=_columns([f.scores for f in found]),  # [T]
         comprehensiveness={k: _mean([f.comprehensiveness[k] for f in found]) for k in first.comprehensiveness},
@@ -193,6 +201,10 @@ def _mean_method(found: Sequence[MethodResult]) -> MethodResult:
         counts=list(first.counts),
         top_probability={n: _mean([f.top_probability[n] for f in found]) for n in first.top_probability},
         convergence_delta=max(deltas) if deltas else None,
+        steps=max(steps) if steps else None,
+        converged=all(f.converged is not False for f in found) if steps else None,
+        support=max(supports) if supports else None,
+        extra={key: _mean([f.extra.get(key, math.nan) for f in found]) for key in first.extra},
     )
 
 
@@ -302,7 +314,7 @@ def format_document(result: DocumentFaithfulness, number: int, *, noun: str = "d
     for name, found in result.methods.items():
         values = "".join(f"{found.comprehensiveness[str(p)]:>8.3f}" for p in PERCENTS)
         top = _top_tokens(result.tokens, found.scores)
-        note = f"  (IG delta {found.convergence_delta:.1e})" if found.convergence_delta is not None else ""
+        note = _delta_note(found)
         lines.append(
             f"{name:<22}{found.aopc_comprehensiveness:>8.3f}{found.aopc_sufficiency:>8.3f}{values}"
             f"{found.flip_fraction:>7.2f}{_support(found):>9}  {top}{note}"
@@ -334,6 +346,15 @@ def _top_tokens(tokens: Sequence[str], scores: Sequence[float], k: int = 3) -> s
     """The ``k`` best-scored tokens, only among those scored above 0 (a zero-weight token is never "attended")."""
     order = sorted((i for i in range(len(tokens)) if scores[i] > 0), key=lambda i: -scores[i])[:k]
     return " ".join(tokens[i] for i in order) or "-"
+
+
+def _delta_note(found: MethodResult) -> str:
+    """``  (IG delta 1.2e-04, 8 steps)``, and a warning when the steps' cap did not reach the tolerance."""
+    if found.convergence_delta is None:
+        return ""
+    steps = "" if found.steps is None else f", {found.steps} steps"
+    warning = f"; NOT within {TOLERANCE:.0%} of p's change: read with care" if found.converged is False else ""
+    return f"  (IG delta {found.convergence_delta:.1e}{steps}{warning})"
 
 
 def _support(found: MethodResult) -> str:

@@ -109,6 +109,6 @@ def faithfulness_command(args: argparse.Namespace, loaded, images: torch.Tensor,
     for subject, result in zip(subjects, results, strict=True):
         for found in result.methods.values():
             deletion, insertion = deletion_insertion_auc(subject, found.scores)
-            found.extra = {"deletion_auc": deletion, "insertion_auc": insertion}
+            found.extra |= {"deletion_auc": deletion, "insertion_auc": insertion}
     print_results(results, as_json=args.json, noun="image")
     return 0
