@@ -20,7 +20,7 @@ from attnkit.explain.faithfulness import metrics
 from attnkit.explain.faithfulness.erasure import PERCENTS, Erasure, as_erasure, flip_counts, keep_top, top_counts
 from attnkit.explain.faithfulness.methods import STEPS, Method, MethodScores, as_methods, method_scores
 from attnkit.explain.faithfulness.results import DocumentFaithfulness, MethodResult, mean_method
-from attnkit.explain.faithfulness.subject import Subject
+from attnkit.explain.faithfulness.subject import Subject, check_subject
 
 __all__ = ["BATCH_ROWS", "NAMED_COUNTS", "OVERLAP_PERCENT", "batched_gradients", "evaluate_subject", "faithfulness_of"]
 
@@ -45,6 +45,8 @@ def faithfulness_of(
     methods, erase = as_methods(methods), as_erasure(erase)
     generator, ties = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
     subjects = list(subjects)
+    for subject in subjects:
+        check_subject(subject)
     gradients = batched_gradients(subjects, methods, steps=steps)
     options = {"methods": methods, "erase": erase, "generator": generator, "steps": steps, "ties": ties}
     return [

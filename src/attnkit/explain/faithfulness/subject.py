@@ -19,7 +19,9 @@ from typing import Protocol
 import torch
 from torch import nn
 
-__all__ = ["BatchedGradientInputs", "GradientInputs", "Subject"]
+from attnkit.explain.faithfulness.erasure import ERASURES, Erasure
+
+__all__ = ["BatchedGradientInputs", "Embedded", "GradientInputs", "Subject", "check_subject"]
 
 
 @dataclass
@@ -65,9 +67,11 @@ class Subject(Protocol):
     probabilities: torch.Tensor  # [C] float32, the prediction on the whole input
     model: nn.Module  # (its attention distributions are what the permutation test swaps)
 
-    def probabilities_when(self, keep: torch.Tensor, erase: str) -> torch.Tensor:
-        """keep ``[N, T]`` bool (False = erase that unit, the ``erase`` way) -> probabilities ``[N, C]`` float32,
-        all variants in batched forwards."""
+    def probabilities_when(self, keep: torch.Tensor, erase: Erasure) -> torch.Tensor:
+        """keep ``[N, T]`` bool (False = erase that unit) -> probabilities ``[N, C]`` float32, all variants in
+        batched forwards. ``erase`` (an :class:`~attnkit.explain.faithfulness.erasure.Erasure`) says how:
+        ``erase.erase(values [N, T], keep, blank=UNK)`` gives each variant's values, which units are present and
+        which attended; :func:`~attnkit.explain.faithfulness.erasure.compact` closes up the absent ones."""
         ...
 
     def attention_scores(self) -> dict[str, torch.Tensor]:
@@ -115,3 +119,49 @@ class Embedded:
 
     def __exit__(self, *exc) -> None:
         self._handle.remove()
+
+
+def check_subject(subject: Subject, *, tolerance: float = 1e-3) -> None:
+    """Refuse, in one line, a subject that does not keep the protocol: tokens not a list of ``T`` strings, a
+    label outside the classes, or ``probabilities`` / ``probabilities_when`` that are not probabilities
+    (non-negative rows summing to 1: logits given where probabilities are expected are refused, as a tensor of
+    the wrong shape is). Runs one forward (nothing erased) when the subject has units.
+
+    Raises:
+        ValueError: naming the subject's class, the attribute and what was found.
+    """
+    name = type(subject).__name__
+    tokens = getattr(subject, "tokens", None)
+    if not isinstance(tokens, list) or not all(isinstance(token, str) for token in tokens):
+        raise ValueError(
+            f"{name}.tokens: expected a list of str (the units the model read), got {type(tokens).__name__}"
+        )
+    probabilities = getattr(subject, "probabilities", None)
+    if not isinstance(probabilities, torch.Tensor) or probabilities.dim() != 1:
+        raise ValueError(
+            f"{name}.probabilities: expected a [C] tensor, got {getattr(probabilities, 'shape', probabilities)}"
+        )
+    classes = probabilities.numel()
+    _check_distribution(f"{name}.probabilities", probabilities[None], tolerance)
+    if not 0 <= subject.label < classes or len(subject.label_names) != classes:
+        raise ValueError(
+            f"{name}: label {subject.label} and {len(subject.label_names)} label names for {classes} classes"
+        )
+    if tokens:
+        out = subject.probabilities_when(torch.ones(1, len(tokens), dtype=torch.bool), ERASURES["delete"])
+        if tuple(out.shape) != (1, classes):
+            raise ValueError(
+                f"{name}.probabilities_when: keep [1, {len(tokens)}] gave {tuple(out.shape)}, not [1, {classes}]"
+            )
+        _check_distribution(f"{name}.probabilities_when", out, tolerance)
+
+
+def _check_distribution(where: str, rows: torch.Tensor, tolerance: float) -> None:
+    """``rows [N, C]`` must be probabilities."""
+    sums = rows.detach().double().sum(-1)
+    worst = float(sums[(sums - 1).abs().argmax()]) if sums.numel() else 1.0
+    if bool((rows < 0).any()) or abs(worst - 1) > tolerance:
+        raise ValueError(
+            f"{where}: expected probabilities (rows >= 0 summing to 1), got a row summing to {worst:.4g}: "
+            "logits? apply softmax"
+        )
