@@ -273,17 +273,20 @@ def faithfulness(
     :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text (attention, rollout, flow,
     gradient × input, integrated gradients in ``steps``, leave-one-out and ``random`` drawn with ``seed``; the top
     k % of words erased the ``erase`` way). The model runs where its parameters are."""
+    options = {"methods": methods, "erase": erase, "seed": seed, "steps": steps}
+    return _tested(model, tokenizer, texts, readout, options)[1]
+
+
+def _tested(model: nn.Module, tokenizer, texts: Sequence[str], readout: str, options: dict) -> tuple[list, list]:
+    """``(subjects, results)`` of ``texts``, the model computing attention eagerly."""
     from attnkit.explain.faithfulness.evaluate import faithfulness_of
-    from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 
     texts = list(texts)
     if not texts:
         raise ValueError("no texts to test")
     with eager_attention(model):
         found = subjects(model, tokenizer, texts, readout=readout)
-        return faithfulness_of(
-            found, texts=texts, methods=methods or DEFAULT_METHODS, erase=erase, seed=seed, steps=steps
-        )
+        return found, faithfulness_of(found, texts=texts, **options)
 
 
 CAPTION = (
@@ -341,16 +344,6 @@ def write_hf_report(
     readout: str = "first",
 ) -> tuple[Path, list]:
     """Run the tests on ``texts`` and write the report to ``path``; returns the path written and the results."""
-    from attnkit.explain.faithfulness.evaluate import faithfulness_of
-    from attnkit.explain.faithfulness.huggingface import eager_attention, subjects
-    from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
-
-    texts = list(texts)
-    if not texts:
-        raise ValueError("no texts to test")
-    with eager_attention(model):
-        found = subjects(model, tokenizer, texts, readout=readout)
-        results = faithfulness_of(
-            found, texts=texts, methods=methods or DEFAULT_METHODS, erase=erase, seed=seed, steps=steps
-        )
+    options = {"methods": methods, "erase": erase, "seed": seed, "steps": steps}
+    found, results = _tested(model, tokenizer, texts, readout, options)
     return write_report(path, hf_sections(found, results), title=title), results
