@@ -2,8 +2,8 @@
 an encoder) as a :class:`~attnkit.explain.faithfulness.subject.Subject` — the tokens it read, batched forwards of
 its erased variants, its attention (HAN: word × sentence weight; pooled: the pooling's weights, and rollout / flow
 through a Transformer encoder) and its embeddings for the gradient methods, one document at a time or many stacked
-(``batched_gradient_inputs``: the whole report's gradients in a few batched passes; each document's own
-``gradient_inputs`` stays the reference, equal in values, tested). What ``attnkit faithfulness``, ``attnkit explain
+(``batched_gradient_inputs``: the whole report's gradients in a few batched passes; a document's own
+``gradient_inputs`` is a batch of one, and a test compares the two). What ``attnkit faithfulness``, ``attnkit explain
 --faithfulness`` and ``Classifier.faithfulness`` run:
 
     classifier = attnkit.load("runs/ff")
@@ -134,6 +134,14 @@ class _ClassifierSubject(abc.ABC):
         classes = len(self.label_names)
         return erased_probabilities(keep, self._values(), erase, blank=self.unk_id, forward=forward, classes=classes)
 
+    def gradient_inputs(self) -> GradientInputs:
+        """This document's embeddings and forward: its family's stacked inputs of a batch of one (the tests compare
+        them with batches of many, where padding must change nothing)."""
+        stacked = self.batched_gradient_inputs([self])
+        return GradientInputs(
+            stacked.embeddings, stacked.forward, lambda attributions: stacked.to_units(attributions)[0]
+        )
+
     def _check_keep(self, keep: torch.Tensor) -> None:
         if keep.dim() != 2 or keep.shape[-1] != len(self.tokens):
             raise ValueError(f"keep: expected [N, {len(self.tokens)}], got {tuple(keep.shape)}")
@@ -210,20 +218,6 @@ class PooledSubject(_ClassifierSubject):
         return x
 
     batched_gradient_inputs = staticmethod(pooled_gradient_inputs)  # many documents at once (the fast path)
-
-    def gradient_inputs(self) -> GradientInputs:
-        """The word embeddings ``[1, T, E]``; the forward replaces them and reads p(class)."""
-        ids, mask = (t.to(self.device) for t in self._whole())
-        self.model.eval()
-
-        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, T, E] -> [n, C]
-            n = embedded.shape[0]
-            with Embedded(self.model.embedding, embedded):
-                return torch.softmax(self.model(ids.expand(n, -1), mask.expand(n, -1)).logits.float(), -1)
-
-        with torch.no_grad():
-            embeddings = self.model.embedding(ids)  # [1, T, E]
-        return GradientInputs(embeddings, forward, lambda attributions: attributions[0].sum(-1).cpu())
 
 
 class HanSubject(_ClassifierSubject):
@@ -315,28 +309,6 @@ class HanSubject(_ClassifierSubject):
         return {"attention_words": words.tolist(), "attention_sentences": sentences.tolist()}
 
     batched_gradient_inputs = staticmethod(han_gradient_inputs)  # many documents at once (the fast path)
-
-    def gradient_inputs(self) -> GradientInputs:
-        """The embeddings of the real sentences ``[1, S_real, W, E]``; the forward replaces them."""
-        ids, word_mask, sentence_mask = (t.to(self.device) for t in self._whole())
-        real = (sentence_mask & word_mask.any(2))[0]  # [S]
-        self.model.eval()
-
-        def forward(embedded: torch.Tensor) -> torch.Tensor:  # [n, S_real, W, E] -> [n, C]
-            n = embedded.shape[0]
-            with Embedded(self.model.embedding, embedded.reshape(-1, *embedded.shape[2:])):
-                out = self.model(ids.expand(n, -1, -1), word_mask.expand(n, -1, -1), sentence_mask.expand(n, -1))
-            return torch.softmax(out.logits.float(), -1)
-
-        real_index = (real.long().cumsum(0) - 1).cpu()  # [S] row of each real sentence
-
-        def to_units(attributions: torch.Tensor) -> torch.Tensor:  # [1, S_real, W, E] -> [T]
-            summed = attributions[0].sum(-1).cpu()  # [S_real, W]
-            return summed[real_index[self.sentence_of], self.word_of]
-
-        with torch.no_grad():
-            embeddings = self.model.embedding(ids[0][real])[None]  # [1, S_real, W, E]
-        return GradientInputs(embeddings, forward, to_units)
 
 
 def _han_subject(classifier, item: list, sentences: list[str], **ids) -> HanSubject:
