@@ -307,6 +307,7 @@ def _run_model(
     from attnkit.experiments.faithfulness.measure import (
         Stopwatch,
         measure_documents,
+        reuse_or_measure,
         sample_documents,
         summarise_documents,
     )
@@ -319,17 +320,12 @@ def _run_model(
     settings = {"run": metrics["train_seconds"], "documents": numbers, "steps": IG_STEPS, "methods": list(METHODS)}
     if minutes is not None:
         settings["minutes"] = minutes
-    stored = read_json(root / "documents.json")
-    if stored and stored.get("settings") == settings:
-        records, measured = stored["records"], stored["minutes"]
-    else:
-        measuring = Stopwatch()
-        texts, labels = dataset.test_texts, dataset.test_labels
-        records = measure_documents(
-            classifier, texts, labels, numbers, methods=METHODS, steps=IG_STEPS, minutes=minutes
-        )
-        measured = measuring.minutes()
-        write_json(root / "documents.json", {"settings": settings, "minutes": measured, "records": records})
+    texts, labels = dataset.test_texts, dataset.test_labels
+    records, measured = reuse_or_measure(
+        root / "documents.json",
+        settings,
+        lambda: measure_documents(classifier, texts, labels, numbers, methods=METHODS, steps=IG_STEPS, minutes=minutes),
+    )
     shipped = SHIPPED.get((data, model))
     uniform = _uniform(data, model, dataset, classifier, metrics, root, threads, device)
     baseline, trained, uniform_command = uniform["uniform"], uniform["minutes"]["train"], uniform["uniform_command"]

@@ -19,6 +19,7 @@ __all__ = [
     "TARGET_MINUTES",
     "in_budget",
     "measure_documents",
+    "reuse_or_measure",
     "sample_documents",
     "summarise_documents",
     "uniform_difference",
@@ -174,6 +175,21 @@ def summarise_documents(records: Sequence[dict], *, seed: int = 0) -> dict:
         "methods": methods,
         "permutation": permutation if shuffled else None,
     }
+
+
+def reuse_or_measure(store, settings: dict, measure) -> tuple[list[dict], float]:
+    """The records stored at ``store`` (a JSON path) when they were measured with ``settings``; else
+    ``measure()``'s records, timed in minutes and stored with ``settings``."""
+    from attnkit.experiments.common import read_json, write_json
+
+    stored = read_json(store)
+    if stored and stored.get("settings") == settings:
+        return stored["records"], stored["minutes"]
+    clock = Stopwatch()
+    records = measure()
+    spent = clock.minutes()
+    write_json(store, {"settings": settings, "minutes": spent, "records": records})
+    return records, spent
 
 
 class Stopwatch:

@@ -156,8 +156,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
-    from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness.measure import IG_STEPS, Stopwatch, in_budget, sample_documents
+    from attnkit.experiments.faithfulness.measure import IG_STEPS, in_budget, reuse_or_measure, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(G2P_MODEL)
@@ -168,11 +167,8 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
     if minutes is not None:
         settings["minutes"] = minutes
     root = paths.runs / "faithfulness" / "cmudict"
-    stored = read_json(root / "records.json")
-    if stored and stored.get("settings") == settings:
-        records, minutes = stored["records"], stored["minutes"]
-    else:
-        clock = Stopwatch()
+
+    def measure() -> list[dict]:
         train = random.Random(0).sample(data.train, min(ALIGN_TRAIN_WORDS, len(data.train)))
         alignments = aligned_letters(pairs, train, root / "align")
         loaded = attnkit.load(G2P_MODEL, device=device)
@@ -180,9 +176,9 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
             i: _word_record(loaded, *pairs[i], alignments.get(pairs[i][0]), seed=numbers[i], steps=IG_STEPS)
             for i in in_budget(range(len(numbers)), minutes)
         }
-        records = [measured[i] for i in sorted(measured)]
-        minutes = clock.minutes()
-        write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
+        return [measured[i] for i in sorted(measured)]
+
+    records, spent = reuse_or_measure(root / "records.json", settings, measure)
     methods = intervals(records, G2P_METHODS)
     aligned = [r["alignment"] for r in records if r.get("alignment") and r["alignment"]["counted"]]
     return {
@@ -193,7 +189,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
         "sampled": len(numbers),
         "mean_tokens": round(sum(r["letters"] for r in records) / max(len(records), 1), 1),
         "mean_phonemes": round(sum(r["phonemes"] for r in records) / max(len(records), 1), 1),
-        "minutes": {"measure": minutes},
+        "minutes": {"measure": spent},
         "methods": methods,
         "alignment": {
             "words": len(aligned),
@@ -268,8 +264,13 @@ def run_dates_transformer(
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
-    from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness.measure import IG_STEPS, PERMUTATIONS, Stopwatch, in_budget, sample_documents
+    from attnkit.experiments.faithfulness.measure import (
+        IG_STEPS,
+        PERMUTATIONS,
+        in_budget,
+        reuse_or_measure,
+        sample_documents,
+    )
 
     name, identity = resolve_model(checkpoint)
     data = load_data_set("dates")
@@ -277,20 +278,16 @@ def run_dates_transformer(
     settings = {"model": identity, "pairs": numbers, "steps": IG_STEPS, "permutations": PERMUTATIONS}
     if minutes is not None:
         settings["minutes"] = minutes
-    root = paths.runs / "faithfulness" / "dates"
-    stored = read_json(root / "records.json")
-    if stored and stored.get("settings") == settings:
-        records, minutes = stored["records"], stored["minutes"]
-    else:
-        clock = Stopwatch()
+
+    def measure() -> list[dict]:
         loaded = attnkit.load(name, device=device)
         measured = {  # pair number -> record, measured while the budget lasts
             n: pair_record(loaded, data.valid[n][0], seed=n, steps=IG_STEPS, permutations=PERMUTATIONS)
             for n in in_budget(numbers, minutes)
         }
-        records = [measured[n] for n in sorted(measured)]
-        minutes = clock.minutes()
-        write_json(root / "records.json", {"settings": settings, "minutes": minutes, "records": records})
+        return [measured[n] for n in sorted(measured)]
+
+    records, spent = reuse_or_measure(paths.runs / "faithfulness" / "dates" / "records.json", settings, measure)
     methods = intervals(records, TRANSFORMER_METHODS)
     shuffled = [r["permutation"] for r in records if "permutation" in r]
     shipped = name if name == DATES_MODEL else None
@@ -302,7 +299,7 @@ def run_dates_transformer(
         "sampled": len(numbers),
         "mean_tokens": round(sum(r["tokens"] for r in records) / max(len(records), 1), 1),
         "mean_steps": round(sum(r["steps"] for r in records) / max(len(records), 1), 1),
-        "minutes": {"measure": minutes},
+        "minutes": {"measure": spent},
         "methods": methods,
         "permutation": {
             figure: bootstrap_interval([row[figure] for row in shuffled]) for figure in ("median_tvd", "flipped")

@@ -48,25 +48,20 @@ def run_digits(paths, documents: int, threads: int | None, device: str, *, minut
     import attnkit
     from attnkit.data.images import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
-    from attnkit.experiments.common import read_json, write_json
-    from attnkit.experiments.faithfulness.measure import IG_STEPS, Stopwatch, sample_documents
+    from attnkit.experiments.faithfulness.measure import IG_STEPS, reuse_or_measure, sample_documents
     from attnkit.pretrained import read_card
 
     card = read_card(SHIPPED)
     data = load_data_set(card["data"])
     numbers = sample_documents(len(data.test_images), min(documents, IMAGES))
     settings = {"model": [SHIPPED, card["measured"], card["value"]], "images": numbers, "steps": IG_STEPS}
-    store = paths.runs / "faithfulness" / "digits" / "records.json"
-    stored = read_json(store)
-    if stored and stored.get("settings") == settings:
-        records, minutes = stored["records"], stored["minutes"]
-    else:
-        clock = Stopwatch()
+
+    def measure() -> list[dict]:
         loaded = attnkit.load(SHIPPED, device=device)
         chosen = torch.as_tensor(numbers, dtype=torch.long)
-        records = measure_images(loaded, data.test_images[chosen], data.test_labels[chosen].tolist(), steps=IG_STEPS)
-        minutes = clock.minutes()
-        write_json(store, {"settings": settings, "minutes": minutes, "records": records})
+        return measure_images(loaded, data.test_images[chosen], data.test_labels[chosen].tolist(), steps=IG_STEPS)
+
+    records, minutes = reuse_or_measure(paths.runs / "faithfulness" / "digits" / "records.json", settings, measure)
     methods = {
         name: {
             figure: bootstrap_interval([r["methods"][name][figure] for r in records])
