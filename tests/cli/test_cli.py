@@ -169,6 +169,12 @@ def test_demo_smoke_run(tmp_path, capsys):
     line = printed.split("faithfulness over 5 documents: erasing the 3 most-attended words lowers p(label) by ")[1]
     attention, random = float(line.split(" ")[0]), float(line.split("random words: ")[1].split(" ")[0])
     assert -1 <= attention <= 1 and -1 <= random <= 1
+    line = printed.split("attention finds ")[1].splitlines()[0]  # its share of integrated gradients' comprehensiveness
+    figures = line.split("documents: ")[1].rstrip(")").split(", ")
+    assert [figure.rsplit(" ", 1)[0] for figure in figures] == ["attention", "integrated gradients", "random"]
+    attention, gradients, _ = (float(figure.rsplit(" ", 1)[1]) for figure in figures)
+    share = float(line.split(" of what integrated gradients find")[0])
+    assert gradients <= 0 or share == pytest.approx(attention / gradients, abs=0.0006 / gradients + 0.006)
     config = json.loads((out / "best" / "config.json").read_text())
     assert config["embeddings"] == "glove" and config["attend"] == "content"
     report = (out / "report.html").read_text()

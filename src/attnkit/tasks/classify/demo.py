@@ -114,7 +114,7 @@ def _percent(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     from attnkit.data.classification import load_data_set, subset
-    from attnkit.explain.faithfulness.results import summary_line
+    from attnkit.explain.faithfulness.results import comprehensiveness_line, summary_line
     from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
     from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
@@ -230,7 +230,9 @@ def run(args: argparse.Namespace) -> int:
         recipe=classifier.config.recipe(),
     )
     print(f"\nreport of what the model attended to: {report_path}")
-    tests = classifier.faithfulness([p.text for p in shown], methods=["attention", "random"], seed=args.seed)
+    methods = ["attention", "integrated_gradients", "random"]
+    tests = classifier.faithfulness([p.text for p in shown], methods=methods, seed=args.seed)
     print(summary_line(tests))
+    print(comprehensiveness_line(tests))
     print(f"demo finished in {(time.perf_counter() - started) / 60:.1f} min")
     return 0
