@@ -25,6 +25,7 @@ LAYERS = {
     "models": 4,
     "decoding": 4,
     "data": 5,
+    "runtime": 5,
     "training": 5,
     "explain": 5,
     "tasks": 5,

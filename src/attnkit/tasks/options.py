@@ -10,8 +10,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-# torch-free: fit_config imports dataclasses only, and attnkit.training loads its checkpoint re-exports lazily
-from attnkit.training.fit_config import PRECISIONS
+from attnkit.runtime import PRECISIONS  # torch-free
 
 
 def _number(kind: type, low: float, *, inclusive: bool = True):
@@ -96,7 +95,7 @@ def apply_runtime(args: argparse.Namespace) -> None:
     """
     import torch
 
-    from attnkit.training.precision import check_precision, resolve_device
+    from attnkit.runtime.devices import check_precision, resolve_device
 
     if hasattr(args, "device"):
         check_precision(getattr(args, "precision", "fp32"), resolve_device(args.device))
@@ -107,7 +106,7 @@ def apply_runtime(args: argparse.Namespace) -> None:
 
 def is_main_process() -> bool:
     """False on the non-zero ranks of a ``torchrun`` job (they stay quiet)."""
-    from attnkit.training.torchrun_env import torchrun_env
+    from attnkit.runtime.torchrun_env import torchrun_env
 
     return torchrun_env().is_main
 

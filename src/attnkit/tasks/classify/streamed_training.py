@@ -26,13 +26,13 @@ from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.data.text_stream import TextFileStream, stream_cache_dir
 from attnkit.data.tokenization import TextTokenizer
+from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective
 from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
-from attnkit.training.precision import autocast, device_of, on_device
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["evaluate_file", "train_classifier_streamed"]

@@ -31,6 +31,7 @@ from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs,
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
+from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_named
@@ -41,7 +42,6 @@ from attnkit.training.checkpointing import (
     read_config_of_kind,
     resolve_checkpoint,
 )
-from attnkit.training.precision import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 
 __all__ = [
     "LoadedSeq2Seq",
