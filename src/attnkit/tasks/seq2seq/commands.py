@@ -202,7 +202,7 @@ def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", qua
     """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
     ``device``, decoding in ``precision``; of a CTranslate2 export, a
     :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
-    from attnkit.training.checkpointing import is_export
+    from attnkit.tasks.seq2seq.ctranslate2.probe import is_export
 
     if is_export(checkpoint):
         from attnkit.tasks.seq2seq.ctranslate2.loaded import load_export
@@ -234,9 +234,10 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF; with
     ``--backend ctranslate2``, of one export (:func:`evaluate_export`)."""
+    from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
-    from attnkit.training.checkpointing import CheckpointError, export_message, is_export
+    from attnkit.training.checkpointing import CheckpointError
 
     if args.backend == "ctranslate2":
         return evaluate_export(args)

@@ -33,6 +33,7 @@ from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
+from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.checkpointing import (
@@ -152,6 +153,8 @@ def load_seq2seq(
             with a precision other than fp32.
     """
     checkpoint = resolve_checkpoint(checkpoint)
+    if is_export(checkpoint):
+        raise CheckpointError(export_message(checkpoint))
     if quantize is not None and (precision != "fp32" or resolve_device(device).type != "cpu"):
         raise ValueError(
             f"--quantize {quantize} runs on the CPU in fp32 (got --device {device}, --precision {precision})"
