@@ -88,10 +88,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
     """
     path = Path(path)
     if not path.exists():
-        shipped = _shipped(str(path))
-        if shipped is not None:
-            return shipped
-        raise CheckpointError(_missing(path))
+        return _shipped(path)
     if not path.is_dir():
         raise CheckpointError(_not_a_directory(path))
     if (path / CONFIG_FILE).is_file():
@@ -101,20 +98,17 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(f"{path}: not a checkpoint or run directory (no {CONFIG_FILE}, no {RUN_BEST}/{CONFIG_FILE})")
 
 
-def _shipped(name: str) -> Path | None:
-    """The folder of the shipped model ``name`` (see :mod:`attnkit.pretrained`), or None."""
-    from attnkit.pretrained import shipped_path
+def _shipped(path: Path) -> Path:
+    """A path that does not exist: the shipped model of that name (:func:`attnkit.pretrained.find_shipped`), or
+    refused in one line (a bare name is also not a shipped model's: they are listed)."""
+    from attnkit.pretrained import find_shipped
 
-    return shipped_path(name)
-
-
-def _missing(path: Path) -> str:
-    """Why a path that does not exist is refused: a bare name is also not a shipped model's (they are listed)."""
-    from attnkit.pretrained import describe_names
-
-    if len(path.parts) == 1 and not str(path).startswith("."):
-        return f"{path}: no such checkpoint or run directory, and not a shipped model's name ({describe_names()})"
-    return f"{path}: does not exist (expected a checkpoint or run directory)"
+    if len(path.parts) != 1 or str(path).startswith("."):
+        raise CheckpointError(f"{path}: does not exist (expected a checkpoint or run directory)")
+    try:
+        return find_shipped(str(path))
+    except LookupError as error:
+        raise CheckpointError(f"{path}: no such checkpoint or run directory, and {error.args[0]}") from None
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Ship a finished run as a named model inside attnkit: ``python -m attnkit.pretrained.ship RUN NAME --data D
---metric M --command "attnkit train ..."`` (layer 5).
+"""Ship a finished run as a named model inside attnkit: ``python -m scripts.ship_model RUN NAME --data D
+--metric M --command "attnkit train ..."``, run
+from the repository root (a maintainer's tool: nothing of attnkit imports it).
 
 1. The run's ``best/`` (or the checkpoint directory given) is copied as it is — weights, ``config.json``, tokenizer
    files — into a staging folder beside the shelf; ``--float16`` stores the floating-point weights in float16.
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.pretrained import CARD_FILE, MAX_MODEL_BYTES, MAX_TOTAL_BYTES, MODEL_CARD_FILE, SHELF, folder_bytes
-from attnkit.pretrained.cards import improves, render_model_card
+from scripts.model_cards import improves, render_model_card
 
 __all__ = ["ShipRequest", "main", "measure", "ship"]
 
@@ -244,8 +245,8 @@ def _other_models(shelf: Path, name: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m attnkit.pretrained.ship``; errors are one ``ship: error:`` line (exit 2)."""
-    parser = argparse.ArgumentParser(prog="python -m attnkit.pretrained.ship", description=__doc__.split("\n\n")[0])
+    """``python -m scripts.ship_model``; errors are one ``ship: error:`` line (exit 2)."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.ship_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("source", help="a finished run directory (meaning its best/) or a checkpoint directory")
     parser.add_argument("name", help="the shipped model's name (letters, digits, '-', '_')")
     parser.add_argument("--data", required=True, help="the data the figure is measured on, as --data takes it")

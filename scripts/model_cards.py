@@ -1,7 +1,7 @@
-"""The two cards of a shipped model: ``card.json`` (machine-readable) and ``MODEL_CARD.md`` (for people) (layer 5).
+"""The two cards of a shipped model: ``card.json`` (machine-readable) and ``MODEL_CARD.md`` (for people).
 
 :func:`make_card` gathers the facts, :func:`render_model_card` writes them out as Markdown; both are called by
-:mod:`attnkit.pretrained.ship`, which measures the figure first.
+:mod:`scripts.ship_model`, which measures the figure first.
 """
 
 from __future__ import annotations
