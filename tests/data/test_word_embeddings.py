@@ -146,6 +146,7 @@ def test_sources_and_bad_arguments(tmp_path, word):
 
 def test_cache_dir_defaults_and_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.delenv("ATTNKIT_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "xdg" / "attnkit" / "embeddings"
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine"))

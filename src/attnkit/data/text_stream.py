@@ -27,74 +27,22 @@ the same frequent words as one learnt from the whole of a file whose rows are no
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from attnkit.data.cache import stream_cache_dir
 from attnkit.data.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
-from attnkit.data.streaming import held_out, held_out_count
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count
 from attnkit.data.tokenization import TextTokenizer
 
-__all__ = ["SAMPLE_BYTES", "ReadProgress", "ScanResult", "TextFileStream", "count_lines", "stream_cache_dir"]
+__all__ = ["ScanResult", "TextFileStream"]
 
 SCAN_FILE = "scan.json"
-SAMPLE_BYTES = 64 * 2**20  # the default prefix a sampled scan reads
-
-
-def count_lines(path: Path, start_line: int = 0, block: int = 16 * 2**20) -> int:
-    """The lines of ``path`` after line ``start_line`` (a last line without a newline counts), by counting
-    newline bytes a block at a time: about a second per gigabyte."""
-    lines, last = 0, b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(block):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return max(lines + (last != b"\n") - start_line, 0)
-
-
-def stream_cache_dir() -> Path:
-    """Where scans are cached: ``$ATTNKIT_CACHE/streams`` (attnkit's cache directory, see
-    :func:`attnkit.data.seq2seq.bible.cache_dir`)."""
-    from attnkit.data.seq2seq.bible import cache_dir
-
-    return cache_dir() / "streams"
-
-
-class ReadProgress:
-    """A progress line on stderr while a file is read: ``reading big.csv: 412,000 rows, 120 MB/s, 35%``."""
-
-    def __init__(self, path: Path, *, enabled: bool, every: float = 0.5) -> None:
-        self.path, self.enabled, self.every = path, enabled, every
-        self.size = max(path.stat().st_size, 1) if enabled else 1
-        self.started = self.shown = time.monotonic()
-        self.rows = 0
-        self.position = 0
-
-    def bytes_read(self, position: int) -> None:
-        """The reader's byte position (a :func:`~attnkit.data.records.iter_records` progress callback)."""
-        self.position = position
-        now = time.monotonic()
-        if self.enabled and now - self.shown >= self.every:
-            self.shown = now
-            print("\r" + self.line(now), end="", file=sys.stderr, flush=True)
-
-    def line(self, now: float | None = None) -> str:
-        """The progress line as it stands."""
-        seconds = max((now or time.monotonic()) - self.started, 1e-9)
-        share = min(self.position / self.size, 1.0)
-        return f"reading {self.path.name}: {self.rows:,} rows, {self.position / seconds / 1e6:.0f} MB/s, {share:.0%}"
-
-    def done(self, note: str = "") -> None:
-        """End the line with the totals."""
-        if self.enabled:
-            self.position = self.size
-            seconds = time.monotonic() - self.started
-            print(f"\r{self.line()} in {seconds:.1f} s{note}", file=sys.stderr, flush=True)
 
 
 @dataclass

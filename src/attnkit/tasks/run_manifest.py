@@ -88,7 +88,7 @@ def remembered_sha256(path: Path) -> str:
     stat = path.stat()
     if stat.st_size <= REMEMBER_ABOVE_BYTES:
         return file_sha256(path)
-    from attnkit.data.seq2seq.bible import cache_dir
+    from attnkit.data.cache import cache_dir
 
     key = hashlib.sha256(repr((str(path), stat.st_size, stat.st_mtime_ns)).encode()).hexdigest()[:24]
     memo = cache_dir() / "hashes" / key

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnkit.data.cache import cache_dir
 from attnkit.data.classification import MissingPackageError
 from attnkit.data.embeddings.align import WordVectors
 
@@ -81,11 +82,10 @@ class TrainOptions:
 
 
 def default_cache_dir() -> Path:
-    """``$ATTNKIT_EMBEDDINGS_CACHE`` if set, else ``$XDG_CACHE_HOME/attnkit/embeddings`` (``~/.cache/...``)."""
+    """``$ATTNKIT_EMBEDDINGS_CACHE`` if set, else ``embeddings/`` in attnkit's cache (:func:`attnkit.data.cache.cache_dir`)."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "attnkit" / "embeddings"
+    return cache_dir() / "embeddings"
 
 
 def cache_key(algorithm: str, texts: Sequence[str], tokenizer: TextTokenizer, options: TrainOptions) -> str:

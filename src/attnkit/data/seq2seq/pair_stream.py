@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from attnkit.data.cache import stream_cache_dir
 from attnkit.data.files import BadRows
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
@@ -44,8 +45,7 @@ from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
-from attnkit.data.streaming import held_out
-from attnkit.data.text_stream import SAMPLE_BYTES, ReadProgress, count_lines, stream_cache_dir
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out
 
 __all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 

@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 
 from attnkit.data.batching import EncodedDataset
+from attnkit.data.cache import stream_cache_dir
 from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, id_cache_dir
 from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
-from attnkit.data.text_stream import TextFileStream, stream_cache_dir
+from attnkit.data.text_stream import TextFileStream
 from attnkit.data.tokenization import TextTokenizer
 from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.tasks.classify.config import KIND, ClassifierConfig
