@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from attnkit.data.classification import MissingPackageError
+from attnkit.data.builtin import MissingPackageError
 from attnkit.data.embeddings.align import WordVectors
 from attnkit.data.files import DataError
 

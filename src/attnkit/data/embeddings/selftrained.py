@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnkit.data.builtin import MissingPackageError
 from attnkit.data.cache import cache_dir
-from attnkit.data.classification import MissingPackageError
 from attnkit.data.embeddings.align import WordVectors
 
 if TYPE_CHECKING:
