@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attnkit.data.cache import cache_dir, stream_cache_dir
-from attnkit.data.embeddings.selftrained import CACHE_ENV, default_cache_dir
+from attnkit.data.classify.embeddings.selftrained import CACHE_ENV, default_cache_dir
 
 
 def test_cache_dir_precedence(monkeypatch, tmp_path):

@@ -14,7 +14,7 @@ from attnkit.data.classification import (
     load_data_set,
     stratified_split,
 )
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 
 # name -> (train, test, classes, punctuated)
 EXPECTED = {

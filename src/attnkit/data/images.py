@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from attnkit.data.builtin import BuiltinDataSet, load_from, table
 from attnkit.data.classification import stratified_split
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 
 __all__ = [
     "DATA_SETS",

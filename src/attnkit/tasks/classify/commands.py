@@ -252,7 +252,7 @@ def _summarise(report) -> None:
 
 def check_source_is_file(source: str) -> bool:
     """Whether ``--embeddings`` names a file (refusing what is neither a known source nor a file)."""
-    from attnkit.data.embeddings import check_source
+    from attnkit.data.classify.embeddings import check_source
 
     return check_source(source) == "file"
 

@@ -22,7 +22,7 @@ from torch import nn
 
 from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, stratified_split
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, RECIPE_BEFORE_OPTIONS, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches

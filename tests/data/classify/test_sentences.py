@@ -2,7 +2,7 @@
 
 import pytest
 
-from attnkit.data.sentences import SentenceSplitter, encode_documents, pseudo_sentences
+from attnkit.data.classify.sentences import SentenceSplitter, encode_documents, pseudo_sentences
 
 
 def fake_encode(sentences):
@@ -69,7 +69,7 @@ def test_bad_caps():
 
 
 def test_split_remembers_documents_without_sharing_its_lists(monkeypatch):
-    from attnkit.data import sentences
+    from attnkit.data.classify import sentences
 
     monkeypatch.setattr(sentences, "CACHED", 2)
     splitter = sentences.SentenceSplitter()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnkit.data.embeddings import (
+from attnkit.data.classify.embeddings import (
     CACHE_ENV,
     SOURCES,
     TrainOptions,
@@ -24,9 +24,9 @@ from attnkit.data.embeddings import (
     selftrained,
     train_word_vectors,
 )
-from attnkit.data.embeddings.files import read_word2vec_file, word2vec_file_format
-from attnkit.data.files import DataError
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.embeddings.files import read_word2vec_file, word2vec_file_format
+from attnkit.data.classify.tokenization import TextTokenizer
+from attnkit.data.reading import DataError
 
 _rng = random.Random(0)
 _SUBJECTS, _VERBS, _OBJECTS = (
@@ -222,8 +222,8 @@ REPEAT = """
 import sys, numpy as np
 sys.path.insert(0, {tests!r})
 from test_word_embeddings import TOY, SMALL
-from attnkit.data.embeddings import train_word_vectors
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.embeddings import train_word_vectors
+from attnkit.data.classify.tokenization import TextTokenizer
 for algorithm in ("word2vec", "fasttext"):
     vectors, _ = train_word_vectors(algorithm, TOY, TextTokenizer.load({tok!r}), SMALL, cache_dir={cache!r})
     np.save({out!r} + algorithm + ".npy", vectors.vectors)

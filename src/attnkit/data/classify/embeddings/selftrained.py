@@ -33,10 +33,10 @@ import numpy as np
 
 from attnkit.data.builtin import MissingPackageError
 from attnkit.data.cache import cache_dir
-from attnkit.data.embeddings.align import WordVectors
+from attnkit.data.classify.embeddings.align import WordVectors
 
 if TYPE_CHECKING:
-    from attnkit.data.tokenization import TextTokenizer
+    from attnkit.data.classify.tokenization import TextTokenizer
 
 __all__ = ["ALGORITHMS", "CACHE_ENV", "TrainOptions", "cache_key", "default_cache_dir", "train_word_vectors"]
 

@@ -4,7 +4,7 @@ previous keep-whole rule is still recognised and keeps splitting as it was train
 
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 
-from attnkit.data.tokenization import KEEP_WHOLE_PATTERN_V1, UNK, TextTokenizer
+from attnkit.data.classify.tokenization import KEEP_WHOLE_PATTERN_V1, UNK, TextTokenizer
 
 TEXTS = [
     "I am angry😡. Really!!",

