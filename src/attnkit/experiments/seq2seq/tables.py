@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from attnkit.experiments.results_schema import read_results
-from attnkit.experiments.seq2seq_settings import EXPERIMENTS
+from attnkit.experiments.seq2seq.settings import EXPERIMENTS
 
 __all__ = ["bucket_label", "render_sections"]
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
-from attnkit.experiments.seq2seq_curves import plot_validation_curves, validation_curve
-from attnkit.experiments.seq2seq_settings import EXPERIMENTS, LENGTH_BUCKETS, Seq2SeqExperiment, slug
-from attnkit.experiments.seq2seq_tables import bucket_label
+from attnkit.experiments.seq2seq.curves import plot_validation_curves, validation_curve
+from attnkit.experiments.seq2seq.settings import EXPERIMENTS, LENGTH_BUCKETS, Seq2SeqExperiment, slug
+from attnkit.experiments.seq2seq.tables import bucket_label
 
 __all__ = ["bleu_by_length", "plot_bleu_by_length", "run_seq2seq_experiment"]
 

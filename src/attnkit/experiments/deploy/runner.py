@@ -73,8 +73,8 @@ def run_deploy(
     sources = [source for source, _ in pairs]
     native = {"checkpoint": str(resolved), "sources": sources, "beam": beam, "batch_size": batch_size}
     sides = {
-        "native": Side("attnkit.experiments.deploy_sides:native", native, warmup=0),
-        "native int8": Side("attnkit.experiments.deploy_sides:native", {**native, "quantize": "int8"}, warmup=0),
+        "native": Side("attnkit.experiments.deploy.sides:native", native, warmup=0),
+        "native int8": Side("attnkit.experiments.deploy.sides:native", {**native, "quantize": "int8"}, warmup=0),
     }
     with tempfile.TemporaryDirectory(prefix="attnkit-deploy-") as tmp:
         for weights in ("float32", "int8"):
@@ -88,7 +88,7 @@ def run_deploy(
                 source=str(resolved),
             )
             recipe = {"directory": str(exported), "sources": sources, "beam": beam, "batch_size": batch_size}
-            sides[f"ctranslate2 {weights}"] = Side("attnkit.experiments.deploy_sides:ctranslate2", recipe, warmup=0)
+            sides[f"ctranslate2 {weights}"] = Side("attnkit.experiments.deploy.sides:ctranslate2", recipe, warmup=0)
         timings = compare_processes(sides, rounds=rounds, threads=threads)
     section = {
         "command": _command(data, str(checkpoint), beam, threads, rounds),
