@@ -1,7 +1,7 @@
 """Greedy and beam-search decoding for any encoder-decoder that can take one step at a time (layer 4).
 
 Both model families (:class:`~attnkit.models.rnn_seq2seq.RNNSeq2Seq`,
-:class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq`) implement the small
+:class:`~attnkit.models.transformer.seq2seq.TransformerSeq2Seq`) implement the small
 :class:`StepwiseSeq2Seq` interface::
 
     state = model.start_decoding(source_ids, source_mask, beams=k, max_steps=L)  # encode once, N = B·k rows

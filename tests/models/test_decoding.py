@@ -10,7 +10,7 @@ import torch
 from attnkit.decoding import DecodeOutput, Recompute, StepwiseSeq2Seq, beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble, mean_distribution_log
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 13

@@ -29,7 +29,7 @@ from typing import Any
 
 from attnkit.data.seq2seq import DataError, Tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import SPECIALS
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.config import KIND
 from attnkit.tasks.seq2seq.ctranslate2.manifest import (
     FORMAT,

@@ -1,4 +1,4 @@
-"""attnkit's :class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq` as a CTranslate2 ``TransformerSpec``.
+"""attnkit's :class:`~attnkit.models.transformer.seq2seq.TransformerSeq2Seq` as a CTranslate2 ``TransformerSpec``.
 
 The weight mapping behind :func:`attnkit.tasks.seq2seq.ctranslate2.export.export_ctranslate2`, kept apart from the files
 and the manifest. One attnkit layer becomes one CTranslate2 layer, name for name:
@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from attnkit.distributions import Softmax
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions, sinusoidal_table
 from attnkit.scores import ScaledDotScore

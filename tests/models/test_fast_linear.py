@@ -1,4 +1,4 @@
-"""The lean step's linear maps (``attnkit.models.lean_linear``) against their reference, the modules they were
+"""The lean step's linear maps (``attnkit.models.transformer.fast_linear``) against their reference, the modules they were
 built from: the same values (float: to float32 rounding; int8: exactly, the same kernel on the same int8 weights),
 q, k, v side by side as one map, and None where no one map computes the modules."""
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnkit.models import lean_linear as ll
 from attnkit.models.quantize import quantize_model
+from attnkit.models.transformer import fast_linear as ll
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
 

@@ -9,8 +9,8 @@ from torch import nn
 from attnkit.decoding import beam_search, greedy
 from attnkit.distributions import Sparsemax
 from attnkit.models.quantize import is_quantized, quantize_model
-from attnkit.models.transformer_lean_step import lean_weights
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.fast_step import lean_weights
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 SRC_VOCAB, TGT_VOCAB = 23, 17
 
