@@ -114,7 +114,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
     from attnkit.data.seq2seq import data_set_names
-    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.seq2seq.config import KIND, config_from_args
     from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq

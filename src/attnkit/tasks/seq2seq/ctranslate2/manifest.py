@@ -141,7 +141,7 @@ def remove_stale_partials(out_dir: Path) -> list[Path]:
     """Delete what exports to ``out_dir`` killed half-way left beside it (``.NAME.partial-PID`` directories of
     processes that are gone), and put back an earlier export a killed replacement had moved aside
     (``.NAME.old-PID`` while ``NAME`` is missing); return what was removed."""
-    from attnkit.tasks.run_lock import pid_is_running
+    from attnkit.tasks.run.lock import pid_is_running
 
     removed = []
     parent = out_dir.parent

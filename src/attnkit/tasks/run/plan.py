@@ -7,10 +7,10 @@
 
 :func:`plan_run` checks, before anything is written or deleted: ``--out`` (a directory or nothing, not inside a
 file, not a checkpoint, writable), ``--tensorboard``'s log directory, every input file (readable; hashed), that no
-live process is writing ``--out`` (:mod:`attnkit.tasks.run_lock`), and what is already there:
+live process is writing ``--out`` (:mod:`attnkit.tasks.run.lock`), and what is already there:
 
 - a run (``metrics.json``, ``best/`` or ``last/``) needs ``--resume`` or ``--overwrite``;
-- ``--resume`` needs ``last/``, and the run's manifest (:mod:`attnkit.tasks.run_manifest`) must record the same
+- ``--resume`` needs ``last/``, and the run's manifest (:mod:`attnkit.tasks.run.manifest`) must record the same
   command, settings and inputs (path and content) as this one: every difference is named. Only the settings of
   :data:`MAY_CHANGE` may differ (a longer run, another device, ...). A setting the run's manifest does not record
   belongs to an option added to attnkit after the run started: :data:`ADDED_LATER` gives the value that reproduces
@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attnkit.tasks.run_lock import acquire, check_unlocked, pid_is_running
-from attnkit.tasks.run_manifest import (
+from attnkit.tasks.run.lock import acquire, check_unlocked, pid_is_running
+from attnkit.tasks.run.manifest import (
     LEGACY_RUN_ENTRIES,
     MANIFEST_FILE,
     InputRecord,
