@@ -42,8 +42,7 @@ PRETOKENIZERS = ("keep-whole", "whitespace")
 
 # The pieces kept whole, tried in this order at each position (the leftmost match wins; Oniguruma syntax, where \w is
 # Unicode-aware as in the Whitespace rule). The regex matches the pieces; the text between them (whitespace) is
-# dropped. Possessive quantifiers (*+, ++) never backtrack; encoding the 20ng + fine-foods training texts (3.4 M
-# tokens, one thread) takes 7.3-8.0 s of CPU against Whitespace's 5.7-6.8 s.
+# dropped. Possessive quantifiers (*+, ++) never backtrack (its cost against Whitespace: docs/benchmarks.md).
 _URL = r"(?i:https?://|ftp://|www\.)[^\s<>\"]*[^\s<>\"'.,;:!?)\]}]"  # URL, not ending in punctuation
 _NUMBER = r"\d++(?:[.,:]\d++)+\w*+"  # 3.5, 1,000, 1,000.50, 10:30, 3.5mm
 _ABBREVIATION = r"(?:[^\W\d_]\.){2,}"  # U.S., e.g.

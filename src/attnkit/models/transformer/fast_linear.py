@@ -1,4 +1,4 @@
-"""The linear maps of the lean decoding step (layer 4), each a weight laid out once for a few rows per call.
+"""The linear maps of the fast decoding step (layer 4), each a weight laid out once for a few rows per call.
 
 ``lean_linear(modules)`` takes one ``nn.Linear`` (or several sharing an input, concatenated along the output: the
 self-attention's q, k, v) and returns a callable ``x [N, Din] -> [N, Dout]`` of one of two kinds:
@@ -7,16 +7,14 @@ self-attention's q, k, v) and returns a callable ``x [N, Din] -> [N, Dout]`` of 
 kind                   kernel                                                          used for
 =====================  ==============================================================  ===============================
 :class:`DenseLinear`   ``torch.addmm(bias, x, weight_t)``, weight transposed once to   float ``nn.Linear``
-                       ``[Din, Dout]`` (MKL reads that ~1.25x faster than ``F.linear``)
+                       ``[Din, Dout]`` (MKL reads it faster than ``F.linear``)
 :class:`Int8Linear`    ``quantized.linear_dynamic`` on fbgemm-packed int8 weights,     ``--quantize int8``'s layers
                        the very call of ``torch.ao``'s dynamic ``Linear``
 =====================  ==============================================================  ===============================
 
 Each kind's readable reference is the module it was built from (``module(x)``); the tests compare the two in
-values (``tests/models/test_lean_linear.py``). Tried and dropped (issue #24): oneDNN's linear on a weight
-reordered once (``mkldnn._linear_pointwise``) for the vocabulary projection; alone, ``256 -> 8000`` on 8 rows, it
-took 2.1 ms of CPU against ``addmm``'s 2.6–2.9 ms, but a whole decoding (``bench.decoding``'s model, 96 steps, 6
-alternated rounds, CPU time, under load) took 1.515 s against 1.521 s: no gain worth a third kind.
+values (``tests/models/test_fast_linear.py``). oneDNN's linear on a weight reordered once was tried for the
+vocabulary projection and dropped: no gain worth a third kind over a whole decoding (``docs/benchmarks.md``).
 Int8 quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales,
 so concatenating q, k and v changes no value: every output column is computed as by its own layer.
 """

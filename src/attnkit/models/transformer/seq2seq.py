@@ -65,7 +65,7 @@ class TransformerDecodingState:
 
     Also what every step would otherwise rebuild: ``step_memory_mask`` is ``memory_mask``, or None when every
     source position is real (nothing to mask), and ``output_weight_t`` the output projection's weight as a
-    contiguous ``[D, V]`` (``h @ W_t`` reads it in order; ``F.linear`` with one row per hypothesis is ~2x slower).
+    contiguous ``[D, V]`` (``h @ W_t`` reads it in order, faster than ``F.linear`` on one row per hypothesis).
     Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again. ``lean``: the
     decoder's weights laid out for :func:`~attnkit.models.transformer.fast_step.lean_decode_step` (the fast path
     of a step without weights), None where it does not apply.
