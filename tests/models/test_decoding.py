@@ -135,9 +135,9 @@ def test_transformer_decoding_without_padding_skips_the_memory_mask_and_equals_r
     source, _ = sources()
     full = torch.ones_like(source, dtype=torch.bool)  # no padding: the steps attend without a mask
     state = model.start_decoding(source, full, beams=2, max_steps=4)
-    output_t = state.output_weight_t if state.lean is None else state.lean.output.weight_t  # rotary: the modules' path
+    output_t = state.output_weight_t if state.fast is None else state.fast.output.weight_t  # rotary: the modules' path
     assert state.step_memory_mask is None and output_t.shape == (16, VOCAB)
-    assert (state.lean is None) == (positions == "rotary")
+    assert (state.fast is None) == (positions == "rotary")
     assert model.start_decoding(*sources(), max_steps=4).step_memory_mask is not None
     assert_same_hypotheses(greedy(model, source, full, max_len=9), greedy(Recompute(model), source, full, max_len=9))
     assert_same_hypotheses(

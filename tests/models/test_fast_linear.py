@@ -1,4 +1,4 @@
-"""The lean step's linear maps (``attnkit.models.transformer.fast_linear``) against their reference, the modules they were
+"""The fast step's linear maps (``attnkit.models.transformer.fast_linear``) against their reference, the modules they were
 built from: the same values (float: to float32 rounding; int8: exactly, the same kernel on the same int8 weights),
 q, k, v side by side as one map, and None where no one map computes the modules."""
 
@@ -29,7 +29,7 @@ def rows(n=5, din=16):
 @pytest.mark.parametrize("bias", [True, False])
 def test_dense_map_equals_the_layers_side_by_side(bias):
     modules = linears(bias=bias)
-    fast = ll.lean_linear(modules)
+    fast = ll.fast_linear(modules)
     assert isinstance(fast, ll.DenseLinear)
     x = rows()
     torch.testing.assert_close(fast(x), torch.cat([m(x) for m in modules], dim=-1), atol=1e-6, rtol=1e-5)
@@ -39,7 +39,7 @@ def test_dense_map_equals_the_layers_side_by_side(bias):
 @pytest.mark.parametrize("bias", [True, False])
 def test_int8_map_equals_the_quantised_layers_exactly(count, bias):
     modules = int8(linears(count=count, bias=bias))
-    fast = ll.lean_linear(modules)
+    fast = ll.fast_linear(modules)
     assert isinstance(fast, ll.Int8Linear)
     for n in (1, 4):  # each call quantises its own input: compare on the same rows
         x = rows(n)
@@ -49,7 +49,7 @@ def test_int8_map_equals_the_quantised_layers_exactly(count, bias):
 def test_int8_map_is_not_the_float_map():
     float_modules = linears(count=1)
     x = rows()
-    got = ll.lean_linear(int8(linears(count=1)))(x)
+    got = ll.fast_linear(int8(linears(count=1)))(x)
     with torch.no_grad():
         want = float_modules[0](x)
     assert not torch.equal(got, want)
@@ -58,8 +58,8 @@ def test_int8_map_is_not_the_float_map():
 
 def test_no_map_for_layers_that_differ():
     float_part, int8_part = linears(count=1), int8(linears(count=1))
-    assert ll.lean_linear([*float_part, *int8_part]) is None
+    assert ll.fast_linear([*float_part, *int8_part]) is None
     with_bias, without = linears(count=1), linears(count=1, bias=False)
-    assert ll.lean_linear([*with_bias, *without]) is None
-    assert ll.lean_linear([*int8(with_bias), *int8(without)]) is None
-    assert ll.lean_linear([nn.Identity()]) is None
+    assert ll.fast_linear([*with_bias, *without]) is None
+    assert ll.fast_linear([*int8(with_bias), *int8(without)]) is None
+    assert ll.fast_linear([nn.Identity()]) is None

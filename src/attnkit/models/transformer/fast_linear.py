@@ -1,6 +1,6 @@
 """The linear maps of the fast decoding step (layer 4), each a weight laid out once for a few rows per call.
 
-``lean_linear(modules)`` takes one ``nn.Linear`` (or several sharing an input, concatenated along the output: the
+``fast_linear(modules)`` takes one ``nn.Linear`` (or several sharing an input, concatenated along the output: the
 self-attention's q, k, v) and returns a callable ``x [N, Din] -> [N, Dout]`` of one of two kinds:
 
 =====================  ==============================================================  ===============================
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["DenseLinear", "Int8Linear", "is_int8_linear", "lean_linear"]
+__all__ = ["DenseLinear", "Int8Linear", "fast_linear", "is_int8_linear"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _int8(modules: Sequence[nn.Module]) -> Int8Linear | None:
     return Int8Linear(torch.ops.quantized.linear_prepack(weight, bias), _reduce_range(modules[0]))
 
 
-def lean_linear(modules: Sequence[nn.Module]) -> DenseLinear | Int8Linear | None:
+def fast_linear(modules: Sequence[nn.Module]) -> DenseLinear | Int8Linear | None:
     """One map computing every module in ``modules`` (same input) side by side, ``[N, Din] -> [N, ΣDout]``, or
     None when they are not all float ``nn.Linear`` or all int8 dynamic ``Linear`` alike (bias, scheme): then the
     caller keeps the modules."""

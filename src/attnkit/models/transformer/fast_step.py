@@ -6,7 +6,7 @@ layer's attentions through :meth:`~attnkit.multihead.MultiHeadAttention.decode_s
 :meth:`~attnkit.multihead.MultiHeadAttention.decode_cross`, then the feed-forward ``nn.Sequential``); the tests hold
 the two to the same tokens and logits within float32 rounding (``tests/models/test_transformer_fast_step.py``).
 
-What the lean step does differently, measured in ``bench.decoding_runtimes`` (issue #24):
+What the fast step does differently, measured in ``bench.decoding_runtimes`` (issue #24):
 
 * every linear map is one of :mod:`attnkit.models.transformer.fast_linear`'s kinds, its weight laid out once: ``addmm`` on
   the weight transposed to ``[Din, Dout]``, or fbgemm's int8 kernel for ``--quantize int8``'s layers (the very
@@ -16,10 +16,10 @@ What the lean step does differently, measured in ``bench.decoding_runtimes`` (is
 The weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights, a few
 milliseconds against a decoding's hundreds of steps). They were once kept between decodings, keyed by every source
 tensor's storage and version counter, but a model trained by ``fit`` and then evaluated decoded with stale weights
-(an update the version counters did not show), so correctness won over the saving. The lean step applies to
+(an update the version counters did not show), so correctness won over the saving. The fast step applies to
 models in eval mode whose decoder has no rotary positions, fast-path attentions, and linear layers that are all
 float ``nn.Linear`` or all :func:`attnkit.models.quantize.quantize_model`'s int8 ones (per layer group);
-:func:`lean_weights` returns None for any other and ``decode_step`` keeps the modules' path.
+:func:`fast_step_weights` returns None for any other and ``decode_step`` keeps the modules' path.
 
 Shape glossary:
     N  decoder rows (B·beams)   D  model size   H  heads   Dh  head size D/H   S  source positions
@@ -37,9 +37,9 @@ from torch import nn
 
 from attnkit.functional.sdpa import scaled_dot_product_attention
 from attnkit.kv_cache import KVCache
-from attnkit.models.transformer.fast_linear import DenseLinear, Int8Linear, lean_linear
+from attnkit.models.transformer.fast_linear import DenseLinear, Int8Linear, fast_linear
 
-__all__ = ["LeanWeights", "lean_decode_step", "lean_weights"]
+__all__ = ["FastStepWeights", "fast_decode_step", "fast_step_weights"]
 
 Linear = DenseLinear | Int8Linear  # x [N, Din] -> [N, Dout]
 Norm = tuple[torch.Tensor | None, torch.Tensor | None, float]  # LayerNorm weight, bias, eps
@@ -47,7 +47,7 @@ Norm = tuple[torch.Tensor | None, torch.Tensor | None, float]  # LayerNorm weigh
 
 @dataclass(frozen=True)
 class _Layer:
-    """One decoder layer's weights, laid out for :func:`lean_decode_step`."""
+    """One decoder layer's weights, laid out for :func:`fast_decode_step`."""
 
     norm_self: Norm
     qkv: Linear  # [D, 3D]
@@ -63,8 +63,8 @@ class _Layer:
 
 
 @dataclass(frozen=True)
-class LeanWeights:
-    """A decoder's weights laid out once for :func:`lean_decode_step`."""
+class FastStepWeights:
+    """A decoder's weights laid out once for :func:`fast_decode_step`."""
 
     layers: list[_Layer]
     final_norm: Norm | None  # None: post-norm models have no final LayerNorm
@@ -78,8 +78,8 @@ def _norm(module: nn.Module) -> Norm:
 
 
 def _eligible(model: nn.Module) -> bool:
-    """Whether the lean step computes what the modules compute for ``model`` (linear layers aside: those are
-    checked by :func:`~attnkit.models.transformer.fast_linear.lean_linear`)."""
+    """Whether the fast step computes what the modules compute for ``model`` (linear layers aside: those are
+    checked by :func:`~attnkit.models.transformer.fast_linear.fast_linear`)."""
     if model.training:
         return False
     for layer in model.decoder_layers:
@@ -97,7 +97,7 @@ def _layer(layer: nn.Module) -> _Layer | None:
     first, activation, _, second = layer.feed_forward
     attention, cross = layer.self_attention, layer.cross_attention
     maps = [
-        lean_linear(modules)
+        fast_linear(modules)
         for modules in (
             (attention.q_proj, attention.k_proj, attention.v_proj),
             (attention.out_proj,),
@@ -126,18 +126,18 @@ def _layer(layer: nn.Module) -> _Layer | None:
 
 
 @torch.no_grad()
-def lean_weights(model: nn.Module) -> LeanWeights | None:
-    """``model``'s decoder weights laid out for :func:`lean_decode_step` (built anew at each call, so they always
-    are the model's current weights), or None when the lean step does not apply (training mode, rotary
+def fast_step_weights(model: nn.Module) -> FastStepWeights | None:
+    """``model``'s decoder weights laid out for :func:`fast_decode_step` (built anew at each call, so they always
+    are the model's current weights), or None when the fast step does not apply (training mode, rotary
     positions, custom or mixed linear layers, a score other than scaled dot): then decode through the modules."""
     if not _eligible(model):
         return None
     layers = [_layer(layer) for layer in model.decoder_layers]
-    output = lean_linear((model.output,))
+    output = fast_linear((model.output,))
     if output is None or any(layer is None for layer in layers):
         return None
     final = model.decoder_norm
-    return LeanWeights(
+    return FastStepWeights(
         layers,
         _norm(final) if isinstance(final, nn.LayerNorm) else None,
         output,
@@ -149,8 +149,8 @@ def _layer_norm(x: torch.Tensor, norm: Norm) -> torch.Tensor:
     return F.layer_norm(x, x.shape[-1:], norm[0], norm[1], norm[2])
 
 
-def lean_decode_step(
-    weights: LeanWeights,
+def fast_decode_step(
+    weights: FastStepWeights,
     x: torch.Tensor,
     caches: Sequence[KVCache],
     memory_kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
@@ -159,7 +159,7 @@ def lean_decode_step(
     """One new position per row through every decoder layer, the final norm and the output projection.
 
     Args:
-        weights: from :func:`lean_weights`.
+        weights: from :func:`fast_step_weights`.
         x: ``[N, D]`` the embedded tokens (positions added).
         caches: per layer a :class:`KVCache` ``[N, H, L, Dh]``; this position's keys and values are appended.
         memory_kv: per layer the cross-attention keys and values ``([N, H, S, Dh], [N, H, S, Dh])``.

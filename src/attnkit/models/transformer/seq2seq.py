@@ -31,7 +31,7 @@ from attnkit.kv_cache import KVCache
 from attnkit.models.dropout import Dropout
 from attnkit.models.encoders import TransformerEncoderLayer
 from attnkit.models.transformer.decoder import MemoryKV, TransformerDecoderLayer, attend_memory, project_memory
-from attnkit.models.transformer.fast_step import LeanWeights, lean_decode_step, lean_weights
+from attnkit.models.transformer.fast_step import FastStepWeights, fast_decode_step, fast_step_weights
 from attnkit.models.transformer.positions import POSITION_SCHEMES, SINUSOIDAL, PositionScheme, position_scheme
 
 __all__ = [
@@ -66,8 +66,8 @@ class TransformerDecodingState:
     Also what every step would otherwise rebuild: ``step_memory_mask`` is ``memory_mask``, or None when every
     source position is real (nothing to mask), and ``output_weight_t`` the output projection's weight as a
     contiguous ``[D, V]`` (``h @ W_t`` reads it in order, faster than ``F.linear`` on one row per hypothesis).
-    Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again. ``lean``: the
-    decoder's weights laid out for :func:`~attnkit.models.transformer.fast_step.lean_decode_step` (the fast path
+    Both are taken at :meth:`TransformerSeq2Seq.start_decoding`: change the weights, start again. ``fast``: the
+    decoder's weights laid out for :func:`~attnkit.models.transformer.fast_step.fast_decode_step` (the fast path
     of a step without weights), None where it does not apply.
     """
 
@@ -79,7 +79,7 @@ class TransformerDecodingState:
     step_memory_mask: torch.Tensor | None = None  # [N, S], None if all True
     output_weight_t: torch.Tensor | None = None  # [D, V]
     output_bias: torch.Tensor | None = None  # [V]
-    lean: LeanWeights | None = None
+    fast: FastStepWeights | None = None
 
 
 class TransformerSeq2Seq(nn.Module):
@@ -238,10 +238,10 @@ class TransformerSeq2Seq(nn.Module):
             for _ in self.decoder_layers
         ]
         memory_mask = expand_for_beams(source_mask, beams)  # [N, S]
-        lean = lean_weights(self)
-        if lean is not None:  # SDPA reads contiguous keys and values faster
+        fast = fast_step_weights(self)
+        if fast is not None:  # SDPA reads contiguous keys and values faster
             memory_kv = [(keys.contiguous(), values.contiguous()) for keys, values in memory_kv]
-        float_output = lean is None and isinstance(self.output.weight, torch.Tensor)  # False: int8 or lean
+        float_output = fast is None and isinstance(self.output.weight, torch.Tensor)  # False: int8 or fast
         return TransformerDecodingState(
             caches,
             memory_kv,
@@ -250,7 +250,7 @@ class TransformerSeq2Seq(nn.Module):
             step_memory_mask=None if bool(memory_mask.all()) else memory_mask,
             output_weight_t=self.output.weight.t().contiguous() if float_output else None,  # [D, V]
             output_bias=self.output.bias if float_output else None,
-            lean=lean,
+            fast=fast,
         )
 
     def decode_step(
@@ -258,15 +258,15 @@ class TransformerSeq2Seq(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """tokens ``[N]`` -> ``(logits [N, V], cross-attention weights [N, L, H, S] or None)``; advances ``state``.
 
-        Without weights, :func:`~attnkit.models.transformer.fast_step.lean_decode_step` on the weights laid out at
-        :meth:`start_decoding` (``state.lean``), or where that does not apply every layer's
-        :meth:`TransformerDecoderLayer.decode_token` (the modules' one-token path, the lean step's reference); with
+        Without weights, :func:`~attnkit.models.transformer.fast_step.fast_decode_step` on the weights laid out at
+        :meth:`start_decoding` (``state.fast``), or where that does not apply every layer's
+        :meth:`TransformerDecoderLayer.decode_token` (the modules' one-token path, the fast step's reference); with
         weights, the layers' ``forward``, which computes them.
         """
         x = self._embed(tokens[:, None], self.target_embedding, self.target_positions, state.step)  # [N, 1, D]
-        if state.lean is not None and not need_weights:
+        if state.fast is not None and not need_weights:
             state.step += 1
-            return lean_decode_step(state.lean, x[:, 0], state.caches, state.memory_kv, state.step_memory_mask), None
+            return fast_decode_step(state.fast, x[:, 0], state.caches, state.memory_kv, state.step_memory_mask), None
         layers = zip(self.decoder_layers, state.caches, state.memory_kv, strict=True)
         cross = []
         if need_weights:
