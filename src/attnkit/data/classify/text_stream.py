@@ -240,16 +240,7 @@ class TextFileStream:
         reporter.done(
             note + (f"; the rows after the first {sampled / 2**20:.0f} MB counted, not read" if sampled else "")
         )
-        if total == 0:
-            raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held[0] else ""))
-        if len(counts) < 2:
-            (label,) = counts
-            raise DataError(
-                f"{self.path}: every row has the label {label!r} in column {self.label_column!r}; "
-                "a classifier needs at least 2 different labels to learn from"
-            )
-        if not valid_texts:
-            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row")
+        self._check_scan(total, held[0], counts, valid_texts)
         result = ScanResult(
             label_names=sorted(counts),
             label_counts=dict(counts),
@@ -262,6 +253,19 @@ class TextFileStream:
             sampled_bytes=sampled,
         )
         return result, tokenizer
+
+    def _check_scan(self, total: int, held: int, counts: Counter[str], valid_texts: list[str]) -> None:
+        """Refuse a scan with no training row, a single label, or no validation row."""
+        if total == 0:
+            raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held else ""))
+        if len(counts) < 2:
+            (label,) = counts
+            raise DataError(
+                f"{self.path}: every row has the label {label!r} in column {self.label_column!r}; "
+                "a classifier needs at least 2 different labels to learn from"
+            )
+        if not valid_texts:
+            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row")
 
 
 def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer) -> None:

@@ -54,6 +54,7 @@ def run_deploy(
         ValueError: ``data`` is not the task the checkpoint was trained on, bad ``beam``/``threads``/``rounds``,
             or a checkpoint CTranslate2 cannot take (an RNN). ExportError: CTranslate2 is not installed.
     """
+    # Over 60 lines on purpose: the experiment's steps (export, decode, score, time, record) in the order they run.
     import torch
 
     from attnkit.experiments.processes import Side, compare_processes

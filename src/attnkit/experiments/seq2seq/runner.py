@@ -33,6 +33,7 @@ def run_seq2seq_experiment(
     device: str = "auto",
 ) -> dict:
     """Train (or reuse) the experiment's runs (all, or those named in ``runs``), write and return its JSON."""
+    # Over 60 lines on purpose: the table's runs, then its ensembles and decodings, recorded in the order they happen.
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     experiment = EXPERIMENTS[name]

@@ -116,6 +116,7 @@ class TransformerSeq2Seq(nn.Module):
         tie_output: bool = True,
         padding_idx: int = 0,
     ) -> None:
+        # Over 60 lines by its keyword options and their checks; each submodule is built once, in order.
         super().__init__()
         if not isinstance(positions, PositionScheme):
             raise TypeError(

@@ -78,6 +78,20 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "instead of skipping such pairs",
     )
 
+    _add_model_arguments(parser)
+    fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
+    fit.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.1,
+        help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
+    )
+    fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
+    add_runtime_options(parser)
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model options of ``attnkit train seq2seq``: the family, then each family's own (None: its default)."""
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["rnn", "transformer"], default="rnn", help="default: rnn")
     model.add_argument("--dropout", type=float, default=None, help="default: 0.2 (rnn), 0.1 (transformer)")
@@ -99,16 +113,6 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     tf.add_argument("--positions", choices=["sinusoidal", "learned", "rotary"], default=None)
     tf.add_argument("--post-norm", action="store_true", help="post-norm layers (default: pre-norm)")
     tf.add_argument("--share-embeddings", action="store_true", help="one table for both sides (shared vocabulary)")
-
-    fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
-    fit.add_argument(
-        "--label-smoothing",
-        type=float,
-        default=0.1,
-        help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
-    )
-    fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
-    add_runtime_options(parser)
 
 
 def train(args: argparse.Namespace) -> int:

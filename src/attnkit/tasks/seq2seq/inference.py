@@ -301,22 +301,28 @@ def translate_texts(
                 weights = None
                 if need_weights:
                     weights = _forced_attention(model, batch.source_ids, batch.source_mask, best)
-            weights = to_host(weights)
-            all_tokens = to_host(out.tokens[:, :num_hypotheses]).tolist()  # [B, n, T]
-            lengths, scores = out.lengths[:, :num_hypotheses].tolist(), out.scores[:, :num_hypotheses].tolist()
-            for row, text in enumerate(chunk):
-                n_best = [
-                    Translation(text, target_tokenizer.decode(ids[:steps]), score, None, ids[:steps])
-                    for rank, (ids, steps, score) in enumerate(
-                        zip(all_tokens[row], lengths[row], scores[row], strict=True)
-                    )
-                    if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
-                ]
-                first = n_best[0]
-                attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
-                results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
+            results += _translations(chunk, out, to_host(weights), source_lengths, target_tokenizer, num_hypotheses)
     finally:
         model.train(was_training)
+    return results
+
+
+def _translations(
+    chunk: list[str], out: Any, weights: torch.Tensor | None, source_lengths: list[int], target_tokenizer: Any, n: int
+) -> list[Translation]:
+    """One batch's decoding as a :class:`Translation` per text, with its ``n`` best hypotheses (on the host)."""
+    all_tokens = to_host(out.tokens[:, :n]).tolist()  # [B, n, T]
+    lengths, scores = out.lengths[:, :n].tolist(), out.scores[:, :n].tolist()
+    results = []
+    for row, text in enumerate(chunk):
+        n_best = [
+            Translation(text, target_tokenizer.decode(ids[:steps]), score, None, ids[:steps])
+            for rank, (ids, steps, score) in enumerate(zip(all_tokens[row], lengths[row], scores[row], strict=True))
+            if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
+        ]
+        first = n_best[0]
+        attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
+        results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
     return results
 
 
