@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from attnkit.explain._lazy import lazy_exports
 
-_EXPORTS = {
-    "BATCH_SIZE": "runner",
-    "DATA": "runner",
-    "MODELS": "runner",
-    "padding_statistics": "runner",
-    "run_masking": "runner",
-    "train_argv": "runner",
-    "render_masking": "table",
-}
+_EXPORTS = dict.fromkeys(["BATCH_SIZE", "DATA", "MODELS", "padding_statistics", "run_masking", "train_argv"], "runner")
+_EXPORTS["render_masking"] = "table"
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

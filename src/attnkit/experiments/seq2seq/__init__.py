@@ -15,17 +15,10 @@ from __future__ import annotations
 from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
-    "EXPERIMENTS": "settings",
-    "LENGTH_BUCKETS": "settings",
-    "Seq2SeqExperiment": "settings",
-    "slug": "settings",
-    "bleu_by_length": "runner",
-    "plot_bleu_by_length": "runner",
-    "run_seq2seq_experiment": "runner",
-    "plot_validation_curves": "curves",
-    "validation_curve": "curves",
-    "bucket_label": "tables",
-    "render_sections": "tables",
+    **dict.fromkeys(["EXPERIMENTS", "LENGTH_BUCKETS", "Seq2SeqExperiment", "slug"], "settings"),
+    **dict.fromkeys(["bleu_by_length", "plot_bleu_by_length", "run_seq2seq_experiment"], "runner"),
+    **dict.fromkeys(["plot_validation_curves", "validation_curve"], "curves"),
+    **dict.fromkeys(["bucket_label", "render_sections"], "tables"),
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
