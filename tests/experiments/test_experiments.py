@@ -11,7 +11,7 @@ import pytest
 from attnkit.cli import build_parser, main
 from attnkit.experiments import classification
 from attnkit.experiments.common import ExperimentPaths, mean_std
-from attnkit.experiments.masking import runner as masking
+from attnkit.experiments.masking import run as masking
 from attnkit.experiments.report import render_results
 from attnkit.experiments.seq2seq.settings import EXPERIMENTS
 
@@ -261,7 +261,7 @@ def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
 
 def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
     """Two `attnkit experiment g2p --only ...` processes at once: each keeps the other's row."""
-    from attnkit.experiments.seq2seq import runner as seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     summary_path = paths.results / "g2p.json"
@@ -285,7 +285,7 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
 
 def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(tmp_path, monkeypatch):
     from attnkit.data import seq2seq as seq2seq_data
-    from attnkit.experiments.seq2seq import runner as seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
     from attnkit.tasks.seq2seq import inference as seq2seq_inference
     from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 
@@ -339,7 +339,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
 
 def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkeypatch):
     from attnkit.data import seq2seq as seq2seq_data
-    from attnkit.experiments.seq2seq import runner as seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
     from attnkit.tasks.seq2seq import phonetisaurus
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")

@@ -39,7 +39,7 @@ def test_the_plot_is_written_only_when_a_row_has_a_curve(tmp_path):
 
 def test_the_experiment_records_each_run_s_curve_plots_it_and_the_page_links_it(tmp_path, monkeypatch):
     from attnkit.experiments.report import render_results
-    from attnkit.experiments.seq2seq import runner as seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     metrics = {"test": {"wer": 30.0, "per": 7.5}, "best_valid": {"wer": 29.0}, "best_epoch": 2, "epochs_run": 2}

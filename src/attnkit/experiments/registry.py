@@ -74,7 +74,7 @@ def _masking_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _masking(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.masking.runner import MODELS, run_masking
+    from attnkit.experiments.masking.run import MODELS, run_masking
 
     if args.data and len(args.data) != 1:
         raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
@@ -189,7 +189,7 @@ def _seq2seq_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _seq2seq(name: str) -> Callable[[argparse.Namespace, Any], bool]:
     def run(args: argparse.Namespace, paths) -> bool:
-        from attnkit.experiments.seq2seq.runner import run_seq2seq_experiment
+        from attnkit.experiments.seq2seq.run import run_seq2seq_experiment
 
         run_seq2seq_experiment(name, paths, threads=args.threads, runs=args.only, device=args.device)
         return True
@@ -208,7 +208,7 @@ def _deploy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _deploy(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.deploy.runner import run_deploy
+    from attnkit.experiments.deploy.run import run_deploy
 
     if not args.data or len(args.data) != 1:
         raise ValueError("deploy needs --data: the one task the checkpoint was trained on (e.g. cmudict)")
