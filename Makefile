@@ -22,12 +22,12 @@ demo: $(STAMP)
 	$(VENV)/bin/attnkit demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 
 format: $(STAMP)
-	$(VENV)/bin/ruff check --fix src tests bench
-	$(VENV)/bin/ruff format src tests bench
+	$(VENV)/bin/ruff check --fix src tests bench scripts
+	$(VENV)/bin/ruff format src tests bench scripts
 
 # The suite runs in one worker per core (at most 4; CI has 2), whole test files per worker so that a module's
 # fixtures (toy runs, trained models) are built once. `make test TEST_WORKERS=0` runs it in this process.

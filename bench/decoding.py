@@ -36,7 +36,7 @@ from torch import nn
 
 from attnkit.decoding import greedy
 from attnkit.decoding_threads import decode_in_threads
-from attnkit.models.transformer_seq2seq import TransformerDecoderLayer, TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerDecoderLayer, TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
 from bench._lib import common, timing
 from bench._lib import decoding_ctranslate2 as ct2

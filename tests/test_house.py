@@ -1,6 +1,7 @@
 """House rules of the source tree, read from the code itself: no import cycles (imports inside functions and under
-``TYPE_CHECKING`` count: a cycle is a cycle for the reader), no source file over 400 lines, layers 1-3 import only
-downwards, and no command switches on checkpoint kinds."""
+``TYPE_CHECKING`` count: a cycle is a cycle for the reader), no source file over 400 lines, every module in a layer
+and imports only pointing down, the command line and the inference modules free of
+training, and no command switches on checkpoint kinds."""
 
 from __future__ import annotations
 
@@ -19,12 +20,18 @@ LAYERS = {
     "attention": 3,
     "pooling": 3,
     "multihead": 3,
+    "multihead_dropin": 3,
+    "multihead_fast": 3,
+    "multihead_torch": 3,
     "positions": 3,
     "kv_cache": 3,
     "outputs": 3,
     "models": 4,
     "decoding": 4,
+    "decoding_threads": 4,
     "data": 5,
+    "runtime": 5,
+    "pretrained": 5,
     "training": 5,
     "explain": 5,
     "tasks": 5,
@@ -134,19 +141,56 @@ def test_no_source_file_over_400_lines():
     assert long == {}
 
 
-def test_layers_one_to_three_import_only_downwards():
+def layer_of(module: str) -> int | None:
+    """The layer of ``attnkit.x...`` (by ``x``); None for the package itself (its lazy facade)."""
+    parts = module.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_module_has_a_layer():
+    assert [name for name in modules() if name != "attnkit" and layer_of(name) is None] == []
+
+
+def upward_imports(files: dict[str, Path]) -> list[str]:
+    """Each import of a module by one of a lower layer."""
+    return [
+        f"{name} (layer {layer_of(name)}) imports {target} (layer {layer_of(target)})"
+        for name, path in files.items()
+        for target in sorted(imports_of(name, path, files))
+        if layer_of(name) is not None and (layer_of(target) or 0) > layer_of(name)
+    ]
+
+
+def test_imports_only_point_down():
+    assert upward_imports(modules()) == []
+
+
+def test_the_layer_check_finds_an_upward_import_inside_a_function(tmp_path):
+    package = tmp_path / "attnkit"
+    package.mkdir()
+    (package / "masks.py").write_text("def f():\n    from attnkit.models import x\n")
+    (package / "models.py").write_text("from attnkit.masks import f\n")
+    files = {"attnkit.masks": package / "masks.py", "attnkit.models": package / "models.py"}
+    assert upward_imports(files) == ["attnkit.masks (layer 1) imports attnkit.models (layer 4)"]
+
+
+# What may run a trained model without training it: the command line, and each task's inference, explanation,
+# translation and export modules. Of training they may read only the checkpoint format and its JSON configs
+# (DESIGN's layer table puts them there); devices and precision come from attnkit.runtime.
+INFERENCE = ("attnkit.cli", ".inference", ".explain", ".translate_command", ".ctranslate2")
+CHECKPOINT_FORMAT = {"attnkit.training.checkpointing", "attnkit.training.config_io"}
+
+
+def test_the_command_line_and_inference_import_no_training():
     files = modules()
-    upward = []
-    for name, path in files.items():
-        parts = name.split(".")
-        own = LAYERS.get(parts[1]) if len(parts) > 1 else None
-        if own is None or own > 3:
-            continue
-        for target in imports_of(name, path, files):
-            other = LAYERS.get(target.split(".")[1]) if "." in target else None
-            if other is not None and other > own:
-                upward.append(f"{name} (layer {own}) imports {target} (layer {other})")
-    assert upward == []
+    reached = {
+        name: sorted(target for target in imports_of(name, path, files) if target.startswith("attnkit.training"))
+        for name, path in files.items()
+        if name.startswith(INFERENCE[0]) or any(part in name for part in INFERENCE[1:])
+    }
+    assert {name for name in reached if name.startswith("attnkit.cli")} and "attnkit.tasks.seq2seq.inference" in reached
+    assert {name: targets for name, targets in reached.items() if name.startswith("attnkit.cli") and targets} == {}
+    assert {name: t for name, targets in reached.items() if (t := set(targets) - CHECKPOINT_FORMAT)} == {}
 
 
 @pytest.mark.parametrize(

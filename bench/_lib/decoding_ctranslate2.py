@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from attnkit.data.seq2seq import Vocab
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from bench._lib import common, timing
 
 QUANTIZATIONS = {"ct2_float32": None, "ct2_int8": "int8"}  # timing name -> export quantisation

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 
 
 @dataclass(frozen=True)

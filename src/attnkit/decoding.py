@@ -1,7 +1,7 @@
 """Greedy and beam-search decoding for any encoder-decoder that can take one step at a time (layer 4).
 
 Both model families (:class:`~attnkit.models.rnn_seq2seq.RNNSeq2Seq`,
-:class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq`) implement the small
+:class:`~attnkit.models.transformer.seq2seq.TransformerSeq2Seq`) implement the small
 :class:`StepwiseSeq2Seq` interface::
 
     state = model.start_decoding(source_ids, source_mask, beams=k, max_steps=L)  # encode once, N = B·k rows
@@ -181,7 +181,7 @@ def greedy(
     for t in range(max_len):
         logits, weights = model.decode_step(tokens, state, need_weights=need_weights)  # [B, V], [B, *W]
         step_log_probs = F.log_softmax(logits.float(), dim=-1)  # [B, V]
-        best_log_prob, best = step_log_probs.max(dim=-1)  # [B] (one pass; topk(1) takes ~1.3x its time)
+        best_log_prob, best = step_log_probs.max(dim=-1)  # [B] (one pass, cheaper than topk(1))
         log_probs += torch.where(finished, 0.0, best_log_prob)
         lengths += (~finished).long()
         tokens = torch.where(finished, pad_id, best)
@@ -192,11 +192,7 @@ def greedy(
         steps = t + 1
         if bool(finished.all()):
             break
-    attention = None
-    if need_weights and steps_weights:  # a model without attention has no weights to give
-        attention = torch.stack(steps_weights, dim=1)[:, None]  # [B, 1, T, *W]
-        keep = torch.arange(steps, device=device) < lengths[:, None]  # [B, T]
-        attention = attention * keep.view(batch, 1, steps, *([1] * (attention.dim() - 3))).to(attention.dtype)
+    attention = _greedy_attention(steps_weights, lengths) if need_weights and steps_weights else None
     return DecodeOutput(
         tokens=out[:, None, :steps],  # [B, 1, T]
         lengths=lengths[:, None],
@@ -205,6 +201,14 @@ def greedy(
         finished=finished[:, None],
         attention=attention,
     )
+
+
+def _greedy_attention(steps_weights: list[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
+    """Greedy's per-step weights ``[B, *W]`` stacked as ``[B, 1, T, *W]``, zero after each row's ``<eos>``."""
+    attention = torch.stack(steps_weights, dim=1)[:, None]  # [B, 1, T, *W]
+    batch, steps = attention.shape[0], attention.shape[2]
+    keep = torch.arange(steps, device=attention.device) < lengths[:, None]  # [B, T]
+    return attention * keep.view(batch, 1, steps, *([1] * (attention.dim() - 3))).to(attention.dtype)
 
 
 @dataclass
@@ -258,6 +262,8 @@ def beam_search(
     Returns:
         :class:`DecodeOutput` with ``K = beam_size``, hypotheses sorted by normalised score.
     """
+    # Over 60 lines on purpose: the search is one loop, read top to bottom beside the paragraph above; split into
+    # helpers it would pass its dozen tensors of state back and forth.
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
     if length_penalty < 0:

@@ -54,7 +54,7 @@ def test_results_json_read_by_experiment_report_is_checked(tmp_path):
 
 def test_a_huge_field_is_cut_when_read(classifier, tmp_path):
     """Case 9: a 20 MB document is cut to what the classifier reads before tokenising (it evaluates at once)."""
-    from attnkit.data.files import read_rows
+    from attnkit.data.classify.files import read_rows
 
     _, run = classifier
     big = tmp_path / "big.csv"
@@ -70,7 +70,7 @@ def test_a_huge_field_is_cut_when_read(classifier, tmp_path):
 
 def test_one_label_rule_and_what_it_refuses(tmp_path):
     """Case 10: 1, "1" and 1.0 are one label; 1.5 and null are refused with file:line, nothing written."""
-    from attnkit.data.files import load_files
+    from attnkit.data.classify.files import load_files
 
     rows = [{"text": "good tea", "label": label} for label in (1, "1", 1.0)]
     rows += [{"text": "bad tea", "label": label} for label in (0, "0 ", 0.0)]

@@ -109,7 +109,7 @@ def test_one_writer_at_a_time(run, tmp_path):
     start, naming the owner's pid; the first's files are untouched."""
     out, data = run
     code = (
-        "import sys, time\nfrom attnkit.tasks.run_lock import acquire\n"
+        "import sys, time\nfrom attnkit.tasks.run.lock import acquire\n"
         f"acquire({str(out)!r}, command='train classify')\nprint('locked', flush=True)\ntime.sleep(900)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

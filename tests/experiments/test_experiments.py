@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import build_parser, main
-from attnkit.experiments import classification, masking
+from attnkit.experiments import classification
 from attnkit.experiments.common import ExperimentPaths, mean_std
+from attnkit.experiments.masking import run as masking
 from attnkit.experiments.report import render_results
-from attnkit.experiments.seq2seq_settings import EXPERIMENTS
+from attnkit.experiments.seq2seq.settings import EXPERIMENTS
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
 NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
@@ -260,7 +261,7 @@ def test_the_g2p_table_shows_beam_search_figures_where_recorded(tmp_path):
 
 def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
     """Two `attnkit experiment g2p --only ...` processes at once: each keeps the other's row."""
-    from attnkit.experiments import seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     summary_path = paths.results / "g2p.json"
@@ -284,7 +285,7 @@ def test_a_row_another_process_wrote_meanwhile_survives(tmp_path, monkeypatch):
 
 def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(tmp_path, monkeypatch):
     from attnkit.data import seq2seq as seq2seq_data
-    from attnkit.experiments import seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
     from attnkit.tasks.seq2seq import inference as seq2seq_inference
     from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 
@@ -338,7 +339,7 @@ def test_an_ensemble_row_brings_its_members_decodes_them_together_and_is_reused(
 
 def test_the_g2p_peer_row_is_trained_once_recorded_and_rendered(tmp_path, monkeypatch):
     from attnkit.data import seq2seq as seq2seq_data
-    from attnkit.experiments import seq2seq
+    from attnkit.experiments.seq2seq import run as seq2seq
     from attnkit.tasks.seq2seq import phonetisaurus
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
@@ -446,7 +447,7 @@ def test_masking_trains_the_models_asked_for_and_keeps_the_others_rows(tmp_path,
 
 def test_every_experiment_of_the_registry_is_a_sub_command_with_its_own_options(capsys):
     from attnkit.experiments.registry import EXPERIMENTS
-    from attnkit.experiments.seq2seq_settings import EXPERIMENTS as SEQ2SEQ
+    from attnkit.experiments.seq2seq.settings import EXPERIMENTS as SEQ2SEQ
 
     assert list(EXPERIMENTS) == [
         "classification",

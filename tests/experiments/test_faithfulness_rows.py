@@ -98,7 +98,7 @@ def test_uniform_only_fills_the_shipped_rows_column_and_leaves_its_figures(tmp_p
 
 
 def _toy_transformer():
-    from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+    from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 
     torch.manual_seed(0)
     return TransformerSeq2Seq(24, 24, dim=16, heads=2, encoder_layers=1, decoder_layers=2, dropout=0.0).eval()

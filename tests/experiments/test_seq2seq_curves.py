@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from attnkit.experiments.common import ExperimentPaths
-from attnkit.experiments.seq2seq_curves import plot_validation_curves, validation_curve
+from attnkit.experiments.seq2seq.curves import plot_validation_curves, validation_curve
 
 HEADER = "epoch,train_loss,seconds,steps,partial,valid_count,valid_wer,valid_per\n"
 
@@ -38,8 +38,8 @@ def test_the_plot_is_written_only_when_a_row_has_a_curve(tmp_path):
 
 
 def test_the_experiment_records_each_run_s_curve_plots_it_and_the_page_links_it(tmp_path, monkeypatch):
-    from attnkit.experiments import seq2seq
     from attnkit.experiments.report import render_results
+    from attnkit.experiments.seq2seq import run as seq2seq
 
     paths = ExperimentPaths(runs=tmp_path / "runs", docs=tmp_path / "docs")
     metrics = {"test": {"wer": 30.0, "per": 7.5}, "best_valid": {"wer": 29.0}, "best_epoch": 2, "epochs_run": 2}

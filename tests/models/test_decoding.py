@@ -10,7 +10,7 @@ import torch
 from attnkit.decoding import DecodeOutput, Recompute, StepwiseSeq2Seq, beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble, mean_distribution_log
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 PAD, BOS, EOS = 0, 1, 2
 VOCAB = 13
@@ -135,9 +135,9 @@ def test_transformer_decoding_without_padding_skips_the_memory_mask_and_equals_r
     source, _ = sources()
     full = torch.ones_like(source, dtype=torch.bool)  # no padding: the steps attend without a mask
     state = model.start_decoding(source, full, beams=2, max_steps=4)
-    output_t = state.output_weight_t if state.lean is None else state.lean.output.weight_t  # rotary: the modules' path
+    output_t = state.output_weight_t if state.fast is None else state.fast.output.weight_t  # rotary: the modules' path
     assert state.step_memory_mask is None and output_t.shape == (16, VOCAB)
-    assert (state.lean is None) == (positions == "rotary")
+    assert (state.fast is None) == (positions == "rotary")
     assert model.start_decoding(*sources(), max_steps=4).step_memory_mask is not None
     assert_same_hypotheses(greedy(model, source, full, max_len=9), greedy(Recompute(model), source, full, max_len=9))
     assert_same_hypotheses(

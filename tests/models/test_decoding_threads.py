@@ -7,7 +7,7 @@ import torch
 
 from attnkit.decoding import beam_search, greedy
 from attnkit.decoding_threads import decode_in_threads
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 VOCAB = 29
 

@@ -9,7 +9,7 @@ import torch
 from attnkit.decoding import Recompute, beam_search, greedy
 from attnkit.models.quantize import is_quantized, quantize_model
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 VOCAB = 23
 

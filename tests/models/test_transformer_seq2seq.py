@@ -6,8 +6,8 @@ import torch
 
 from attnkit import MultiHeadAttention
 from attnkit.distributions import Sparsemax
-from attnkit.models.transformer_positions import POSITION_SCHEMES, position_scheme
-from attnkit.models.transformer_seq2seq import (
+from attnkit.models.transformer.positions import POSITION_SCHEMES, position_scheme
+from attnkit.models.transformer.seq2seq import (
     POSITIONS,
     TransformerSeq2Seq,
     attend_memory,

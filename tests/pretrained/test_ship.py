@@ -1,4 +1,4 @@
-"""``python -m attnkit.pretrained.ship``: a finished run becomes a named model with its cards, its figure measured
+"""``python -m scripts.ship_model``: a finished run becomes a named model with its cards, its figure measured
 from the shipped files; it replaces a shipped model only when the figure improves, and never goes over the caps."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import scripts.ship_model as ship_module
 import torch
 from safetensors import safe_open
+from scripts.model_cards import improves
+from scripts.ship_model import main as ship_main
 
 import attnkit.pretrained as pretrained
-import attnkit.pretrained.ship as ship_module
 from attnkit.pretrained import CARD_FILE, MODEL_CARD_FILE, read_card, shipped_names
-from attnkit.pretrained.cards import improves
-from attnkit.pretrained.ship import main as ship_main
 from attnkit.tasks import load, run_training
 
 COMMAND = "attnkit train vision --data digits --limit 40 --epochs 1"

@@ -1,7 +1,7 @@
 """A run started before an option existed resumes with that option's as-before value, and only with it."""
 
-from attnkit.tasks.run_manifest import RunManifest, differences
-from attnkit.tasks.run_plan import ADDED_LATER, MAY_CHANGE
+from attnkit.tasks.run.manifest import RunManifest, differences
+from attnkit.tasks.run.plan import ADDED_LATER, MAY_CHANGE
 
 
 def _manifest(**settings) -> RunManifest:
@@ -32,7 +32,7 @@ def test_without_added_later_a_new_setting_is_still_a_difference():
 def _plan(out, **settings):
     import argparse
 
-    from attnkit.tasks.run_plan import plan_run
+    from attnkit.tasks.run.plan import plan_run
 
     args = argparse.Namespace(out=str(out), resume=False, overwrite=False, seed=0, lr=0.002, **settings)
     return args, lambda: plan_run(args, command="train classify", inputs={}, writes=["best", "last"])
@@ -48,7 +48,7 @@ def test_a_run_started_by_the_cli_resumes_in_process_and_back(tmp_path):
     """`attnkit train classify` records argparse's sub-command fields (command, task); `attnkit experiment` trains
     in process without them: either resumes the other's run (found when the classification experiment refused the
     fine-foods seeds trained by the CLI)."""
-    from attnkit.tasks.run_plan import DISPATCH
+    from attnkit.tasks.run.plan import DISPATCH
 
     cli, in_process = tmp_path / "cli", tmp_path / "in_process"
     _started(cli, command="train", task="classify")
@@ -73,7 +73,7 @@ def test_a_real_difference_is_still_named_beside_the_sub_command_fields(tmp_path
 
 
 def json_settings(out) -> dict:
-    from attnkit.tasks.run_manifest import read_manifest
+    from attnkit.tasks.run.manifest import read_manifest
 
     return read_manifest(out).settings
 
@@ -81,7 +81,7 @@ def json_settings(out) -> dict:
 def _record_as_before_the_fix(out, **fields) -> None:
     import dataclasses
 
-    from attnkit.tasks.run_manifest import read_manifest, write_manifest
+    from attnkit.tasks.run.manifest import read_manifest, write_manifest
 
     saved = read_manifest(out)
     write_manifest(out, dataclasses.replace(saved, settings={**saved.settings, **fields}))

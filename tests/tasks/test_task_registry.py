@@ -21,11 +21,11 @@ from torch import nn
 import attnkit
 from attnkit import tasks
 from attnkit.cli import main
+from attnkit.runtime.devices import ready_for_inference
 from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, read_texts, say
 from attnkit.training.checkpointing import load_model_weights, read_config_of_kind, save_checkpoint
 from attnkit.training.config_io import JsonConfig
 from attnkit.training.loop import fit
-from attnkit.training.precision import ready_for_inference
 from attnkit.training.run_report import TrainReport, count_parameters, write_metrics
 
 # ----------------------------------------------------------------------------------- a toy task: is a text long?
@@ -207,6 +207,7 @@ TEMPLATE_MODULES = [name for row in TEMPLATE for name in row]
 RANK = {name: rank for rank, row in enumerate(TEMPLATE) for name in row}
 BUILTIN = [module.rsplit(".", 1)[1] for module in tasks.BUILTIN_TASKS]
 TASKS_SOURCE = Path(tasks.__file__).parent
+SHARED = {"run"}  # packages of attnkit.tasks that every task uses and that are no task (the run directory's guards)
 
 
 def imported_modules(path: Path, package: str) -> set[str]:
@@ -225,7 +226,7 @@ def imported_modules(path: Path, package: str) -> set[str]:
             if parts[:2] != ["attnkit", "tasks"] or len(parts) < 4:
                 continue
             if parts[2] != package:
-                if (TASKS_SOURCE / parts[2]).is_dir():  # another task's package
+                if (TASKS_SOURCE / parts[2]).is_dir() and parts[2] not in SHARED:  # another task's package
                     found.add(f"!{parts[2]}")
             elif (TASKS_SOURCE / package / f"{parts[3]}.py").exists():
                 found.add(parts[3])

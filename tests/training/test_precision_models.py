@@ -14,9 +14,9 @@ from attnkit.decoding import Recompute, beam_search, greedy
 from attnkit.models import HierarchicalAttentionClassifier
 from attnkit.models.seq2seq import build_seq2seq
 from attnkit.multihead import MultiHeadAttention
+from attnkit.runtime.devices import autocast, to_device
 from attnkit.tasks.seq2seq.objective import label_smoothed_loss
 from attnkit.training.optim import make_optimizer
-from attnkit.training.precision import autocast, to_device
 
 CUDA_REASON = "CUDA not available: torch.cuda.is_available() is False"
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason=CUDA_REASON))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from attnkit.training.torchrun_env import TorchrunEnv, torchrun_env
+from attnkit.runtime.torchrun_env import TorchrunEnv, torchrun_env
 
 
 def test_outside_torchrun_a_run_is_rank_0_of_1(monkeypatch):
@@ -24,5 +24,5 @@ def test_the_variables_torchrun_sets_are_read(monkeypatch):
 
 
 def test_reading_it_loads_no_torch():
-    code = "import sys, attnkit.training.torchrun_env, attnkit.training.fit_config; print('torch' in sys.modules)"
+    code = "import sys, attnkit.runtime.torchrun_env, attnkit.training.fit_config; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     from attnkit.experiments.common import ExperimentPaths
     from attnkit.experiments.registry import EXPERIMENTS
-    from attnkit.training.precision import resolve_device
+    from attnkit.runtime.devices import resolve_device
 
     resolve_device(args.device)  # a device that is not there is refused before any run starts
     paths = ExperimentPaths(runs=Path(args.runs), docs=Path(args.docs))

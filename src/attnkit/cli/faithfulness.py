@@ -136,7 +136,7 @@ def run_hf(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"--report {args.report}: its directory does not exist")
     from attnkit.explain.faithfulness import huggingface
     from attnkit.explain.faithfulness.results import print_results
-    from attnkit.training.precision import resolve_device
+    from attnkit.runtime.devices import resolve_device
 
     model, tokenizer = huggingface.load_local(args.hf_model)
     model.to(resolve_device(args.device))

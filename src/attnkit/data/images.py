@@ -26,8 +26,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from attnkit.data.builtin import BuiltinDataSet, load_from, table
 from attnkit.data.classification import stratified_split
-from attnkit.data.files import DataError
+from attnkit.data.reading import DataError
 
 __all__ = [
     "DATA_SETS",
@@ -42,7 +43,6 @@ __all__ = [
     "read_image_file",
 ]
 
-DATA_SETS = ("digits",)
 SPLIT_SEED = 0
 """Seed of the fixed train/test split of the built-in image data sets."""
 TEST_FRACTION = 0.2
@@ -94,9 +94,16 @@ def data_set_names() -> list[str]:
 
 
 def load_data_set(name: str) -> ImageClassificationData:
-    """A built-in image data set (see the table above) with its fixed train/test split."""
-    if name != "digits":
-        raise DataError(f"unknown data set {name!r}; built-in data sets: {', '.join(DATA_SETS)}")
+    """A built-in image data set (see the table above) with its fixed train/test split.
+
+    Raises:
+        DataError: an unknown name (listing the known ones), or scikit-learn missing.
+    """
+    return load_from(DATA_SETS, name)
+
+
+def _load_digits() -> ImageClassificationData:
+    """scikit-learn's digits, split as the module docstring says."""
     try:
         from sklearn.datasets import load_digits
     except ImportError as error:
@@ -115,6 +122,11 @@ def load_data_set(name: str) -> ImageClassificationData:
         test_labels=labels[test],
         label_names=[str(digit) for digit in range(10)],
     )
+
+
+DATA_SETS: dict[str, BuiltinDataSet] = table(
+    BuiltinDataSet("digits", "8x8 handwritten digits from scikit-learn, 0-9", _load_digits),
+)
 
 
 def image_keys(count: int) -> list[str]:

@@ -1,7 +1,7 @@
 """One streaming reader for every training file: CSV, TSV, JSONL and Parquet records, line by line (layer 5).
 
 :func:`iter_records` yields ``(line, record)`` from a file without reading it whole: memory stays bounded by
-the longest record, whatever the file's size. The classification reader (:mod:`attnkit.data.files`) and the
+the longest record, whatever the file's size. The classification reader (:mod:`attnkit.data.classify.files`) and the
 pair reader (:mod:`attnkit.data.seq2seq.files`) both read through it and only check the fields they need.
 
 - CSV: standard quoting through :mod:`csv` (a quoted field may hold commas, quotes and newlines); a record's
@@ -31,13 +31,38 @@ from pathlib import Path
 
 from attnkit.data.reading import DataError, open_binary
 
-__all__ = ["Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
+__all__ = ["BadRows", "Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
 
 Record = list[str] | dict | str  # table fields, a JSON value (or Parquet row dict), or a reason the row is bad
 _BOM = b"\xef\xbb\xbf"
 _BLOCK = 1 << 20  # bytes hashed at each end of a file for its fingerprint
 _PROGRESS_LINES = 8192  # a progress callback hears the byte position this often
 _progress: dict[int, Callable[[int], None]] = {}  # open handle -> its reader's progress callback
+
+
+class BadRows:
+    """Counts the rows ``--skip-bad-rows`` skipped, keeping the first few messages to show.
+
+    Attributes:
+        count: rows skipped so far.
+        examples: the first ``keep`` one-line messages (``file:line: reason``).
+    """
+
+    def __init__(self, keep: int = 5) -> None:
+        self.count = 0
+        self.examples: list[str] = []
+        self.keep = keep
+
+    def add(self, message: str) -> None:
+        """Count one skipped row (and keep its message if fewer than ``keep`` are kept)."""
+        self.count += 1
+        if len(self.examples) < self.keep:
+            self.examples.append(message)
+
+    def summary(self) -> str:
+        """One line: how many rows were skipped, and the first one's message."""
+        first = f" (first: {self.examples[0]})" if self.examples else ""
+        return f"skipped {self.count:,} bad row{'s' if self.count != 1 else ''}{first}"
 
 
 def _text_lines(path: Path, handle) -> Iterator[tuple[int, str]]:

@@ -15,7 +15,10 @@ same batches as an uninterrupted one. The shuffle is the bounded one OpenNMT-py 
 most about ``pool_rows`` places from their place in the file, so a file sorted by label should be shuffled once
 on disk first.
 
-:func:`held_out` carves validation rows by a hash of the row's index, the same on every run and rank.
+:func:`held_out` carves validation rows by a hash of the row's index, the same on every run and rank. What the
+first pass over a streamed file needs, for labelled texts and pairs alike, is here too: :data:`SAMPLE_BYTES` (the
+prefix a sampled scan reads), :func:`count_lines` and :class:`ReadProgress`; their cache is
+:func:`attnkit.data.cache.stream_cache_dir`.
 """
 
 from __future__ import annotations
@@ -26,12 +29,23 @@ import itertools
 import os
 import queue
 import random
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-__all__ = ["StreamOptions", "StreamedBatches", "held_out", "held_out_count"]
+__all__ = [
+    "SAMPLE_BYTES",
+    "ReadProgress",
+    "StreamOptions",
+    "StreamedBatches",
+    "count_lines",
+    "held_out",
+    "held_out_count",
+]
 
 Row = TypeVar("Row")
 _DONE = object()
@@ -81,6 +95,52 @@ def held_out_count(start: int, stop: int, fraction: float, *, salt: str = "attnk
             z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             held += int(np.count_nonzero((z ^ (z >> np.uint64(31))) < threshold))
     return held
+
+
+SAMPLE_BYTES = 64 * 2**20  # the default prefix a sampled scan reads
+
+
+def count_lines(path: Path, start_line: int = 0, block: int = 16 * 2**20) -> int:
+    """The lines of ``path`` after line ``start_line`` (a last line without a newline counts), by counting
+    newline bytes a block at a time: about a second per gigabyte."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(block):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return max(lines + (last != b"\n") - start_line, 0)
+
+
+class ReadProgress:
+    """A progress line on stderr while a file is read: ``reading big.csv: 412,000 rows, 120 MB/s, 35%``."""
+
+    def __init__(self, path: Path, *, enabled: bool, every: float = 0.5) -> None:
+        self.path, self.enabled, self.every = path, enabled, every
+        self.size = max(path.stat().st_size, 1) if enabled else 1
+        self.started = self.shown = time.monotonic()
+        self.rows = 0
+        self.position = 0
+
+    def bytes_read(self, position: int) -> None:
+        """The reader's byte position (a :func:`~attnkit.data.records.iter_records` progress callback)."""
+        self.position = position
+        now = time.monotonic()
+        if self.enabled and now - self.shown >= self.every:
+            self.shown = now
+            print("\r" + self.line(now), end="", file=sys.stderr, flush=True)
+
+    def line(self, now: float | None = None) -> str:
+        """The progress line as it stands."""
+        seconds = max((now or time.monotonic()) - self.started, 1e-9)
+        share = min(self.position / self.size, 1.0)
+        return f"reading {self.path.name}: {self.rows:,} rows, {self.position / seconds / 1e6:.0f} MB/s, {share:.0%}"
+
+    def done(self, note: str = "") -> None:
+        """End the line with the totals."""
+        if self.enabled:
+            self.position = self.size
+            seconds = time.monotonic() - self.started
+            print(f"\r{self.line()} in {seconds:.1f} s{note}", file=sys.stderr, flush=True)
 
 
 def default_prefetch(depth: int = 8) -> int:

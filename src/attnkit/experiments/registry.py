@@ -2,7 +2,7 @@
 line of help, the options of its sub-command and the function that runs it. The CLI builds a sub-command per entry
 (``attnkit experiment --help`` lists them, ``attnkit experiment NAME --help`` shows one's options); adding an
 experiment is one entry here. The sequence-to-sequence tables' names come from
-:data:`attnkit.experiments.seq2seq_settings.EXPERIMENTS`.
+:data:`attnkit.experiments.seq2seq.settings.EXPERIMENTS`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attnkit.experiments.seq2seq_settings import EXPERIMENTS as SEQ2SEQ_EXPERIMENTS
+from attnkit.experiments.seq2seq.settings import EXPERIMENTS as SEQ2SEQ_EXPERIMENTS
 from attnkit.tasks.options import positive_int
 
 __all__ = ["EXPERIMENTS", "Experiment"]
@@ -74,7 +74,7 @@ def _masking_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _masking(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.masking import MODELS, run_masking
+    from attnkit.experiments.masking.run import MODELS, run_masking
 
     if args.data and len(args.data) != 1:
         raise ValueError(f"masking runs on one dataset, got --data {' '.join(args.data)}")
@@ -189,7 +189,7 @@ def _seq2seq_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _seq2seq(name: str) -> Callable[[argparse.Namespace, Any], bool]:
     def run(args: argparse.Namespace, paths) -> bool:
-        from attnkit.experiments.seq2seq import run_seq2seq_experiment
+        from attnkit.experiments.seq2seq.run import run_seq2seq_experiment
 
         run_seq2seq_experiment(name, paths, threads=args.threads, runs=args.only, device=args.device)
         return True
@@ -208,7 +208,7 @@ def _deploy_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _deploy(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.deploy import run_deploy
+    from attnkit.experiments.deploy.run import run_deploy
 
     if not args.data or len(args.data) != 1:
         raise ValueError("deploy needs --data: the one task the checkpoint was trained on (e.g. cmudict)")

@@ -10,7 +10,7 @@ from pathlib import Path
 from attnkit.experiments.common import ExperimentPaths, read_json
 from attnkit.experiments.faithful_attention.table import render_faithful_attention
 from attnkit.experiments.faithfulness.table import render_faithfulness
-from attnkit.experiments.masking_table import render_masking
+from attnkit.experiments.masking.table import render_masking
 from attnkit.experiments.results_schema import read_results
 
 __all__ = ["render_results"]
@@ -42,8 +42,8 @@ def render_results(paths: ExperimentPaths) -> Path:
         render_faithful_attention(read_json(results / "faithful_attention.json")),
         _fragment(results / "faithful_attention_notes.md"),
     ]
-    from attnkit.experiments.deploy_table import render_deploy
-    from attnkit.experiments.seq2seq_tables import render_sections
+    from attnkit.experiments.deploy.table import render_deploy
+    from attnkit.experiments.seq2seq.tables import render_sections
 
     sections += render_sections(results)
     sections.append(render_deploy(results))

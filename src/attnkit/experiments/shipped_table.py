@@ -1,5 +1,5 @@
 """The "Shipped models" section of ``docs/results.md``: the figures recorded in ``docs/results/shipped.json`` by
-``python -m attnkit.pretrained.ship`` (one per model shipped inside attnkit, re-computed by its own test) (layer 6)."""
+``python -m scripts.ship_model`` (one per model shipped inside attnkit, re-computed by its own test) (layer 6)."""
 
 from __future__ import annotations
 

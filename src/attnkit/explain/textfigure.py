@@ -54,6 +54,7 @@ def shaded_text_figure(
         fontsize: points.
         dpi: pixels per inch of the ``Figure``.
     """
+    # Over 60 lines by its documented keyword options; the drawing itself is one pass, 50 lines.
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
     from matplotlib.figure import Figure

@@ -7,8 +7,8 @@ from attnkit.models.pooled import PooledClassifier, PooledClassifierOutput, buil
 from attnkit.models.rnn_decoders import BahdanauDecoder, LuongDecoder, PlainDecoder, RNNEncoder
 from attnkit.models.rnn_seq2seq import ATTENTIONS, RNNSeq2Seq, RNNSeq2SeqOutput, build_rnn_attention, build_rnn_seq2seq
 from attnkit.models.seq2seq import build_seq2seq
-from attnkit.models.transformer_positions import PositionScheme, position_scheme
-from attnkit.models.transformer_seq2seq import (
+from attnkit.models.transformer.positions import PositionScheme, position_scheme
+from attnkit.models.transformer.seq2seq import (
     TransformerDecoderLayer,
     TransformerSeq2Seq,
     TransformerSeq2SeqOutput,

@@ -19,8 +19,8 @@ enough to flip near-ties in free-running greedy decoding (``tests/models/test_qu
 
 The fast paths that read a projection's ``weight`` in place (packed q/k/v, the decoder's transposed output weight)
 see that a quantised layer holds no float weight (:func:`is_quantized`) and call the layers instead; the
-Transformer's lean decoding step calls the layers' own int8 kernel on their packed weights
-(:class:`attnkit.models.lean_linear.Int8Linear`), which gives the layers' very values.
+Transformer's fast decoding step calls the layers' own int8 kernel on their packed weights
+(:class:`attnkit.models.transformer.fast_linear.Int8Linear`), which gives the layers' very values.
 ``torch.ao.quantization`` warns that it is deprecated in favour of the ``torchao`` package; its kernels are still
 torch 2.13's, and the warning is silenced here (``torchao`` would pull in another torch build).
 """

@@ -4,7 +4,7 @@
     model = build_seq2seq(config)
 
 ``"model"`` is ``"rnn"`` (options of :func:`~attnkit.models.rnn_seq2seq.build_rnn_seq2seq`) or
-``"transformer"`` (options of :func:`~attnkit.models.transformer_seq2seq.build_transformer_seq2seq`); every other key
+``"transformer"`` (options of :func:`~attnkit.models.transformer.seq2seq.build_transformer_seq2seq`); every other key
 is one of those keyword options. Unknown keys are refused by name, so a typo never silently trains a default.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from torch import nn
 
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 __all__ = ["SEQ2SEQ_MODELS", "build_seq2seq", "seq2seq_options"]
 

@@ -2,7 +2,7 @@
 
 Each shipped model is a folder of this package, ``attnkit/pretrained/NAME/``, holding a checkpoint exactly as a
 run's ``best/`` holds it (``model.safetensors``, ``config.json``, tokenizer files; the weights may be stored in
-float16) and two cards written by :mod:`attnkit.pretrained.ship`:
+float16) and two cards written by the maintainer's ``python -m scripts.ship_model`` (outside the package):
 
     card.json        the machine-readable card (:data:`CARD_KEYS`): name, kind, data (as ``--data`` takes it),
                      metric (as ``attnkit evaluate --json`` names it) and its value on the test split, the date it
@@ -11,15 +11,11 @@ float16) and two cards written by :mod:`attnkit.pretrained.ship`:
     MODEL_CARD.md    the same for people: task, data and split, the command, the figures, known limits
 
 A name is resolved wherever a checkpoint path is (``attnkit.load("NAME")``, ``--checkpoint NAME``) by
-:func:`attnkit.training.checkpointing.resolve_checkpoint`: an existing path always wins, so a name only means a
-shipped model when nothing of that name is in the working directory. ``attnkit models`` lists them.
+:func:`attnkit.training.checkpointing.resolve_checkpoint`, through one function, :func:`find_shipped`: an existing
+path always wins, so a name only means a shipped model when nothing of that name is in the working directory.
+``attnkit models`` lists them. This package is a leaf: it imports nothing of attnkit, and no torch.
 
 Caps (tested): :data:`MAX_MODEL_BYTES` per model folder, :data:`MAX_TOTAL_BYTES` for all of them together.
-
-| module | holds |
-|---|---|
-| :mod:`~attnkit.pretrained.ship` | ``python -m attnkit.pretrained.ship``: a finished run becomes a shipped model |
-| :mod:`~attnkit.pretrained.cards` | ``MODEL_CARD.md`` from a card; which figures are better |
 """
 
 from __future__ import annotations
@@ -35,6 +31,7 @@ __all__ = [
     "MAX_TOTAL_BYTES",
     "MODEL_CARD_FILE",
     "SHELF",
+    "find_shipped",
     "folder_bytes",
     "read_card",
     "shipped_cards",
@@ -78,6 +75,18 @@ def shipped_path(name: str, shelf: Path | None = None) -> Path | None:
         return None
     folder = shelf / name
     return folder if (folder / CARD_FILE).is_file() else None
+
+
+def find_shipped(name: str, shelf: Path | None = None) -> Path:
+    """The folder of the shipped model ``name`` (the one function the checkpoint reader calls).
+
+    Raises:
+        LookupError: no model of that name is shipped; the message lists the names.
+    """
+    folder = shipped_path(name, shelf)
+    if folder is None:
+        raise LookupError(f"not a shipped model's name ({describe_names(shelf)})")
+    return folder
 
 
 def read_card(name: str, shelf: Path | None = None) -> dict[str, Any]:

@@ -81,16 +81,21 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
 def task_for_checkpoint(path: str | Path, *, exports: bool = False) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
     ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`); with ``exports``, also an export
-    directory (``attnkit export``), whose manifest names its task's kind.
+    directory (``attnkit export``), whose manifest names its task's kind (a task's ``TaskSpec.exports``).
 
     Raises:
-        CheckpointError: ``path`` is neither, or its ``config.json`` is unreadable.
+        CheckpointError: ``path`` is neither (an export, when a checkpoint is asked for, says so), or its
+            ``config.json`` is unreadable.
         ValueError: its kind is not a registered task's.
     """
-    from attnkit.training.checkpointing import export_kind, is_export, read_config, resolve_checkpoint
+    from attnkit.training.checkpointing import CheckpointError, read_config, resolve_checkpoint
 
-    if exports and is_export(path):
-        return task_for_kind(export_kind(path), where=str(path)), Path(path)
+    for exporter in (task.exports for task in list(_tasks().values()) if task.exports is not None):
+        kind = exporter.kind_of(Path(path))
+        if kind is not None and exports:
+            return task_for_kind(kind, where=str(path)), Path(path)
+        if kind is not None:
+            raise CheckpointError(exporter.refusal(Path(path)))
     checkpoint = resolve_checkpoint(path)
     return task_for_kind(read_config(checkpoint).get("kind"), where=str(checkpoint / "config.json")), checkpoint
 

@@ -10,8 +10,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-# torch-free: fit_config imports dataclasses only, and attnkit.training loads its checkpoint re-exports lazily
-from attnkit.training.fit_config import PRECISIONS
+from attnkit.runtime import PRECISIONS  # torch-free
 
 
 def _number(kind: type, low: float, *, inclusive: bool = True):
@@ -96,7 +95,7 @@ def apply_runtime(args: argparse.Namespace) -> None:
     """
     import torch
 
-    from attnkit.training.precision import check_precision, resolve_device
+    from attnkit.runtime.devices import check_precision, resolve_device
 
     if hasattr(args, "device"):
         check_precision(getattr(args, "precision", "fp32"), resolve_device(args.device))
@@ -107,7 +106,7 @@ def apply_runtime(args: argparse.Namespace) -> None:
 
 def is_main_process() -> bool:
     """False on the non-zero ranks of a ``torchrun`` job (they stay quiet)."""
-    from attnkit.training.torchrun_env import torchrun_env
+    from attnkit.runtime.torchrun_env import torchrun_env
 
     return torchrun_env().is_main
 
@@ -126,6 +125,17 @@ def add_training_options(
     fit.add_argument("--epochs", type=positive_int, default=epochs, help=f"(default {epochs})")
     fit.add_argument("--batch-size", type=positive_int, default=batch_size, help=f"(default {batch_size})")
     fit.add_argument("--lr", type=positive_float, default=lr, help=f"AdamW learning rate (default {lr:g})")
+    fit.add_argument(
+        "--weight-decay", type=non_negative_float, default=weight_decay, help=f"(default {weight_decay:g})"
+    )
+    _add_schedule_options(fit)
+    _add_budget_options(fit, patience)
+    _add_run_directory_options(fit)
+    return fit
+
+
+def _add_schedule_options(fit: argparse._ArgumentGroup) -> None:
+    """How the learning rate moves, and how many batches make a step or an average."""
     fit.add_argument(
         "--schedule",
         choices=("plateau", "inverse-sqrt", "cosine"),
@@ -168,9 +178,10 @@ def add_training_options(
         help="validate and keep the average of the weights of the last K epochs (checkpoint averaging; "
         "default 1: each epoch's own)",
     )
-    fit.add_argument(
-        "--weight-decay", type=non_negative_float, default=weight_decay, help=f"(default {weight_decay:g})"
-    )
+
+
+def _add_budget_options(fit: argparse._ArgumentGroup, patience: int | None) -> None:
+    """When a run stops: early stopping, a time budget, a step budget."""
     fit.add_argument(
         "--patience",
         type=positive_int,
@@ -191,6 +202,10 @@ def add_training_options(
         help="step budget: stop cleanly after this many optimiser steps; unlike --max-minutes the same command "
         "gives the same model on any machine ('cosine' then anneals over these steps); the run reports its minutes",
     )
+
+
+def _add_run_directory_options(fit: argparse._ArgumentGroup) -> None:
+    """Where a run starts from and writes to, and what happens to a run already there."""
     fit.add_argument(
         "--init-from",
         default=None,
@@ -216,7 +231,6 @@ def add_training_options(
         help="replace the run already in OUT: what it wrote (listed in OUT/attnkit_run.json) is deleted once every "
         "check has passed, and put back if the new run fails before its first checkpoint; other files stay",
     )
-    return fit
 
 
 def fit_config_from_args(args: argparse.Namespace, **overrides):

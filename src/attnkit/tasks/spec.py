@@ -18,13 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AddArguments", "TaskSpec"]
+__all__ = ["AddArguments", "ExportFormat", "TaskSpec"]
 
 AddArguments = Callable[[argparse.ArgumentParser], None]
 
 
 def _no_arguments(parser: argparse.ArgumentParser) -> None:
     """A command hook that adds no options."""
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """How the registry recognises the directories a task's ``export`` command writes (no checkpoints).
+
+    Attributes:
+        kind_of: ``kind_of(path)``: the kind of the task that wrote the export at ``path``, or None if it is none.
+        refusal: ``refusal(path)``: one line saying why that export cannot be read as a checkpoint.
+    """
+
+    kind_of: Callable[[Path], str | None]
+    refusal: Callable[[Path], str]
 
 
 @dataclass(frozen=True)
@@ -40,7 +53,7 @@ class TaskSpec:
         train: runs ``attnkit train NAME`` (returns the exit status).
         load: ``load(checkpoint directory, *, device, precision) -> ready model`` (what :func:`attnkit.load`
             returns for this kind): the model on ``device`` (``"auto"``, ``"cpu"``, ``"cuda:N"``, ...; see
-            :func:`attnkit.training.precision.resolve_device`), running in ``precision``
+            :func:`attnkit.runtime.devices.resolve_device`), running in ``precision``
             (``"fp32"``/``"bf16"``/``"fp16"``).
         evaluate: runs ``attnkit evaluate`` for checkpoints of this kind (several only if ``ensembles``).
         predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
@@ -51,6 +64,7 @@ class TaskSpec:
             theirs; another task's option given for a checkpoint of this kind is refused in one line).
         commands: extra top-level commands the task brings (``translate``, ``export``): ``register(subparsers)``.
         ensembles: whether ``evaluate`` accepts several checkpoints at once.
+        exports: how to recognise what the task's ``export`` command writes, or None.
     """
 
     kind: str
@@ -71,3 +85,4 @@ class TaskSpec:
     add_faithfulness_arguments: AddArguments = _no_arguments
     commands: tuple[Callable[[Any], None], ...] = ()
     ensembles: bool = False
+    exports: ExportFormat | None = None

@@ -46,7 +46,7 @@ class TrainingStart:
     """What a train hook knows before it reads its data.
 
     Attributes:
-        plan: the checked :class:`~attnkit.tasks.run_plan.RunPlan` (``plan.writing()`` guards every write).
+        plan: the checked :class:`~attnkit.tasks.run.plan.RunPlan` (``plan.writing()`` guards every write).
         init: the ``--init-from`` checkpoint (:class:`~attnkit.training.init_from.InitFrom`), or None.
         config: the task's config, from the checkpoint when ``init`` is given, else from the arguments.
         fit_config: the loop's options.
@@ -77,7 +77,7 @@ def start_training(
     Args:
         command: ``"train classify"``, as the run's manifest records it.
         kind: the task's checkpoint kind (``--init-from`` must name a checkpoint of it).
-        inputs, writes: what :func:`~attnkit.tasks.run_plan.plan_run` checks (input files, the run's own
+        inputs, writes: what :func:`~attnkit.tasks.run.plan.plan_run` checks (input files, the run's own
             directories).
         config_from_args: the task's ``config_from_args`` (its ``config`` module).
         config_from_init: the task's config from an ``--init-from`` checkpoint
@@ -88,7 +88,7 @@ def start_training(
     Raises:
         ValueError, OSError: the run plan's refusals, a bad config or ``--init-from``.
     """
-    from attnkit.tasks.run_plan import plan_run
+    from attnkit.tasks.run.plan import plan_run
     from attnkit.training.init_from import resolve_init_from
 
     plan = plan_run(args, command=command, inputs=inputs, writes=writes)

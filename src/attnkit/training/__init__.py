@@ -1,4 +1,4 @@
-"""Training: the fit loop and its recipe, checkpoints, precision and devices, distributed runs (layer 5).
+"""Training: the fit loop and its recipe, checkpoints, the fp16 scaler, distributed runs (layer 5).
 
 | module | holds |
 |---|---|
@@ -13,9 +13,9 @@
 | :mod:`~attnkit.training.average_checkpoints` | one checkpoint, the mean of several of one architecture (a model soup; `python -m` it) |
 | :mod:`~attnkit.training.optim` | AdamW, the linear warm-up and the plateau schedule's moves |
 | :mod:`~attnkit.training.cross_entropy` | the loss and metrics of every single-label classifier |
-| :mod:`~attnkit.training.precision` | devices, autocast, ``place_model``, ``ready_for_inference`` |
+| :mod:`~attnkit.training.precision` | the fp16 grad scaler and ``place_model`` (run-time devices: :mod:`attnkit.runtime`) |
 | :mod:`~attnkit.training.distributed` | torchrun: process groups, sharded batches, reductions |
-| :mod:`~attnkit.training.torchrun_env` | torchrun's ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, read in one place |
+| :mod:`~attnkit.training.torchrun_env` | the old path of :mod:`attnkit.runtime.torchrun_env` |
 | :mod:`~attnkit.training.seeding` | seeds for Python, NumPy and torch, per epoch and per rank |
 | :mod:`~attnkit.training.config_io` | ``JsonConfig``: dataclass configs as JSON |
 | :mod:`~attnkit.training.run_report` | ``metrics.json`` and ``metrics.csv`` |

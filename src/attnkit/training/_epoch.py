@@ -11,12 +11,12 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from attnkit.runtime.devices import autocast, on_device, to_device
 from attnkit.training._progress import Reporter
 from attnkit.training._run_state import RunState
 from attnkit.training.distributed import DistributedContext, all_reduce_sums, check_replicas_in_sync
 from attnkit.training.fit_config import FitConfig
 from attnkit.training.objective import Batch, Objective, is_summable
-from attnkit.training.precision import autocast, on_device, to_device
 from attnkit.training.schedule import LearningRateSchedule
 
 __all__ = ["EpochTotals", "batch_count", "improves", "running", "stop_reason", "to_device", "train_epoch", "validate"]

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from attnkit.training.torchrun_env import torchrun_env
+from attnkit.runtime.torchrun_env import torchrun_env
 
 __all__ = [
     "DistributedContext",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnkit.runtime import PRECISIONS  # the forward pass's precisions (attnkit.runtime.devices.autocast)
+
 __all__ = ["PRECISIONS", "SCHEDULES", "FitConfig", "check_schedule_without_validation"]
 
 # The learning-rate schedules: how the rate moves after the warm-up (see attnkit.training.schedule).
@@ -20,10 +22,6 @@ def check_schedule_without_validation(schedule: str, *, who: str) -> None:
             "rate when validation stops improving, which it then never sees: use schedule 'cosine' (over the "
             "epochs or max steps) or 'inverse-sqrt'"
         )
-
-
-# The precisions of the forward pass (see attnkit.training.precision): float32, or autocast to bfloat16 / float16.
-PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass

@@ -50,6 +50,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.runtime.devices import check_precision, device_of
 from attnkit.training._epoch import batch_count, improves, running, stop_reason, train_epoch, validate
 from attnkit.training._progress import Reporter
 from attnkit.training._run_state import EpochRecord, RunCheckpoints, RunState, cpu_copy, holding, start_run
@@ -65,7 +66,7 @@ from attnkit.training.distributed import (
 from attnkit.training.fit_config import SCHEDULES, FitConfig, check_schedule_without_validation
 from attnkit.training.objective import Batch, Objective, SummableObjective, is_summable
 from attnkit.training.optim import make_optimizer
-from attnkit.training.precision import check_precision, device_of, grad_scaler
+from attnkit.training.precision import grad_scaler
 from attnkit.training.schedule import LearningRateSchedule
 from attnkit.training.seeding import derive_seed, seed_everything
 

@@ -1,123 +1,43 @@
-"""Where a model runs and in what precision: ``--device`` and ``--precision`` for training and inference (layer 5).
+"""Training's part of devices and precision: the fp16 gradient scaler and a model placed for training (layer 5).
 
-    device = resolve_device("auto")                 # cuda:0 when CUDA is available, else the CPU (never mps)
-    check_precision("bf16", device)
-    with autocast(device, "bf16"):                  # fp32: a nullcontext, nothing else happens
-        loss = objective.loss(to_device(batch, device))
+    device = place_model(model, "auto")             # under torchrun: joins the process group first
     scaler = grad_scaler(device, "fp16")            # None unless fp16
 
-Devices: ``auto`` (CUDA when ``torch.cuda.is_available()``, else the CPU; ``auto`` never picks ``mps``: ask for it),
-``cpu``, ``cuda`` (the current CUDA device), ``cuda:N``, ``mps``. A device that is not there is one ``ValueError``.
-Under ``torchrun`` (``WORLD_SIZE > 1``) ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``; :func:`place_model` joins the
-process group with the backend that matches the device (nccl on CUDA, gloo on the CPU) and refuses a mismatch.
-
-Precisions: ``fp32`` (no autocast), ``bf16`` and ``fp16`` through :func:`torch.autocast` with the device's type; the
-weights, the optimiser state and the gradients stay float32 (autocast computes in the lower precision only inside
-the forward pass). ``fp16`` training also scales the loss with a :class:`torch.amp.GradScaler`, which skips a step
-whose gradients hold inf/NaN and lowers the scale. fp16 on the CPU is allowed, with a scaler too (torch has CPU
-autocast in float16 and a CPU GradScaler). On a CPU without native reduced-precision kernels (AMX, AVX-512 BF16)
-both are slower than fp32 (``docs/benchmarks.md``); they are for GPUs, and for checking a GPU recipe on a laptop.
+``fp16`` training scales the loss with a :class:`torch.amp.GradScaler`, which skips a step whose gradients hold
+inf/NaN and lowers the scale; the weights, the optimiser state and the gradients stay float32. fp16 on the CPU is
+allowed, with a scaler too (torch has CPU autocast in float16 and a CPU GradScaler). Under ``torchrun``
+:func:`place_model` joins the process group with the backend that matches the device (nccl on CUDA, gloo on the
+CPU) and refuses a mismatch. Devices and precision at run time (``resolve_device``, ``autocast``,
+``ready_for_inference``, ...) are :mod:`attnkit.runtime.devices`; their old names here still work, with a warning.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, nullcontext
+import warnings
 from typing import Any
 
 import torch
 from torch import nn
 
+from attnkit.runtime import PRECISIONS
+from attnkit.runtime import devices as _devices
+from attnkit.runtime.devices import resolve_device
+from attnkit.runtime.torchrun_env import torchrun_env
 from attnkit.training.distributed import init_distributed
-from attnkit.training.fit_config import PRECISIONS
-from attnkit.training.torchrun_env import torchrun_env
 
-__all__ = [
-    "PRECISIONS",
-    "autocast",
-    "check_precision",
-    "device_of",
-    "grad_scaler",
-    "on_device",
-    "place_model",
-    "ready_for_inference",
-    "resolve_device",
-    "to_device",
-    "to_host",
-]
+__all__ = ["PRECISIONS", "grad_scaler", "place_model"]
 
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_MOVED = frozenset(_devices.__all__) - {"resolve_device"}
 
 
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """The device ``device`` names, checked to be there: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-
-    ``auto`` is CUDA when available, else the CPU. ``cuda`` is the current CUDA device (``cuda:LOCAL_RANK`` under
-    torchrun); the result always carries its index, so it compares equal to a parameter's ``.device``.
-
-    Raises:
-        ValueError: an unknown name, or a device this machine does not have (one line, naming ``--device``).
-    """
-    text = str(device)
-    if text == "auto":
-        return resolve_device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    try:
-        resolved = torch.device(text)
-    except (RuntimeError, ValueError):
-        raise ValueError(f"--device {text}: expected auto, cpu, cuda, cuda:N or mps") from None
-    if resolved.type == "cpu":
-        return torch.device("cpu")
-    if resolved.type == "cuda":
-        return _cuda(text, resolved.index)
-    if resolved.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise ValueError(f"--device {text}: MPS is not available here (torch.backends.mps.is_available() is False)")
-        return torch.device("mps")
-    raise ValueError(f"--device {text}: expected auto, cpu, cuda, cuda:N or mps")
-
-
-def _cuda(text: str, index: int | None) -> torch.device:
-    if not torch.cuda.is_available():
-        raise ValueError(f"--device {text}: CUDA is not available here (torch.cuda.is_available() is False)")
-    count = torch.cuda.device_count()
-    if torchrun_env().world_size > 1:
-        local_rank = torchrun_env().local_rank
-        if index is not None and index != local_rank:
-            raise ValueError(
-                f"--device {text}: under torchrun each process uses cuda:LOCAL_RANK (cuda:{local_rank} here); "
-                "give --device cuda or auto"
-            )
-        index = local_rank
-    elif index is None:
-        index = torch.cuda.current_device()
-    if index >= count:
-        raise ValueError(f"--device {text}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
-    return torch.device("cuda", index)
-
-
-def check_precision(precision: str, device: torch.device) -> None:
-    """Refuse a precision that is not ``fp32``/``bf16``/``fp16``, or one ``device`` cannot compute in.
-
-    Raises:
-        ValueError: the cases above (bf16 on a GPU without bfloat16; fp16 training where torch has no GradScaler).
-    """
-    if precision not in PRECISIONS:
-        raise ValueError(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
-    if precision == "fp32":
-        return
-    if not torch.amp.autocast_mode.is_autocast_available(device.type):
-        raise ValueError(f"--precision {precision}: torch has no autocast on {device.type}; use fp32")
-    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        name = torch.cuda.get_device_name(device)
-        raise ValueError(f"--precision bf16: {device} ({name}) does not support bfloat16; use fp16 or fp32")
-
-
-def autocast(device: torch.device, precision: str) -> AbstractContextManager:
-    """``torch.autocast`` on ``device``'s type in ``precision``'s dtype; a ``nullcontext`` for ``fp32``."""
-    if precision == "fp32":
-        return nullcontext()
-    return torch.autocast(device_type=device.type, dtype=_DTYPES[precision])
+def __getattr__(name: str) -> Any:
+    """The run-time names that moved to :mod:`attnkit.runtime.devices`, with a ``DeprecationWarning``."""
+    if name in _MOVED:
+        warnings.warn(
+            f"attnkit.training.precision.{name} moved to attnkit.runtime.devices.{name}", DeprecationWarning, 2
+        )
+        return getattr(_devices, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | None:
@@ -156,61 +76,3 @@ def place_model(model: nn.Module, device: str | torch.device = "auto") -> torch.
             )
     model.to(resolved)
     return resolved
-
-
-def ready_for_inference(model: nn.Module, device: str | torch.device = "auto", precision: str = "fp32") -> nn.Module:
-    """``model`` on the resolved ``device``, in eval mode, after checking ``precision`` there (the loaders of
-    trained models call this; unlike :func:`place_model` it never joins a process group).
-
-    Raises:
-        ValueError: a device that is not there, or a precision it cannot compute in.
-    """
-    resolved = resolve_device(device)
-    check_precision(precision, resolved)
-    return model.to(resolved).eval()
-
-
-def device_of(model: nn.Module) -> torch.device:
-    """Where ``model``'s parameters live (the CPU for a model without parameters)."""
-    parameter = next(model.parameters(), None)
-    return torch.device("cpu") if parameter is None else parameter.device
-
-
-def to_device(batch: Any, device: torch.device) -> Any:
-    """A batch's tensors on ``device``: a tensor, a mapping of tensors, or an object with ``.to(device)`` (attnkit's
-    batches); the batch itself when it is already there (the CPU: nothing to do)."""
-    if device.type == "cpu":
-        return batch
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, Mapping):
-        return {
-            key: to_device(value, device) if isinstance(value, torch.Tensor) else value for key, value in batch.items()
-        }
-    mover = getattr(batch, "to", None)
-    return mover(device) if callable(mover) else batch
-
-
-def on_device(batches: Iterable[Any], device: torch.device) -> Iterator[Any]:
-    """Each batch of ``batches`` moved to ``device`` as it is drawn."""
-    for batch in batches:
-        yield to_device(batch, device)
-
-
-def to_host(value: Any) -> Any:
-    """A model output brought back for the user: tensors on the CPU, floating ones in float32 (bf16/fp16 results of
-    autocast become float32); dataclasses, lists, tuples and dicts are rebuilt around them. One copy per tensor."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu()
-        return value.float() if value.is_floating_point() else value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(
-            value, **{f.name: to_host(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
-        )
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
-        return type(value)(*(to_host(item) for item in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_host(item) for item in value)
-    if isinstance(value, dict):
-        return {key: to_host(item) for key, item in value.items()}
-    return value

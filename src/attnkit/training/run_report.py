@@ -36,8 +36,8 @@ from typing import Any
 
 from torch import nn
 
+from attnkit.runtime.torchrun_env import torchrun_env
 from attnkit.training.loop import FitConfig, FitResult
-from attnkit.training.torchrun_env import torchrun_env
 
 __all__ = [
     "HISTORY_FILE",

@@ -1,36 +1,6 @@
-"""torchrun's environment, read in one place: ``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE`` (layer 5; no torch).
+"""The old path of :mod:`attnkit.runtime.torchrun_env` (torchrun's environment is read at run time, not only in
+training); kept so that ``from attnkit.training.torchrun_env import torchrun_env`` still works."""
 
-``torchrun --nproc-per-node N`` sets them in each process it starts; outside torchrun they are unset and a run is
-rank 0 of 1. ``attnkit.training.distributed`` joins the process group they describe; the device rules
-(``attnkit.training.precision``), the run report and the command line's quiet non-zero ranks read them here.
-"""
-
-from __future__ import annotations
-
-import os
-from dataclasses import dataclass
+from attnkit.runtime.torchrun_env import TorchrunEnv, torchrun_env
 
 __all__ = ["TorchrunEnv", "torchrun_env"]
-
-
-@dataclass(frozen=True)
-class TorchrunEnv:
-    """This process's place in a torchrun job: global rank, rank on this machine, number of processes."""
-
-    rank: int = 0
-    local_rank: int = 0
-    world_size: int = 1
-
-    @property
-    def is_main(self) -> bool:
-        """True on rank 0, the process that prints and writes the run's files."""
-        return self.rank == 0
-
-
-def torchrun_env() -> TorchrunEnv:
-    """The environment as it is now (``TorchrunEnv()`` outside torchrun)."""
-    return TorchrunEnv(
-        rank=int(os.environ.get("RANK", "0")),
-        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
-        world_size=int(os.environ.get("WORLD_SIZE", "1")),
-    )

@@ -13,7 +13,6 @@ from attnkit.data.seq2seq.bible import (
     Verse,
     align_verses,
     build_cache,
-    cache_dir,
     clean_osis,
     find_sword_dir,
     fix_chapter_opening,
@@ -122,17 +121,6 @@ def test_split_by_chapter_is_whole_chapters_and_order_free():
 
 
 # --- files and errors ---------------------------------------------------------------------------------------
-def test_cache_dir_precedence(monkeypatch, tmp_path):
-    monkeypatch.delenv("ATTNKIT_CACHE", raising=False)
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cache_dir() == tmp_path / "home" / ".cache" / "attnkit"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_dir() == tmp_path / "xdg" / "attnkit"
-    monkeypatch.setenv("ATTNKIT_CACHE", str(tmp_path / "mine"))
-    assert cache_dir() == tmp_path / "mine"
-
-
 def test_missing_modules_say_what_to_install(tmp_path):
     assert INSTALL_HINT == "apt-get install sword-text-kjv sword-text-sparv"
     with pytest.raises(MissingSwordModulesError, match=INSTALL_HINT):

@@ -136,7 +136,7 @@ def test_negations_and_other_sentiment_function_words_stay_attendable():
     """``--attend content`` must be able to shade "not" in "Not buying again" (issue #38)."""
     import torch
 
-    from attnkit.data.tokenization import TextTokenizer
+    from attnkit.data.classify.tokenization import TextTokenizer
     from attnkit.models import PooledClassifier
     from attnkit.tasks.classify.attended_words import SENTIMENT_FUNCTION_WORDS, content_stop_words, content_word_table
 

@@ -29,7 +29,7 @@ from attnkit.data.seq2seq import (
 )
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq, build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq, build_transformer_seq2seq
 from attnkit.tasks.seq2seq.ctranslate2.export import (
     MANIFEST_FILE,
     ExportError,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnkit.data.seq2seq import PAD_ID
-from attnkit.tasks.run_plan import ADDED_LATER
+from attnkit.tasks.run.plan import ADDED_LATER
 from attnkit.tasks.seq2seq.distill.options import ADDED_LATER as DISTILL_ADDED_LATER
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, distribution_matching_loss
 

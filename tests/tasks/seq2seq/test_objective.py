@@ -21,7 +21,7 @@ from attnkit.data.seq2seq import (
 )
 from attnkit.models.rnn_seq2seq import RNNSeq2Seq
 from attnkit.models.seq2seq import build_seq2seq, seq2seq_options
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.inference import translate_texts
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, label_smoothed_loss
 from attnkit.tasks.seq2seq.scoring import SEQUENCE, TEXT, scoring_for, scoring_named

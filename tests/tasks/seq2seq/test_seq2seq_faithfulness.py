@@ -9,7 +9,7 @@ import torch
 from attnkit.data.seq2seq.vocab import BOS_ID
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.models.rnn_seq2seq import build_rnn_seq2seq
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.faithfulness import Seq2SeqStepSubject
 
 pytest.importorskip("captum", reason="the gradient methods need Captum (pip install 'attnkit[faithfulness]')")

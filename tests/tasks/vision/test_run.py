@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from attnkit.data.classification import stratified_split
-from attnkit.data.files import DataError
 from attnkit.data.images import (
     image_batches,
     image_keys,
@@ -16,6 +15,7 @@ from attnkit.data.images import (
     random_shift,
     read_image_file,
 )
+from attnkit.data.reading import DataError
 from attnkit.tasks.vision.config import VisionConfig, build_vision_model
 from attnkit.tasks.vision.data import load_test_images
 from attnkit.tasks.vision.inference import load_vision, predict_images

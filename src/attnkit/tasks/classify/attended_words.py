@@ -24,7 +24,7 @@ from collections.abc import Collection, Sequence
 
 import torch
 
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.tasks.classify.encoding import Prediction
 
 __all__ = [

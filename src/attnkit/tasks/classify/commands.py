@@ -167,7 +167,7 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.streamed_command import streams, train_streamed
     from attnkit.tasks.classify.training import TOKENIZER_DIR, train_classifier
-    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.train_setup import start_training
 
     if args.valid_fraction == 0:  # refused before anything is read or written, as fit itself would refuse it
@@ -252,7 +252,7 @@ def _summarise(report) -> None:
 
 def check_source_is_file(source: str) -> bool:
     """Whether ``--embeddings`` names a file (refusing what is neither a known source nor a file)."""
-    from attnkit.data.embeddings import check_source
+    from attnkit.data.classify.embeddings import check_source
 
     return check_source(source) == "file"
 

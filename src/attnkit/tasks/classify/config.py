@@ -294,8 +294,8 @@ def check_embeddings(source: str, embed_dim: int) -> None:
     """
     import importlib.util
 
-    from attnkit.data.embeddings import check_source
-    from attnkit.data.embeddings.files import vector_file_dim
+    from attnkit.data.classify.embeddings import check_source
+    from attnkit.data.classify.embeddings.files import vector_file_dim
 
     named = check_source(source)  # "random", "word2vec", "fasttext", "glove" or "file"
     if named in ("random",):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.data.classification import TextClassificationData, data_set_names, load_data_set
-from attnkit.data.files import load_files
+from attnkit.data.classify.files import load_files
 
 __all__ = ["data_summary", "load_data"]
 
@@ -40,7 +40,7 @@ def load_data(
 ) -> TextClassificationData:
     """A built-in data set name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
     ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
-    characters (see :mod:`attnkit.data.field_rules`); ``delimiter`` reads CSV-like files whose columns another
+    characters (see :mod:`attnkit.data.classify.field_rules`); ``delimiter`` reads CSV-like files whose columns another
     character separates."""
     if data in data_set_names():
         if test_path is not None:

@@ -20,15 +20,20 @@ from attnkit.tasks.options import add_runtime_options, positive_int, valid_fract
 REPORT_TITLE = "attnkit demo: what the HAN attended to"
 
 
+EXAMPLES = """examples:
+  attnkit demo
+  attnkit demo --epochs 3 --out /tmp/demo
+  attnkit demo --ensemble 3     three HANs, one ensemble (three times the training)
+  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token"""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``demo``."""
     parser = sub.add_parser(
         "demo",
         help="train and explain a HAN on fine-food reviews (a few minutes)",
-        description=__doc__.splitlines()[2].strip()
-        + " "
-        + " ".join(line.strip() for line in __doc__.splitlines()[3:6]),
-        epilog="examples:\n  attnkit demo\n  attnkit demo --epochs 3 --out /tmp/demo\n  attnkit demo --ensemble 3     three HANs, one ensemble (three times the training)\n  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token",
+        description=" ".join(line.strip() for line in __doc__.splitlines()[2:6]),
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default="fine-foods", help="a built-in data set name (default: fine-foods)")
@@ -114,14 +119,8 @@ def _percent(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit demo``."""
     from attnkit.data.classification import load_data_set, subset
-    from attnkit.explain.faithfulness.results import comprehensiveness_line, summary_line
-    from attnkit.tasks.classify.attended_words import stop_word_share
     from attnkit.tasks.classify.baselines import tfidf_logreg_accuracy
-    from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
-    from attnkit.tasks.classify.explain import classifier_report
-    from attnkit.tasks.classify.inference import load_classifier
     from attnkit.tasks.classify.training import train_classifier
-    from attnkit.training.loop import FitConfig
 
     started = time.perf_counter()
     data = load_data_set(args.data)
@@ -136,8 +135,35 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"TF-IDF + logistic regression: test accuracy {100 * baseline:.2f}%")
 
-    # the recipe chosen on fine-foods' validation splits (docs/results/classification_notes.md): a cosine schedule
-    # over --epochs, the last 3 epochs' weights averaged, and (by default) refitted on every training review
+    config, fit_config = _recipe(args)
+    reports = [
+        train_classifier(
+            data,
+            config,
+            dataclasses.replace(fit_config, seed=args.seed + member),
+            out_dir=Path(args.out) / f"member{member}" if member else args.out,
+            valid_fraction=args.valid_fraction,
+            valid_seed=args.seed,
+            batch_size=32,
+            device=args.device,
+        )
+        for member in range(args.ensemble)
+    ]
+    report = reports[0]
+
+    _print_accuracies(args, data, baseline, reports, fit_config)
+    _explain(args, data, report)
+    print(f"demo finished in {(time.perf_counter() - started) / 60:.1f} min")
+    return 0
+
+
+def _recipe(args: argparse.Namespace):
+    """The HAN's config and its ``FitConfig``: the recipe chosen on fine-foods' validation splits
+    (docs/results/classification_notes.md): a cosine schedule over --epochs, the last 3 epochs' weights averaged,
+    and (by default) refitted on every training review."""
+    from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
+    from attnkit.training.loop import FitConfig
+
     config = ClassifierConfig(
         model="han",
         embed_dim=default_embed_dim(args.embeddings) if args.embeddings != "random" else 100,
@@ -159,21 +185,11 @@ def run(args: argparse.Namespace) -> int:
         max_minutes=args.max_minutes,
         precision=args.precision,
     )
-    reports = [
-        train_classifier(
-            data,
-            config,
-            dataclasses.replace(fit_config, seed=args.seed + member),
-            out_dir=Path(args.out) / f"member{member}" if member else args.out,
-            valid_fraction=args.valid_fraction,
-            valid_seed=args.seed,
-            batch_size=32,
-            device=args.device,
-        )
-        for member in range(args.ensemble)
-    ]
-    report = reports[0]
+    return config, fit_config
 
+
+def _print_accuracies(args: argparse.Namespace, data, baseline: float, reports, fit_config) -> None:
+    """The table of test accuracies (the baseline, each HAN, their ensemble) and how long the HANs trained."""
     print()
     print(f"{'model':<40}{'validation':>11}{'test accuracy':>15}")
     print(f"{'TF-IDF + logistic regression':<40}{'':>11}{100 * baseline:>14.2f}%")
@@ -199,6 +215,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"HAN{plural} trained {minutes:.1f} min, {kept}{plural} {epochs}")
     if args.ensemble > 1:
         print(f"(what follows explains the seed-{args.seed} HAN alone: an ensemble has no one attention to show)")
+
+
+def _explain(args: argparse.Namespace, data, report) -> None:
+    """What the first HAN attended to: a few test predictions, the HTML report, the faithfulness summary."""
+    from attnkit.explain.faithfulness.results import comprehensiveness_line, summary_line
+    from attnkit.tasks.classify.attended_words import stop_word_share
+    from attnkit.tasks.classify.explain import classifier_report
+    from attnkit.tasks.classify.inference import load_classifier
 
     classifier = load_classifier(report.checkpoint, device=args.device, precision=args.precision)
     predictions = classifier.predict(data.test_texts[: max(args.examples, args.report_documents)])
@@ -234,5 +258,3 @@ def run(args: argparse.Namespace) -> int:
     tests = classifier.faithfulness([p.text for p in shown], methods=methods, seed=args.seed)
     print(summary_line(tests))
     print(comprehensiveness_line(tests))
-    print(f"demo finished in {(time.perf_counter() - started) / 60:.1f} min")
-    return 0

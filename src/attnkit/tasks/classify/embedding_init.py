@@ -1,6 +1,6 @@
 """A classifier's embedding table started from word vectors (layer 5): ``--embeddings word2vec|fasttext|glove|PATH``.
 
-The vectors come from :func:`attnkit.data.embeddings.pretrained_embeddings`, lined up with the run's tokeniser
+The vectors come from :func:`attnkit.data.classify.embeddings.pretrained_embeddings`, lined up with the run's tokeniser
 (row ``i`` = token ``i``; tokens without a vector get seeded random rows of the same scale; padding is zero).
 ``word2vec``/``fasttext`` are trained on the training split only, with a fixed gensim seed, so every seed and
 resumed part of a run reuses one cached training.
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig
 
 __all__ = ["initialise_embeddings"]
@@ -33,7 +33,7 @@ def initialise_embeddings(
     Raises:
         ValueError: vectors whose size is not ``config.embed_dim`` (naming the size to use), or a bad source.
     """
-    from attnkit.data.embeddings import TrainOptions, pretrained_embeddings
+    from attnkit.data.classify.embeddings import TrainOptions, pretrained_embeddings
 
     options = TrainOptions(dim=config.embed_dim)  # gensim's own seed stays fixed: one cached training per corpus
     vectors = pretrained_embeddings(config.embeddings, tokenizer, texts=texts, options=options, seed=seed)

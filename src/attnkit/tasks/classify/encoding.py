@@ -24,8 +24,8 @@ from attnkit.data.batching import (
     collate_documents,
     collate_tokens,
 )
-from attnkit.data.sentences import SentenceSplitter, encode_documents
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.sentences import SentenceSplitter, encode_documents
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import ClassifierConfig
 
 __all__ = ["FAMILIES", "EpochBatches", "Prediction", "TextEncoder", "forward_batch", "make_batches"]

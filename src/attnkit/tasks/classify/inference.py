@@ -19,8 +19,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.data.inputs import as_texts
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
 from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
 from attnkit.tasks.classify.objective import evaluate_encoded
@@ -31,7 +32,6 @@ from attnkit.training.checkpointing import (
     read_config_of_kind,
     resolve_checkpoint,
 )
-from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]
 

@@ -24,7 +24,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
     checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are what the
     in-memory trainer takes too (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
     texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
-    from attnkit.data.text_stream import TextFileStream
+    from attnkit.data.classify.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_training import train_classifier_streamed
     from attnkit.tasks.train_setup import scan_bytes
 

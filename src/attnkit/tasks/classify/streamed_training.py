@@ -2,7 +2,7 @@
 file is large (or ``--streaming always``) (layer 5).
 
 The file is read once for its tokeniser, label counts and validation rows
-(:class:`~attnkit.data.text_stream.TextFileStream`, cached), then once per epoch for the training rows, which
+(:class:`~attnkit.data.classify.text_stream.TextFileStream`, cached), then once per epoch for the training rows, which
 are encoded once, kept on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`: the first epoch reads the
 text and writes them, later epochs and runs read them), and batched by
 :class:`~attnkit.data.streaming.StreamedBatches`: memory holds the model, a shuffle pool and a window, never the
@@ -21,18 +21,19 @@ from pathlib import Path
 import torch
 
 from attnkit.data.batching import EncodedDataset
+from attnkit.data.cache import stream_cache_dir
+from attnkit.data.classify.text_stream import TextFileStream
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, id_cache_dir
 from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
-from attnkit.data.text_stream import TextFileStream, stream_cache_dir
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.tasks.classify.config import KIND, ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective
 from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
-from attnkit.training.precision import autocast, device_of, on_device
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = ["evaluate_file", "train_classifier_streamed"]
@@ -198,7 +199,7 @@ def evaluate_file(
     Raises:
         DataError: a bad row, or a label the training file never had (``file:line: ...``).
     """
-    from attnkit.data.files import iter_rows
+    from attnkit.data.classify.files import iter_rows
     from attnkit.data.reading import DataError
 
     def batches() -> Iterator:

@@ -22,7 +22,7 @@ from torch import nn
 
 from attnkit.data.batching import EncodedDataset
 from attnkit.data.classification import TextClassificationData, stratified_split
-from attnkit.data.tokenization import TextTokenizer
+from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.tasks.classify.config import KIND, RECIPE_BEFORE_OPTIONS, ClassifierConfig, build_classifier
 from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
@@ -68,7 +68,7 @@ def train_classifier(
 
     ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
     checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
-    available; see :func:`~attnkit.training.precision.resolve_device`) in ``fit_config.precision``. Writes
+    available; see :func:`~attnkit.runtime.devices.resolve_device`) in ``fit_config.precision``. Writes
     ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json`` (its details hold ``load_seconds``, the time the
     caller spent reading ``data``, when given); returns the
     :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and

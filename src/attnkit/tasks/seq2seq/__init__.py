@@ -23,6 +23,7 @@
 
 from attnkit.tasks.seq2seq import commands, translate_command
 from attnkit.tasks.seq2seq.ctranslate2 import command as export_command
+from attnkit.tasks.seq2seq.ctranslate2.probe import EXPORTS
 from attnkit.tasks.spec import TaskSpec
 
 SPEC = TaskSpec(
@@ -42,4 +43,5 @@ SPEC = TaskSpec(
     faithfulness=commands.faithfulness,
     commands=(translate_command.register, export_command.register),
     ensembles=True,
+    exports=EXPORTS,
 )

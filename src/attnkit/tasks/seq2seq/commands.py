@@ -83,6 +83,21 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "instead of skipping such pairs",
     )
 
+    _add_model_arguments(parser)
+    fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
+    fit.add_argument(
+        "--label-smoothing",
+        type=float,
+        default=0.1,
+        help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
+    )
+    fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
+    add_distill_arguments(parser)
+    add_runtime_options(parser)
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model options of ``attnkit train seq2seq``: the family, then each family's own (None: its default)."""
     model = parser.add_argument_group("model")
     model.add_argument("--model", choices=["rnn", "transformer"], default="rnn", help="default: rnn")
     model.add_argument("--dropout", type=float, default=None, help="default: 0.2 (rnn), 0.1 (transformer)")
@@ -105,22 +120,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     tf.add_argument("--post-norm", action="store_true", help="post-norm layers (default: pre-norm)")
     tf.add_argument("--share-embeddings", action="store_true", help="one table for both sides (shared vocabulary)")
 
-    fit = add_training_options(parser, epochs=20, batch_size=64, lr=1e-3)
-    fit.add_argument(
-        "--label-smoothing",
-        type=float,
-        default=0.1,
-        help="of the training loss (default 0.1: the training loss then reads higher than the validation loss)",
-    )
-    fit.add_argument("--no-test", action="store_true", help="do not decode the test split at the end")
-    add_distill_arguments(parser)
-    add_runtime_options(parser)
-
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train seq2seq``."""
     from attnkit.data.seq2seq import data_set_names
-    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.seq2seq.config import KIND, config_from_args
     from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq
@@ -235,7 +239,7 @@ def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", qua
     """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
     ``device``, decoding in ``precision``; of a CTranslate2 export, a
     :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
-    from attnkit.training.checkpointing import is_export
+    from attnkit.tasks.seq2seq.ctranslate2.probe import is_export
 
     if is_export(checkpoint):
         from attnkit.tasks.seq2seq.ctranslate2.loaded import load_export
@@ -267,9 +271,10 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF; with
     ``--backend ctranslate2``, of one export (:func:`evaluate_export`)."""
+    from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
-    from attnkit.training.checkpointing import CheckpointError, export_message, is_export
+    from attnkit.training.checkpointing import CheckpointError
 
     if args.backend == "ctranslate2":
         return evaluate_export(args)

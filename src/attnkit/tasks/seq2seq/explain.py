@@ -15,8 +15,8 @@ import torch
 from attnkit.explain import captions
 from attnkit.explain.html import write_report
 from attnkit.explain.sections import alignment_section, transformer_section
+from attnkit.runtime.devices import autocast, to_host
 from attnkit.tasks.seq2seq.inference import LoadedSeq2Seq
-from attnkit.training.precision import autocast, to_host
 
 __all__ = ["seq2seq_report"]
 

@@ -36,7 +36,7 @@ from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import STEPS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import Embedded, GradientInputs
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 
 __all__ = [
     "CHUNK",

@@ -31,7 +31,9 @@ from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs,
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
 from attnkit.models.ensemble import Seq2SeqEnsemble
+from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
+from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.training.checkpointing import (
@@ -41,7 +43,6 @@ from attnkit.training.checkpointing import (
     read_config_of_kind,
     resolve_checkpoint,
 )
-from attnkit.training.precision import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 
 __all__ = [
     "LoadedSeq2Seq",
@@ -152,6 +153,8 @@ def load_seq2seq(
             with a precision other than fp32.
     """
     checkpoint = resolve_checkpoint(checkpoint)
+    if is_export(checkpoint):
+        raise CheckpointError(export_message(checkpoint))
     if quantize is not None and (precision != "fp32" or resolve_device(device).type != "cpu"):
         raise ValueError(
             f"--quantize {quantize} runs on the CPU in fp32 (got --device {device}, --precision {precision})"
@@ -298,22 +301,28 @@ def translate_texts(
                 weights = None
                 if need_weights:
                     weights = _forced_attention(model, batch.source_ids, batch.source_mask, best)
-            weights = to_host(weights)
-            all_tokens = to_host(out.tokens[:, :num_hypotheses]).tolist()  # [B, n, T]
-            lengths, scores = out.lengths[:, :num_hypotheses].tolist(), out.scores[:, :num_hypotheses].tolist()
-            for row, text in enumerate(chunk):
-                n_best = [
-                    Translation(text, target_tokenizer.decode(ids[:steps]), score, None, ids[:steps])
-                    for rank, (ids, steps, score) in enumerate(
-                        zip(all_tokens[row], lengths[row], scores[row], strict=True)
-                    )
-                    if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
-                ]
-                first = n_best[0]
-                attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
-                results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
+            results += _translations(chunk, out, to_host(weights), source_lengths, target_tokenizer, num_hypotheses)
     finally:
         model.train(was_training)
+    return results
+
+
+def _translations(
+    chunk: list[str], out: Any, weights: torch.Tensor | None, source_lengths: list[int], target_tokenizer: Any, n: int
+) -> list[Translation]:
+    """One batch's decoding as a :class:`Translation` per text, with its ``n`` best hypotheses (on the host)."""
+    all_tokens = to_host(out.tokens[:, :n]).tolist()  # [B, n, T]
+    lengths, scores = out.lengths[:, :n].tolist(), out.scores[:, :n].tolist()
+    results = []
+    for row, text in enumerate(chunk):
+        n_best = [
+            Translation(text, target_tokenizer.decode(ids[:steps]), score, None, ids[:steps])
+            for rank, (ids, steps, score) in enumerate(zip(all_tokens[row], lengths[row], scores[row], strict=True))
+            if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
+        ]
+        first = n_best[0]
+        attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
+        results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
     return results
 
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
+from attnkit.data.cache import stream_cache_dir
 from attnkit.data.id_cache import PAIR_IDS, EncodedStride, id_cache_dir
 from attnkit.data.seq2seq import Seq2SeqData, collate_pairs, read_pairs
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH
 from attnkit.data.seq2seq.pair_stream import PairFileStream
 from attnkit.data.seq2seq.tokenization import load_tokenizers, tokenizer_text
 from attnkit.data.streaming import StreamedBatches, StreamOptions
-from attnkit.data.text_stream import stream_cache_dir
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, run_config
 from attnkit.training.init_from import InitFrom

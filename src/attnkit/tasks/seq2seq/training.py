@@ -131,7 +131,7 @@ def train_seq2seq(
             batch pads to its longest pair: one very long pair can exhaust memory); the count is printed.
         strict: refuse such pairs instead (one line naming ``file:line``).
         device: where the model trains (``"auto"``: CUDA when available; see
-            :func:`~attnkit.training.precision.resolve_device`); ``fit_config.precision`` says in what precision,
+            :func:`~attnkit.runtime.devices.resolve_device`); ``fit_config.precision`` says in what precision,
             for training, validation and the test decoding alike.
         init_from: start from this checkpoint's weights and tokenisers (``config.model`` must be its model's;
             ``data`` must have its source and target levels), with a fresh optimiser.

@@ -61,7 +61,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train vision``."""
-    from attnkit.tasks.run_plan import train_writes
+    from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.train_setup import start_training
     from attnkit.tasks.vision.config import KIND, VisionConfig, config_from_args
     from attnkit.tasks.vision.data import load_data

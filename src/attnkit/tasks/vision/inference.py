@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from attnkit.models.visual import VisualAttentionClassifier
+from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
 from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
 from attnkit.tasks.vision.objective import evaluate_vision
 from attnkit.training.checkpointing import (
@@ -24,7 +25,6 @@ from attnkit.training.checkpointing import (
     read_config_of_kind,
     resolve_checkpoint,
 )
-from attnkit.training.precision import autocast, device_of, ready_for_inference, to_host
 
 __all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
 

@@ -12,8 +12,8 @@ import torch
 
 from attnkit.data.images import image_batches
 from attnkit.models.visual import VisualAttentionClassifier
+from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.training.cross_entropy import CrossEntropyObjective
-from attnkit.training.precision import autocast, device_of, on_device
 
 __all__ = ["evaluate_vision", "vision_objective"]
 

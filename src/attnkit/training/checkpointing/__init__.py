@@ -7,21 +7,22 @@
 | :mod:`~attnkit.training.checkpointing._format` | the format's file names, version and error |
 | :mod:`~attnkit.training.checkpointing._state_codec` | the trainer state as JSON plus a flat tensor dict |
 
-Import from here (or from :mod:`attnkit.training`), not from the private modules.
+Import from here (or from :mod:`attnkit.training`), not from the private modules. Whether a directory is a
+CTranslate2 export is the seq2seq task's to say (:mod:`attnkit.tasks.seq2seq.ctranslate2.probe`); the old names
+here still work, with a warning.
 """
+
+import warnings
+from typing import Any
 
 from attnkit.training.checkpointing._read import (
     CONFIG_FILE,
-    EXPORT_MANIFEST,
     FORMAT,
     FORMAT_VERSION,
     STATE_JSON_FILE,
     STATE_TENSORS_FILE,
     WEIGHTS_FILE,
     CheckpointError,
-    export_kind,
-    export_message,
-    is_export,
     load_model_weights,
     read_config,
     read_config_of_kind,
@@ -34,16 +35,12 @@ from attnkit.training.checkpointing._read import (
 
 __all__ = [
     "CONFIG_FILE",
-    "EXPORT_MANIFEST",
     "FORMAT",
     "FORMAT_VERSION",
     "STATE_JSON_FILE",
     "STATE_TENSORS_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
-    "export_kind",
-    "export_message",
-    "is_export",
     "load_model_weights",
     "read_config",
     "read_config_of_kind",
@@ -53,3 +50,16 @@ __all__ = [
     "resolve_checkpoint",
     "save_checkpoint",
 ]
+
+_MOVED = {"EXPORT_MANIFEST": "MANIFEST_FILE", "export_kind": "export_kind", "export_message": "export_message",
+          "is_export": "is_export"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """The export probe's old names, from :mod:`attnkit.tasks.seq2seq.ctranslate2.probe`, with a warning."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from attnkit.tasks.seq2seq.ctranslate2 import probe
+
+    warnings.warn(f"{__name__}.{name} moved to {probe.__name__}.{_MOVED[name]}", DeprecationWarning, 2)
+    return getattr(probe, _MOVED[name])

@@ -54,16 +54,12 @@ from attnkit.training.checkpointing._write import recover_checkpoint, save_check
 
 __all__ = [
     "CONFIG_FILE",
-    "EXPORT_MANIFEST",
     "FORMAT",
     "FORMAT_VERSION",
     "STATE_JSON_FILE",
     "STATE_TENSORS_FILE",
     "WEIGHTS_FILE",
     "CheckpointError",
-    "export_kind",
-    "export_message",
-    "is_export",
     "load_model_weights",
     "read_config",
     "read_config_of_kind",
@@ -75,44 +71,6 @@ __all__ = [
 ]
 
 RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
-# what `attnkit export` writes beside CTranslate2's files (tasks.seq2seq.ctranslate2.manifest.MANIFEST_FILE)
-EXPORT_MANIFEST = "attnkit_export.json"
-
-
-def is_export(path: str | Path) -> bool:
-    """Whether ``path`` is a directory ``attnkit export`` wrote (a CTranslate2 model, not a checkpoint)."""
-    return Path(path).is_dir() and (Path(path) / EXPORT_MANIFEST).is_file()
-
-
-def export_kind(path: str | Path) -> str:
-    """The kind of the task that exported ``path`` (an export's manifest names it, as a checkpoint's ``config.json``
-    does); exports written before manifests named their kind were all ``seq2seq`` ones.
-
-    Raises:
-        CheckpointError: the manifest is unreadable, or its kind is not a string.
-    """
-    manifest = Path(path) / EXPORT_MANIFEST
-    try:
-        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind", "seq2seq")
-    except (OSError, ValueError, AttributeError) as error:
-        raise CheckpointError(f"{manifest}: unreadable export manifest ({error})") from None
-    if not isinstance(kind, str):
-        raise CheckpointError(f"{manifest}: the field 'kind' must be a string naming the export's task, got {kind!r}")
-    return kind
-
-
-def export_message(path: str | Path) -> str:
-    """One line saying that ``path`` is an export, what reads it and what it cannot do (naming its checkpoint)."""
-    try:
-        source = json.loads((Path(path) / EXPORT_MANIFEST).read_text(encoding="utf-8")).get("source")
-    except (OSError, ValueError, AttributeError):
-        source = None
-    origin = f" ({source})" if isinstance(source, str) and source else ""
-    return (
-        f"{path}: a CTranslate2 export written by attnkit export, not a checkpoint: decode it with --backend "
-        f"ctranslate2 (attnkit translate, attnkit evaluate) or attnkit.load() in Python; an export has no attention "
-        f"weights, so explaining (and training, resuming, exporting again) needs the checkpoint it came from{origin}"
-    )
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -130,10 +88,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
     """
     path = Path(path)
     if not path.exists():
-        shipped = _shipped(str(path))
-        if shipped is not None:
-            return shipped
-        raise CheckpointError(_missing(path))
+        return _shipped(path)
     if not path.is_dir():
         raise CheckpointError(_not_a_directory(path))
     if (path / CONFIG_FILE).is_file():
@@ -143,20 +98,17 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise CheckpointError(f"{path}: not a checkpoint or run directory (no {CONFIG_FILE}, no {RUN_BEST}/{CONFIG_FILE})")
 
 
-def _shipped(name: str) -> Path | None:
-    """The folder of the shipped model ``name`` (see :mod:`attnkit.pretrained`), or None."""
-    from attnkit.pretrained import shipped_path
+def _shipped(path: Path) -> Path:
+    """A path that does not exist: the shipped model of that name (:func:`attnkit.pretrained.find_shipped`), or
+    refused in one line (a bare name is also not a shipped model's: they are listed)."""
+    from attnkit.pretrained import find_shipped
 
-    return shipped_path(name)
-
-
-def _missing(path: Path) -> str:
-    """Why a path that does not exist is refused: a bare name is also not a shipped model's (they are listed)."""
-    from attnkit.pretrained import describe_names
-
-    if len(path.parts) == 1 and not str(path).startswith("."):
-        return f"{path}: no such checkpoint or run directory, and not a shipped model's name ({describe_names()})"
-    return f"{path}: does not exist (expected a checkpoint or run directory)"
+    if len(path.parts) != 1 or str(path).startswith("."):
+        raise CheckpointError(f"{path}: does not exist (expected a checkpoint or run directory)")
+    try:
+        return find_shipped(str(path))
+    except LookupError as error:
+        raise CheckpointError(f"{path}: no such checkpoint or run directory, and {error.args[0]}") from None
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:
@@ -266,8 +218,6 @@ def _open_checkpoint(directory: str | Path) -> tuple[Path, dict[str, Any]]:
         raise CheckpointError(f"{path}: no such checkpoint directory")
     if not path.is_dir():
         raise CheckpointError(_not_a_directory(path))
-    if is_export(path):
-        raise CheckpointError(export_message(path))
     config_path = path / CONFIG_FILE
     if not config_path.is_file():
         raise CheckpointError(f"{path}: no {CONFIG_FILE}; not an attnkit checkpoint")

@@ -8,7 +8,8 @@
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2.translator` | ``CTranslate2Translator``: decoding, tokenised by attnkit |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2.evaluate` | ``attnkit evaluate --backend ctranslate2`` with the task's own scorer |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2.command` | ``attnkit export`` |
+| :mod:`~attnkit.tasks.seq2seq.ctranslate2.probe` | whether a directory is an export, its task's kind, why it is no checkpoint |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2.loaded` | ``LoadedExport``: what ``attnkit.load("exports/x")`` returns |
 
-Nothing is imported here: ``attnkit --help`` reads ``command`` and must not load torch or CTranslate2.
+Nothing is imported here: ``attnkit --help`` reads ``command`` and ``probe`` and must not load torch or CTranslate2.
 """

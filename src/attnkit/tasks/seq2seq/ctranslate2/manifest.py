@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
+from attnkit.tasks.seq2seq.ctranslate2.probe import MANIFEST_FILE
 from attnkit.training.config_io import JsonConfig
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "weights_sha256",
 ]
 
-MANIFEST_FILE = "attnkit_export.json"
 FORMAT, FORMAT_VERSION = "attnkit.ctranslate2", 1
 _VOCABULARIES = ("shared_vocabulary.json", "source_vocabulary.json", "target_vocabulary.json")
 
@@ -91,7 +91,7 @@ class ExportManifest(JsonConfig):
     quantization: Literal["int8", "int8_float32", "int16", "float16"] | None = None
     model_config: dict[str, Any] | None = None
     source: str | None = None
-    kind: str = "seq2seq"  # the task that exported it (attnkit.training.checkpointing.export_kind)
+    kind: str = "seq2seq"  # the task that exported it (probe.export_kind)
 
 
 def json_sha256(value: Any) -> str:
@@ -141,7 +141,7 @@ def remove_stale_partials(out_dir: Path) -> list[Path]:
     """Delete what exports to ``out_dir`` killed half-way left beside it (``.NAME.partial-PID`` directories of
     processes that are gone), and put back an earlier export a killed replacement had moved aside
     (``.NAME.old-PID`` while ``NAME`` is missing); return what was removed."""
-    from attnkit.tasks.run_lock import pid_is_running
+    from attnkit.tasks.run.lock import pid_is_running
 
     removed = []
     parent = out_dir.parent

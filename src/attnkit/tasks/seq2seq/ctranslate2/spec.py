@@ -1,4 +1,4 @@
-"""attnkit's :class:`~attnkit.models.transformer_seq2seq.TransformerSeq2Seq` as a CTranslate2 ``TransformerSpec``.
+"""attnkit's :class:`~attnkit.models.transformer.seq2seq.TransformerSeq2Seq` as a CTranslate2 ``TransformerSpec``.
 
 The weight mapping behind :func:`attnkit.tasks.seq2seq.ctranslate2.export.export_ctranslate2`, kept apart from the files
 and the manifest. One attnkit layer becomes one CTranslate2 layer, name for name:
@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from attnkit.distributions import Softmax
-from attnkit.models.transformer_seq2seq import TransformerSeq2Seq
+from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import LearnedPositions, RotaryPositions, SinusoidalPositions, sinusoidal_table
 from attnkit.scores import ScaledDotScore
@@ -121,13 +121,7 @@ def describe_transformer(model: TransformerSeq2Seq) -> dict[str, Any]:
         "ff_dim": ff_dim,
         "norm_first": norm_first,
         "positions": positions,
-        "positions_base": (
-            model.source_positions.base
-            if positions == "sinusoidal"
-            else _rotary_base(model)
-            if positions == "rotary"
-            else None
-        ),
+        "positions_base": _positions_base(model, positions),
         "max_len": model.source_positions.embedding.num_embeddings if positions == "learned" else None,
         "share_embeddings": model.source_embedding is model.target_embedding,
         "tie_output": model.output.weight is model.target_embedding.weight,
@@ -135,6 +129,13 @@ def describe_transformer(model: TransformerSeq2Seq) -> dict[str, Any]:
         "activation": activations.pop() if activations else "gelu",
         "layer_norm_eps": norms[0].eps if norms else 1e-5,
     }
+
+
+def _positions_base(model: TransformerSeq2Seq, positions: str) -> float | None:
+    """The base of the sinusoidal or rotary positions' frequencies (None for learned positions)."""
+    if positions == "sinusoidal":
+        return model.source_positions.base
+    return _rotary_base(model) if positions == "rotary" else None
 
 
 def _set_norm(spec: Any, norm: nn.LayerNorm | None, dim: int) -> None:
@@ -210,6 +211,7 @@ def transformer_spec(
 
     The description (:func:`describe_transformer`) gains ``"identity_layers"`` and ``"max_positions"``.
     """
+    # Over 60 lines on purpose: one weight mapping, read beside CTranslate2's TransformerSpec, line for line.
     from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 

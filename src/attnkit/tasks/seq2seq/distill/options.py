@@ -15,7 +15,7 @@ __all__ = [
     "check_distill_arguments",
 ]
 
-# what a run started before these options existed holds (attnkit.tasks.run_plan compares a resumed run's settings)
+# what a run started before these options existed holds (attnkit.tasks.run.plan compares a resumed run's settings)
 ADDED_LATER = {"distill_from": None, "distill_beam": None, "distill_gold": False, "distill_unlabelled": None,
                "distill_max_unlabelled": None, "distill_token_weight": None}  # fmt: skip
 DEFAULT_BEAM = 5
