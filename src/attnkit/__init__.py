@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names below, for readers and type checkers; at run time they load on first use
     from attnkit import functional, masks
     from attnkit.attention import Attention
-    from attnkit.distributions import Distribution, Entmax15, LocalM, LocalP, Softmax, Sparsemax
+    from attnkit.distributions import Distribution, Entmax15, LocalM, LocalP, Softmax, Sparsemax, Uniform
     from attnkit.kv_cache import KVCache
     from attnkit.multihead import MultiHeadAttention
     from attnkit.outputs import AttentionOutput
@@ -43,6 +43,7 @@ _EXPORTS = {
     "LocalP": "attnkit.distributions",
     "Softmax": "attnkit.distributions",
     "Sparsemax": "attnkit.distributions",
+    "Uniform": "attnkit.distributions",
     "KVCache": "attnkit.kv_cache",
     "MultiHeadAttention": "attnkit.multihead",
     "AttentionOutput": "attnkit.outputs",
@@ -95,6 +96,7 @@ __all__ = [
     "Softmax",
     "Sparsemax",
     "TaskScaling",
+    "Uniform",
     "functional",
     "load",
     "masks",

@@ -36,6 +36,7 @@ from attnkit.multihead_torch import (
     key_mask_from_padding,
     refuse_mixed_conventions,
     rename_torch_state_dict,
+    to_torch_state_dict,
 )
 from attnkit.outputs import AttentionOutput
 from attnkit.positions import RotaryPositions
@@ -91,8 +92,30 @@ class MultiHeadAttention(nn.Module):
         self.score = score if score is not None else ScaledDotScore()
         self.distribution = distribution if distribution is not None else Softmax()
         self.rotary = rotary
-        # SDPA computes exactly ScaledDotScore + Softmax: the fast twins are only right for that pair.
-        self.fast_path = type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
+        self._fast_path_allowed = True
+
+    @property
+    def fast_path(self) -> bool:
+        """True when the fast twins run: allowed (the default; set ``fast_path = False`` for the references) and
+        the module's *current* score and distribution are :class:`ScaledDotScore` and :class:`Softmax`, the pair
+        SDPA computes. Read at every call, so ``m.distribution = Sparsemax()`` after construction is followed."""
+        return self._fast_path_allowed and self.computes_sdpa()
+
+    @fast_path.setter
+    def fast_path(self, allowed: bool) -> None:
+        self._fast_path_allowed = bool(allowed)
+
+    def computes_sdpa(self) -> bool:
+        """True when this module's attention is exactly ``F.scaled_dot_product_attention``'s: the scaled dot score
+        with softmax (of exactly those classes) — the only case a fused kernel (SDPA, torch's fused layers) may
+        stand in for it."""
+        return type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
+
+    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
+        """A :class:`KVCache` for this module's self-attention: ``[batch_size, H, max_len, Dh]`` buffers in the
+        dtype and on the device of its weights (a bf16 module gets a bf16 cache)."""
+        weight = self.k_proj.weight
+        return KVCache(batch_size, max_len, self.num_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
 
     def forward(
         self,
@@ -323,6 +346,36 @@ class MultiHeadAttention(nn.Module):
         new.train(module.training)
         return new.to(module.out_proj.weight.device, module.out_proj.weight.dtype)
 
+    def to_torch(self) -> nn.MultiheadAttention:
+        """torch's own ``nn.MultiheadAttention`` with this module's weights and training mode, giving its outputs
+        (``batch_first`` as this module's, True for a plain one): a model trained with attnkit deploys without it.
+
+        Raises ``ValueError`` when torch's module cannot compute this one: a score other than
+        :class:`ScaledDotScore`, a distribution other than :class:`Softmax`, or rotary positions.
+        """
+        if not self.computes_sdpa() or self.rotary is not None:
+            raise ValueError(
+                "to_torch: nn.MultiheadAttention computes scaled dot scores with softmax and no rotary positions; "
+                f"this module has {type(self.score).__name__}, {type(self.distribution).__name__}"
+                + (" and rotary positions" if self.rotary is not None else "")
+            )
+        weight = self.out_proj.weight
+        module = nn.MultiheadAttention(
+            self.embed_dim,
+            self.num_heads,
+            dropout=self.dropout,
+            bias=self.q_proj.bias is not None,
+            kdim=self.k_proj.in_features,
+            vdim=self.v_proj.in_features,
+            batch_first=getattr(self, "batch_first", True),
+            device=weight.device,
+            dtype=weight.dtype,
+        )
+        state = MultiHeadAttention.state_dict(self)  # attnkit's keys (the drop-in's are torch's already)
+        to_torch_state_dict(state, "", module._qkv_same_embed_dim)
+        module.load_state_dict(state)
+        return module.train(self.training)
+
 
 class TorchMultiheadAttention(TorchSignature, MultiHeadAttention):
     """attnkit's multi-head attention behind ``nn.MultiheadAttention``'s call (what :meth:`MultiHeadAttention.from_torch`
@@ -330,6 +383,17 @@ class TorchMultiheadAttention(TorchSignature, MultiHeadAttention):
     average_attn_weights=True, is_causal=False)`` in **torch's polarity**, ``batch_first`` either way, the
     attributes torch's Transformer layers read (:class:`attnkit.multihead_dropin.TorchSignature`).
 
-    Everything else (``decode_self``, ``project_key_value``, the fast paths, state dicts) is
-    :class:`MultiHeadAttention`'s; its attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
+    Its ``state_dict`` is in torch's layout (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``), so it loads into
+    ``nn.MultiheadAttention`` and, under ``self_attn.``, into ``nn.TransformerEncoderLayer``; it loads either
+    layout. Everything else (``decode_self``, ``project_key_value``, the fast paths) is :class:`MultiHeadAttention`'s;
+    its attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register_state_dict_post_hook(_torch_layout)
+
+
+def _torch_layout(module: TorchMultiheadAttention, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+    """State-dict post-hook of the drop-in: its projection keys in ``nn.MultiheadAttention``'s layout."""
+    to_torch_state_dict(state_dict, prefix, module._same_dims())

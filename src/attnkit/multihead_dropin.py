@@ -30,10 +30,18 @@ class TorchSignature:
     bias_v = None
     add_zero_attn = False
 
+    def _same_dims(self) -> bool:
+        """kdim = vdim = E: torch keeps the three projections in one ``in_proj_weight``."""
+        return self.k_proj.in_features == self.embed_dim and self.v_proj.in_features == self.embed_dim
+
     # ---------------------------------------------------------------------- attributes torch's layers read
     @property
     def _qkv_same_embed_dim(self) -> bool:
-        return self.k_proj.in_features == self.embed_dim and self.v_proj.in_features == self.embed_dim
+        """What ``nn.TransformerEncoderLayer`` reads before its fused inference kernel replaces this module's call
+        (eval + no_grad) with torch's own attention on ``in_proj_weight``: True only when that kernel computes
+        what this module does (kdim = vdim = E, fast path on, scaled dot + softmax, no rotary positions), so a
+        drop-in given another distribution is always called, never bypassed."""
+        return self._same_dims() and self.fast_path and self.rotary is None
 
     @property
     def kdim(self) -> int:
@@ -46,7 +54,7 @@ class TorchSignature:
     @property
     def in_proj_weight(self) -> torch.Tensor | None:
         """``[3E, E]``: the query, key and value weights stacked (torch's layout); None when kdim/vdim differ."""
-        if not self._qkv_same_embed_dim:
+        if not self._same_dims():
             return None
         return torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])
 
@@ -59,15 +67,15 @@ class TorchSignature:
 
     @property
     def q_proj_weight(self) -> torch.Tensor | None:
-        return None if self._qkv_same_embed_dim else self.q_proj.weight
+        return None if self._same_dims() else self.q_proj.weight
 
     @property
     def k_proj_weight(self) -> torch.Tensor | None:
-        return None if self._qkv_same_embed_dim else self.k_proj.weight
+        return None if self._same_dims() else self.k_proj.weight
 
     @property
     def v_proj_weight(self) -> torch.Tensor | None:
-        return None if self._qkv_same_embed_dim else self.v_proj.weight
+        return None if self._same_dims() else self.v_proj.weight
 
     def merge_masks(
         self, attn_mask: torch.Tensor | None, key_padding_mask: torch.Tensor | None, query: torch.Tensor

@@ -26,6 +26,7 @@ __all__ = [
     "key_mask_from_padding",
     "refuse_mixed_conventions",
     "rename_torch_state_dict",
+    "to_torch_state_dict",
 ]
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj")
@@ -54,6 +55,23 @@ def rename_torch_state_dict(state_dict: dict[str, torch.Tensor], prefix: str = "
         bias = state_dict.pop(prefix + "in_proj_bias")
         for name, part in zip(_PROJECTIONS, bias.chunk(3), strict=True):
             state_dict[f"{prefix}{name}.bias"] = part
+
+
+def to_torch_state_dict(state_dict: dict[str, torch.Tensor], prefix: str, same_dims: bool) -> None:
+    """Rewrite, in place, attnkit's projection keys under ``prefix`` into ``nn.MultiheadAttention``'s layout (the
+    inverse of :func:`rename_torch_state_dict`): ``in_proj_weight [3E, E]`` when ``same_dims`` (kdim = vdim = E),
+    else ``{q,k,v}_proj_weight``; ``in_proj_bias [3E]``; ``out_proj.*`` unchanged."""
+    names = [f"{prefix}{name}" for name in _PROJECTIONS]
+    if names[0] + ".weight" not in state_dict:
+        return
+    weights = [state_dict.pop(name + ".weight") for name in names]
+    if same_dims:
+        state_dict[prefix + "in_proj_weight"] = torch.cat(weights)
+    else:
+        for name, weight in zip(names, weights, strict=True):
+            state_dict[name + "_weight"] = weight
+    if names[0] + ".bias" in state_dict:
+        state_dict[prefix + "in_proj_bias"] = torch.cat([state_dict.pop(name + ".bias") for name in names])
 
 
 def from_torch_mask(
