@@ -37,6 +37,14 @@ __all__ = [
 ]
 
 
+def _one_mask(mask: torch.Tensor | None, key_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """``key_mask=`` (the name used everywhere else) or ``mask=`` (the older name): the same ``[B, T]`` bool mask,
+    True = real token; passing both is refused."""
+    if mask is not None and key_mask is not None:
+        raise ValueError("pass key_mask= or mask= (the same mask, True = real token), not both")
+    return key_mask if key_mask is not None else mask
+
+
 def _check_input(x: torch.Tensor, mask: torch.Tensor | None, name: str) -> None:
     if x.dim() != 3:
         raise ValueError(f"{name} expects x of shape [B, T, D], got {tuple(x.shape)}")
@@ -83,9 +91,15 @@ class AttentionPooling(nn.Module):
         self.queries = nn.Parameter(torch.empty(heads, hidden).normal_(std=hidden**-0.5))
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, scale: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        key_mask: torch.Tensor | None = None,
+        scale: torch.Tensor | None = None,
     ) -> AttentionOutput:
-        """Pool ``x [B, T, D]`` under ``mask [B, T]`` (True = real token).
+        """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=``, positional or not, is the
+        same argument under its older name).
 
         ``scale [B, T]`` (optional; TaSc, see :class:`TaskScaling`) multiplies each position's weight before the
         weighted sum: ``pooled = (weights · scale) @ x``. The returned weights stay the distribution's (rows sum
@@ -95,6 +109,7 @@ class AttentionPooling(nn.Module):
             ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence
             pools to zeros with all-zero weights.
         """
+        mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "AttentionPooling")
         if self.positions is not None:
             x = self.positions(x)
@@ -111,8 +126,11 @@ class AttentionPooling(nn.Module):
 class MeanPooling(nn.Module):
     """Masked mean: the unweighted baseline. Weights are ``1/length`` on real tokens."""
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
-        """x ``[B, T, D]``, mask ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_mask: torch.Tensor | None = None
+    ) -> AttentionOutput:
+        """x ``[B, T, D]``, key_mask (or ``mask``) ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+        mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "MeanPooling")
         kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
         counts = kept.sum(dim=1, keepdim=True).clamp(min=1)  # [B, 1]
@@ -126,8 +144,11 @@ class MaxPooling(nn.Module):
     Its weights are a saliency: ``weights[b, 0, t]`` is the fraction of features whose maximum is at ``t``.
     """
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> AttentionOutput:
-        """x ``[B, T, D]``, mask ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_mask: torch.Tensor | None = None
+    ) -> AttentionOutput:
+        """x ``[B, T, D]``, key_mask (or ``mask``) ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
+        mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "MaxPooling")
         kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
         filled = x.masked_fill(~kept[..., None], float("-inf"))  # [B, T, D]

@@ -90,3 +90,18 @@ def test_2d_positions_encode_rows_and_columns_separately():
     torch.testing.assert_close(table[1, 0, :4], table[1, 3, :4])  # same row, same row-half
     torch.testing.assert_close(table[0, 2, 4:], table[2, 2, 4:])  # same column, same column-half
     assert not torch.allclose(table[0, 0], table[1, 1])
+
+
+@pytest.mark.parametrize("make", [lambda: AttentionPooling(4, heads=2), MeanPooling, MaxPooling])
+def test_every_pooling_takes_key_mask_as_the_rest_of_attnkit_and_mask_still_works(make):
+    torch.manual_seed(0)
+    pooling = make()
+    x = torch.randn(2, 5, 4)
+    key_mask = torch.arange(5)[None] < torch.tensor([[5], [2]])
+    by_key_mask = pooling(x, key_mask=key_mask)
+    for old in (pooling(x, key_mask), pooling(x, mask=key_mask)):
+        torch.testing.assert_close(old.context, by_key_mask.context)
+        torch.testing.assert_close(old.weights, by_key_mask.weights)
+    assert (by_key_mask.weights[1, :, 2:] == 0).all()
+    with pytest.raises(ValueError, match="not both"):
+        pooling(x, mask=key_mask, key_mask=key_mask)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from attnkit import Attention, DotScore, Softmax
 from attnkit.explain.rollout import attention_rollout
 
 
@@ -78,3 +79,13 @@ def test_float64_is_kept():
 def test_bad_inputs_raise_naming_the_argument(layers, key_mask, message):
     with pytest.raises(ValueError, match=message):
         attention_rollout(layers, key_mask=key_mask)
+
+
+def test_an_integer_mask_is_refused_as_everywhere_else_in_attnkit():
+    layers = [torch.softmax(torch.randn(1, 2, 3, 3), dim=-1)]
+    with pytest.raises(ValueError, match=r"key_mask must be a torch.BoolTensor.*bool\(\)"):
+        attention_rollout(layers, key_mask=torch.ones(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"key_mask must be a torch\.BoolTensor"):
+        Attention(DotScore(), Softmax())(
+            torch.randn(1, 2, 4), torch.randn(1, 3, 4), key_mask=torch.ones(1, 3, dtype=torch.long)
+        )

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
+from attnkit import masks
+
 __all__ = ["attention_rollout"]
 
 
@@ -32,9 +34,9 @@ def attention_rollout(
     Args:
         layer_weights: one tensor per layer, first layer first, each ``[B, H, T, T]`` (query × key) as returned by
             ``MultiHeadAttention(..., need_weights=True)``; ``[B, T, T]`` is accepted as a single head.
-        key_mask: optional ``[B, T]`` bool, **True = real token**, or an integer 0/1 mask with 1 = real token
-            (Hugging Face's int64 ``attention_mask``, same polarity). Padded positions get zero everywhere: their
-            columns (no information flows from padding) and their rows (padding is not explained).
+        key_mask: optional ``[B, T]`` bool, **True = real token** (a bool mask, as everywhere in attnkit: Hugging
+            Face's int64 ``attention_mask`` is ``attention_mask.bool()``). Padded positions get zero everywhere:
+            their columns (no information flows from padding) and their rows (padding is not explained).
 
     Returns:
         ``[B, T, T]`` float32 (float64 if the inputs are float64). Every row of a real position sums to 1;
@@ -83,17 +85,7 @@ def _heads_averaged(weights: torch.Tensor, index: int) -> torch.Tensor:
 def _keep_mask(key_mask: torch.Tensor | None, batch: int, positions: int, *, device) -> torch.Tensor:
     if key_mask is None:
         return torch.ones(batch, positions, dtype=torch.bool, device=device)
-    if key_mask.dtype != torch.bool and not key_mask.is_floating_point() and not key_mask.is_complex():
-        if ((key_mask != 0) & (key_mask != 1)).any():  # an integer mask: 0/1 only (1 = real token, as HF's)
-            raise ValueError(
-                f"key_mask: an integer mask must hold only 0 and 1 (1 = real token), got values "
-                f"{sorted(set(key_mask.unique().tolist()))[:6]}"
-            )
-        key_mask = key_mask == 1
-    if key_mask.dtype != torch.bool:
-        raise ValueError(
-            f"key_mask: expected a bool (True = real token) or 0/1 integer tensor, got dtype {key_mask.dtype}"
-        )
+    masks.as_bool_mask(key_mask, "key_mask")  # bool only, as everywhere in attnkit (HF's int mask: `.bool()`)
     if tuple(key_mask.shape) != (batch, positions):
         raise ValueError(
             f"key_mask: expected shape {(batch, positions)} to match the weights, got {tuple(key_mask.shape)}"
