@@ -42,8 +42,9 @@ def test_predict_reads_a_str_as_one_text_and_refuses_what_the_cli_refuses(classi
             classifier.predict(["great tea", bad])
     with pytest.raises(TypeError, match="must be a str or a sequence of str, got NoneType"):
         classifier.predict(None)
-    with pytest.raises(ValueError, match="no text given"):
-        classifier.predict([])
+    assert classifier.predict([]) == []  # an empty batch is not an error (#37)
+    with pytest.raises(ValueError, match="nothing to evaluate"):
+        classifier.evaluate([], [])
     with pytest.raises(TypeError, match="at index 0 is int"):
         classifier.evaluate([3], ["pos"])
 
@@ -147,19 +148,19 @@ def test_tensorboard_logs_learning_rate_step_loss_test_metrics_and_hparams(tmp_p
 
 
 # ------------------------------------------------------------------------------------- 9. small conveniences
-def test_rollout_accepts_hugging_faces_integer_masks():
+def test_rollout_takes_bool_masks_as_the_rest_of_attnkit_and_says_how_to_convert_hugging_faces():
+    """#26 let rollout take Hugging Face's 0/1 integer mask; #37 made it refuse one as every other attnkit mask
+    argument does (one polarity, one dtype), with the conversion in the message."""
     import torch
 
     from attnkit.explain.rollout import attention_rollout
 
     layers = [torch.softmax(torch.randn(2, 2, 4, 4), -1) for _ in range(2)]
     as_bool = torch.tensor([[True, True, True, False], [True, True, False, False]])
-    expected = attention_rollout(layers, key_mask=as_bool)
-    torch.testing.assert_close(attention_rollout(layers, key_mask=as_bool.long()), expected)
-    with pytest.raises(ValueError, match="only 0 and 1"):
-        attention_rollout(layers, key_mask=as_bool.long() * 2)
-    with pytest.raises(ValueError, match=r"bool .* or 0/1 integer"):
-        attention_rollout(layers, key_mask=as_bool.float())
+    attention_rollout(layers, key_mask=as_bool)
+    for other in (as_bool.long(), as_bool.float()):
+        with pytest.raises(ValueError, match=r"must be a torch.BoolTensor.*mask.bool\(\)"):
+            attention_rollout(layers, key_mask=other)
 
 
 def test_figures_drawn_before_save_figures_are_reported(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -60,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``attnkit`` console script. Returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    warnings.formatwarning = _warning_line
     try:
         if hasattr(args, "seed"):  # commands that run a model: seed and threads first
             apply_runtime(args)
@@ -75,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"attnkit: error: {_one_line(err)}", file=sys.stderr)
         return 2
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> str:
+    """A warning as the command shows it: one ``attnkit: warning:`` line (not Python's file:line and source)."""
+    return f"attnkit: warning: {' '.join(str(message).split())}\n"
 
 
 def _one_line(error: BaseException) -> str:

@@ -16,7 +16,13 @@ from pathlib import Path
 from attnkit.cli.faithfulness import add_erasure_options
 from attnkit.explain.faithfulness.methods import PANEL_STEPS
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, add_task_arguments, refuse_foreign_options
+from attnkit.tasks.options import (
+    FILE_HELP,
+    add_file_column_option,
+    add_runtime_options,
+    add_task_arguments,
+    refuse_foreign_options,
+)
 
 EXAMPLES = """examples:
   attnkit explain --checkpoint runs/ff --text "Stale and overpriced." --text "Lovely tea." --out report.html
@@ -47,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to explain (text models; repeatable)")
-    source.add_argument("--file", help="text models: one text per line; vision: a .npy array or a picture")
+    source.add_argument("--file", help=f"text models: {FILE_HELP}; vision: a .npy array or a picture")
+    add_file_column_option(parser)
     parser.add_argument("--out", required=True, help="the HTML file to write")
     parser.add_argument("--title", default=None, help="the report's title")
     parser.add_argument(

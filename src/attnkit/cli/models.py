@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     cards = shipped_cards()
     if args.json:
-        print(json.dumps(cards, indent=2))
+        print(json.dumps(cards, indent=2, ensure_ascii=False))
         return 0
     if not cards:
         print("no model is shipped")

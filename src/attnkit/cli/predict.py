@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
-from attnkit.tasks.options import add_runtime_options, add_task_arguments, positive_int, refuse_foreign_options
+from attnkit.tasks.options import (
+    FILE_HELP,
+    add_file_column_option,
+    add_runtime_options,
+    add_task_arguments,
+    positive_int,
+    refuse_foreign_options,
+)
 
 EXAMPLES = """examples:
   attnkit predict --checkpoint runs/ff --text "Stale and overpriced."     a run directory means its best/
@@ -23,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "predict",
         help="predict with a trained model",
         description=(
-            "Predict with a trained model. Texts come from --text, --file (one per line) or stdin; a blank input "
+            "Predict with a trained model. Texts come from --text, --file (a table's text column, else one per line) or stdin; a blank input "
             "line gives a blank output line (with --json: no object), so the output lines up with the input."
         ),
         epilog=EXAMPLES,
@@ -36,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text (repeatable)")
-    source.add_argument("--file", help="one text per line (vision: a .npy array or a picture)")
+    source.add_argument("--file", help=FILE_HELP + " (vision: a .npy array or a picture)")
+    add_file_column_option(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with attention weights")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     add_task_arguments(parser, registered_tasks(), "add_predict_arguments")

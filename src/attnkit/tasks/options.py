@@ -265,8 +265,9 @@ def say(*values: object) -> None:
 
 
 def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[str]:
-    """The input texts: ``--text`` values, the ``--file``'s lines, or standard input's (lines end at ``\\n`` only,
-    so a text may hold U+2028 or NEL; see :func:`attnkit.data.reading.read_lines`).
+    """The input texts: ``--text`` values, the ``--file``'s texts (:func:`read_file_texts`: a table's input column,
+    else its lines), or standard input's lines (lines end at ``\\n`` only, so a text may hold U+2028 or NEL; see
+    :func:`attnkit.data.reading.read_lines`).
 
     Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output lines up with its input).
 
@@ -284,7 +285,7 @@ def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[st
             raise ValueError(f"--text number {empty[0]} is empty: give a text to read")
         return list(args.text)
     if getattr(args, "file", None):
-        lines = read_lines(args.file)
+        lines = read_file_texts(args)
     elif sys.stdin is None or sys.stdin.isatty():
         raise ValueError("no text given: use --text, --file or standard input")
     else:
@@ -292,6 +293,54 @@ def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[st
     if not any(line.strip() for line in lines):
         raise ValueError("no text given: use --text, --file or standard input")
     return lines if keep_blank else [line for line in lines if line.strip()]
+
+
+FILE_HELP = (
+    "the inputs: a CSV/TSV/JSONL/Parquet file gives its text column (a classifier's, as evaluate reads it; a "
+    "seq2seq model's source column; --column to choose), any other file one text per line"
+)
+
+
+def add_file_column_option(parser: argparse.ArgumentParser) -> None:
+    """``--column``: which column of a table ``--file`` holds the inputs (:func:`read_file_texts`)."""
+    parser.add_argument(
+        "--column",
+        default=None,
+        metavar="NAME",
+        help="with a CSV/TSV/JSONL/Parquet --file: the column of the inputs (default: the checkpoint's text "
+        "column; seq2seq: source)",
+    )
+
+
+def read_file_texts(args: argparse.Namespace) -> list[str]:
+    """The texts of ``args.file``, read the same way by every command that runs a model on them (predict,
+    explain, translate, faithfulness): a table (CSV, TSV, JSONL, Parquet) gives every row's input column — the
+    ``--column`` given, else a classifier checkpoint's text column (as ``attnkit evaluate`` reads it), a seq2seq
+    checkpoint's source column (a headerless pair file: its first field) — and any other file its lines, blank
+    ones kept (:mod:`attnkit.data.input_files`). Only the checkpoint's ``config.json`` is read here.
+
+    Raises:
+        DataError: ``file:line: ...`` (a missing column, an empty text, bytes that are not UTF-8, ...).
+    """
+    from attnkit.data.input_files import is_table, read_input_file
+
+    if not is_table(args.file):
+        return read_input_file(args.file, column="text")
+    config = _checkpoint_config(getattr(args, "checkpoint", None))
+    pairs = "text_column" not in config  # a classifier names its text column; a seq2seq model reads pairs
+    column = getattr(args, "column", None) or config.get("text_column") or "source"
+    return read_input_file(args.file, column=column, pairs=pairs)
+
+
+def _checkpoint_config(checkpoint: str | Sequence[str] | None) -> dict:
+    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for none or an export directory)."""
+    from attnkit.training.checkpointing import is_export, read_config, resolve_checkpoint
+
+    if isinstance(checkpoint, (list, tuple)):
+        checkpoint = checkpoint[0] if checkpoint else None
+    if checkpoint is None or is_export(checkpoint):
+        return {}
+    return read_config(resolve_checkpoint(checkpoint))
 
 
 def add_task_arguments(parser: argparse.ArgumentParser, tasks: Sequence, hook: str) -> None:

@@ -139,7 +139,8 @@ def iter_pairs(
         yield from _object_rows(path, records, source_key, target_key)
     else:
         separator = {None: "comma-separated", "\t": "tab-separated"}.get(delimiter, f"{delimiter!r}-separated")
-        yield from _table_rows(records, "tab-separated" if fmt == "tsv" else separator, source_key, target_key)
+        shown = "tab-separated" if fmt == "tsv" else separator
+        yield from _table_rows(records, shown, source_key, target_key, path)
 
 
 def load_pair_files(
@@ -246,7 +247,11 @@ def _pair(source: object, target: object, source_name: str, target_name: str) ->
 
 
 def _table_rows(
-    records: Iterator[tuple[int, Record]], separator: str, source_key: str, target_key: str
+    records: Iterator[tuple[int, Record]],
+    separator: str,
+    source_key: str,
+    target_key: str,
+    path: Path | None = None,
 ) -> Iterator[tuple[int, Pair | str]]:
     """TSV is split on tabs with no quoting (natural text is full of quotes); CSV follows the usual quoting rules.
     ``separator`` names the columns' separator in messages (``"comma-separated"``)."""
@@ -260,6 +265,10 @@ def _table_rows(
         if number == 0 and source_key in names and target_key in names:
             columns, width = (names.index(source_key), names.index(target_key)), len(names)
             continue
+        if number == 0 and path is not None:
+            from attnkit.data.input_files import warn_unnamed_header
+
+            warn_unnamed_header(path, fields, (source_key, target_key))
         if len(fields) != width:
             expected = f"{width} {separator} fields as in the header" if columns else f"2 {separator} fields"
             yield line, f"expected {expected} (source, target), found {len(fields)}"

@@ -318,7 +318,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     shown = str(checkpoints[0]) if len(checkpoints) == 1 else [str(checkpoint) for checkpoint in checkpoints]
     if args.json:
         rounded = {"accuracy": round(report["accuracy"], 2), "loss": round(report["loss"], 4)}
-        print(json.dumps({"data": args.data, "checkpoint": shown, **report, **rounded}))
+        print(json.dumps({"data": args.data, "checkpoint": shown, **report, **rounded}, ensure_ascii=False))
         return 0
     ensemble = f" (an ensemble of {len(members)}, probabilities averaged)" if len(members) > 1 else ""
     print(f"accuracy {report['accuracy']:.2f}% on {report['count']} documents (loss {report['loss']:.4f}){ensemble}\n")
@@ -339,7 +339,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
             continue
         prediction = next(predictions)
         if args.json:
-            print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}))
+            print(json.dumps({k: v for k, v in vars(prediction).items() if v is not None}, ensure_ascii=False))
         else:
             confidence = prediction.probabilities[prediction.label]
             print(f"{prediction.label}\t{confidence:.3f}\t{prediction.text}")

@@ -62,10 +62,11 @@ class Classifier:
 
     def predict(self, texts: str | Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
         """Each text's label, class probabilities and attention weights (see :func:`predict_texts`); a ``str`` is
-        one text (one prediction).
+        one text (one prediction), an empty sequence no texts (``[]``).
 
         Raises:
-            TypeError: an item that is not a ``str`` (naming its index). ValueError: an empty text (likewise).
+            TypeError: ``None``, or an item that is not a ``str`` (naming its index). ValueError: an empty text
+                (likewise).
         """
         return predict_texts(self.model, self.encoder, texts, batch_size=batch_size, precision=self.precision)
 
@@ -104,6 +105,8 @@ class Classifier:
         texts = as_texts(texts)
         if len(labels) != len(texts):
             raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
+        if not texts:
+            raise ValueError("nothing to evaluate: no texts")
         gold = self.label_ids(labels)
         metrics = evaluate_encoded(
             self.model, self.encoder, texts, gold, batch_size=batch_size, precision=self.precision

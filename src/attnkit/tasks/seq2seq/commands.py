@@ -273,7 +273,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     ``--backend ctranslate2``, of one export (:func:`evaluate_export`)."""
     from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
     from attnkit.tasks.seq2seq.data import evaluation_data
-    from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
+    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq_ensemble
     from attnkit.training.checkpointing import CheckpointError
 
     if args.backend == "ctranslate2":
@@ -287,7 +287,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     )
     columns = {"source_column": args.source_column, "target_column": args.target_column, "delimiter": args.delimiter}
     pairs, references, label = evaluation_data(loaded.config, args.data, split=args.split, **columns)
-    metrics = loaded.evaluate(
+    metrics = evaluate_seq2seq(
+        loaded,
         pairs,
         references,
         beam_size=args.beam,
@@ -297,7 +298,12 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     )
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if getattr(args, "json", False):
-        print(json.dumps({"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}))
+        print(
+            json.dumps(
+                {"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}},
+                ensure_ascii=False,
+            )
+        )
         return 0
     say(f"{scoring_named(loaded.config.metrics).summary(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0
@@ -335,7 +341,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
     weights = translator.manifest.get("quantization") or "float32"
     if args.json:
         record = {"data": label, "decoding": decoding, "backend": "ctranslate2", "weights": weights}
-        print(json.dumps({**record, **{k: round(v, 4) for k, v in metrics.items()}}))
+        print(json.dumps({**record, **{k: round(v, 4) for k, v in metrics.items()}}, ensure_ascii=False))
         return 0
     say(
         f"{scoring.summary(metrics)} of {label} ({decoding}; CTranslate2, {weights} weights; "

@@ -3,7 +3,7 @@
 
     loaded = load_seq2seq("runs/d")                 # RUN or RUN/best; device="auto", precision="fp32"
     loaded.translate(["March 4, 1997"], beam_size=4)
-    loaded.evaluate(data.test, data.references_for("test"))
+    loaded.evaluate(["March 4, 1997"], ["1997-03-04"])["exact_match"]   # as Classifier.evaluate(texts, labels)
     ensemble = load_seq2seq_ensemble(["runs/a", "runs/b"])          # averages the members' next-token distributions
 
 Decoding runs one path (the cached decoders of :mod:`attnkit.decoding`), with or without attention weights: when
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkit.data.inputs import as_texts
+from attnkit.data.inputs import as_pairs, as_texts
 from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs, load_tokenizers, make_loader
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.decoding import beam_search, greedy
@@ -129,9 +129,17 @@ class LoadedSeq2Seq:
         return seq2seq_faithfulness(self, texts, **options)
 
     def evaluate(
-        self, pairs: Sequence[Pair], references: Sequence[Sequence[str]] | None = None, **options: Any
+        self, sources: Sequence[str], targets: Sequence[str | Sequence[str]], **options: Any
     ) -> dict[str, float]:
-        """The decoded metrics of ``pairs`` (see :func:`evaluate_seq2seq`)."""
+        """The decoded metrics of ``sources`` against ``targets`` — the shape of ``Classifier.evaluate(texts,
+        labels)``: one target per source, a ``str`` or the list of every acceptable one (the first is scored by
+        the teacher-forced loss). Options and results: :func:`evaluate_seq2seq`.
+
+        Raises:
+            TypeError / ValueError: as :func:`attnkit.data.inputs.as_pairs` (a non-str or empty item, naming its
+                index; lengths that differ; no sources).
+        """
+        pairs, references = as_pairs(sources, targets)
         return evaluate_seq2seq(self, pairs, references, **options)
 
 

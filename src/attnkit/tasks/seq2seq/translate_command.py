@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from attnkit.tasks.options import add_runtime_options, positive_int, read_texts
+from attnkit.tasks.options import FILE_HELP, add_file_column_option, add_runtime_options, positive_int, read_texts
 
 EXAMPLES = """examples:
   attnkit translate --checkpoint runs/dates --text "4 March 1997" --text "03/04/1997"
@@ -84,7 +84,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to translate (repeatable)")
-    source.add_argument("--file", help="a file with one text per line")
+    source.add_argument("--file", help=FILE_HELP)
+    add_file_column_option(parser)
     add_decoding_arguments(parser)
     parser.add_argument(
         "--n-best",

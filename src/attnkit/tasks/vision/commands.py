@@ -116,7 +116,11 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     data = load_data_set(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
     if getattr(args, "json", False):
-        print(json.dumps({"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}))
+        print(
+            json.dumps(
+                {"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}, ensure_ascii=False
+            )
+        )
         return 0
     say(f"accuracy {metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
     return 0
@@ -155,7 +159,7 @@ def predict(args: argparse.Namespace, checkpoint: Path) -> int:
         confidence = prediction.probabilities[prediction.label]
         if args.json:
             record = {"image": title, "label": prediction.label, "probabilities": prediction.probabilities}
-            print(json.dumps(record | {"attention": prediction.attention.tolist()}))
+            print(json.dumps(record | {"attention": prediction.attention.tolist()}, ensure_ascii=False))
         else:
             print(f"{prediction.label}\t{confidence:.3f}\t{title}")
     return 0

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attnkit.data.inputs import as_texts
-from attnkit.data.seq2seq.dataset import Pair
+from attnkit.data.inputs import as_pairs, as_texts
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.ctranslate2.evaluate import ctranslate2_device, evaluate_ctranslate2, export_config
 from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
@@ -62,6 +61,8 @@ class LoadedExport:
                 f"from ({self.translator.manifest.get('source') or 'unknown'}) for them"
             )
         texts = as_texts(texts)
+        if not texts:  # an empty batch: no translations
+            return []
         found = self.translator.translate(
             texts, beam_size=beam_size, num_hypotheses=num_hypotheses, max_len=max_len,
             length_penalty=length_penalty, batch_size=batch_size,
@@ -73,11 +74,13 @@ class LoadedExport:
         return results
 
     def evaluate(
-        self, pairs: Sequence[Pair], references: Sequence[Sequence[str]] | None = None, **options: Any
+        self, sources: Sequence[str], targets: Sequence[str | Sequence[str]], **options: Any
     ) -> dict[str, float]:
-        """The decoded metrics of ``pairs`` (the checkpoint's own: ``wer``/``per``/``exact_match`` or
-        ``bleu``/``chrf``, in percent), as ``attnkit evaluate --backend ctranslate2`` gives them; no teacher-forced
-        loss (an export cannot compute one)."""
+        """The decoded metrics of ``sources`` against ``targets`` (one per source, a ``str`` or every acceptable
+        one; as :meth:`attnkit.tasks.seq2seq.inference.LoadedSeq2Seq.evaluate`): the checkpoint's own
+        ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, in percent, as ``attnkit evaluate --backend
+        ctranslate2`` gives them; no teacher-forced loss (an export cannot compute one)."""
+        pairs, references = as_pairs(sources, targets)
         scoring = scoring_named(self.config.metrics)
         return evaluate_ctranslate2(self.translator, pairs, references, scoring=scoring, **options)
 
