@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             card["name"],
             card["kind"],
             card["data"],
-            f"{card['metric']} {card['value']}",
+            f"{card['metric']} {card['value']:.2f}",
             f"{card['size_bytes'] / 2**20:.1f} MiB",
             f"{card['training_minutes']:.1f}",
         )
