@@ -84,3 +84,22 @@ def test_split_remembers_documents_without_sharing_its_lists(monkeypatch):
     splitter.split("Three. Four.")  # the oldest (the first text) leaves the cache
     assert splitter.split("It was stale. I returned it!") == ["It was stale. I returned it!"]  # segmented anew
     assert len(calls) == 3
+
+
+def test_end_marks_glued_to_the_next_sentence_and_cjk_full_stops_end_sentences():
+    """#37: pysbd reads "product.Holds" as one word and does not know Japanese 。; abbreviations stay whole."""
+    text = "Better than whole wheat!It's a great product.Holds shape well.I like it. Mr.Smith and e.g.The U.S.Army."
+    assert SentenceSplitter().split(text) == [
+        "Better than whole wheat!",
+        "It's a great product.",
+        "Holds shape well.",
+        "I like it.",
+        "Mr.Smith and e.g.The U.S.Army.",
+    ]
+    assert SentenceSplitter().split("おいしいです。また買います！「本当？」はい") == [
+        "おいしいです。",
+        "また買います！",
+        "「本当？」",
+        "はい",
+    ]
+    assert SentenceSplitter().split("I love it!!!Really.") == ["I love it!!!", "Really."]

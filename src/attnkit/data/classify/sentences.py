@@ -1,6 +1,7 @@
 """Documents as sentences, for hierarchical (HAN) classifiers (layer 5).
 
-Punctuated text is split at line breaks and then by ``pysbd`` (a maintained rule-based segmenter that knows
+Punctuated text is split at line breaks, after CJK full stops (``。！？``) and Latin end marks glued to the next
+sentence (``wheat!It's``, ``product.Holds``), and then by ``pysbd`` (a maintained rule-based segmenter that knows
 abbreviations, decimals and quotations). Corpora stripped of punctuation (``20ng``, ``r8``, ``r52``) have no
 sentence boundaries to find, so they are cut into fixed-size pseudo-sentences of consecutive words.
 
@@ -19,7 +20,11 @@ __all__ = ["SentenceSplitter", "encode_documents", "pseudo_sentences"]
 CACHED = 4096  # documents whose sentences a SentenceSplitter remembers
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
-_TRAILING_MARKS = re.compile(r"[.!?…\"'”’)\]\s]*$")  # a sentence's own ending: marks, closing quotes
+_TRAILING_MARKS = re.compile(r"[.!?…。！？\"'”’」』）)\]\s]*$")  # a sentence's own ending: marks, closing quotes
+# ends pysbd misses, cut before it runs: a CJK full stop, question or exclamation mark (with its closing
+# brackets), and a Latin end mark glued to the next sentence ("wheat!It's", "product.Holds": two lowercase
+# letters, the mark(s), then a capitalised word — not "Mr.Smith", "e.g.The" or "U.S.Army")
+_HARD_ENDS = re.compile(r"[。！？]+[」』）”’]*|(?<=[a-z][a-z])[.!?…]+(?=[A-Z][a-z'’]|I\s)")
 
 
 def pseudo_sentences(text: str, words_per_sentence: int) -> list[str]:
@@ -60,8 +65,8 @@ class SentenceSplitter:
             return list(self._split[text])
         sentences: list[str] = []
         for paragraph in _LINE_BREAKS.split(text.strip()):
-            if paragraph:
-                sentences.extend(s.strip() for s in self._segment(paragraph) if s.strip())
+            for part in _hard_parts(paragraph):
+                sentences.extend(s.strip() for s in self._segment(part) if s.strip())
         if len(self._split) >= CACHED:
             self._split.pop(next(iter(self._split)))  # the oldest
         self._split[text] = tuple(sentences)
@@ -80,6 +85,16 @@ class SentenceSplitter:
 
             self._segmenter = pysbd.Segmenter(language=self.language, clean=False)
         return self._segmenter.segment(paragraph)
+
+
+def _hard_parts(paragraph: str) -> list[str]:
+    """``paragraph`` cut after each end :data:`_HARD_ENDS` finds (the cut pieces, stripped, never empty)."""
+    parts, start = [], 0
+    for match in _HARD_ENDS.finditer(paragraph):
+        parts.append(paragraph[start : match.end()])
+        start = match.end()
+    parts.append(paragraph[start:])
+    return [part.strip() for part in parts if part.strip()]
 
 
 def encode_documents(
