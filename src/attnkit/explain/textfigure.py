@@ -48,7 +48,7 @@ def shaded_text_figure(
         title: optional first line above the rows (e.g. the input's name and the predicted label).
         markers: optional ``[R]`` sentence weights, drawn (shaded against their largest) before each row; without
             them each row is labelled "head r".
-        scale_label: the colour bar's label at its dark end.
+        scale_label: what the colour bar's dark end (1) stands for, written beside the bar ("1 = ...").
         width_inches: the widest the figure gets (lines wrap there); it is narrower for short rows, and its
             height follows the text.
         fontsize: points.
@@ -89,9 +89,13 @@ def shaded_text_figure(
             x += width + GAP + 0.4 * fontsize  # the box's padding on both sides
             right = max(right, x)
         y += LINE * fontsize * 1.15
-    bar_points, bar_width = 44.0, 150.0
+    bar_points, bar_width, bar_bottom = 48.0, 150.0, 24.0  # the bar's band, its length, its bottom edge
+    caption = f"1 = {scale_label}"  # beside the bar, so a long label neither covers the 0 nor leaves the figure
+    caption_font = FontProperties(size=0.75 * fontsize)
+    caption_width = text_to_path.get_text_width_height_descent(plain(caption), caption_font, ismath=False)[0]
+    caption_x = MARGIN + bar_width + 0.6 * fontsize
     height_points = y + bar_points
-    width_points = max(right + MARGIN, 2 * MARGIN + bar_width + 0.5 * fontsize * len(scale_label))
+    width_points = max(right + MARGIN, caption_x + caption_width + MARGIN)
     figure = Figure(figsize=(width_points / 72, height_points / 72), dpi=dpi)
     axes = figure.add_axes((0.0, 0.0, 1.0, 1.0))
     axes.set_xlim(0.0, width_points)
@@ -99,11 +103,23 @@ def shaded_text_figure(
     axes.set_axis_off()
     for x, y_text, text, intensity, is_label in placed:
         axes.text(x, y_text, plain(text), va="baseline", ha="left", **_style(intensity, is_label, fontsize))
-    bar = figure.add_axes((MARGIN / width_points, 20 / height_points, bar_width / width_points, 9 / height_points))
+    bar_box = (MARGIN / width_points, bar_bottom / height_points, bar_width / width_points, 9 / height_points)
     colour_bar = figure.colorbar(
-        ScalarMappable(norm=Normalize(0.0, 1.0), cmap=colours.matplotlib_colormap()), cax=bar, orientation="horizontal"
+        ScalarMappable(norm=Normalize(0.0, 1.0), cmap=colours.matplotlib_colormap()),
+        cax=figure.add_axes(bar_box),
+        orientation="horizontal",
     )
-    colour_bar.set_ticks([0.0, 1.0], labels=["0", plain(scale_label)], fontsize=0.75 * fontsize)
+    colour_bar.set_ticks([0.0, 1.0], labels=["0", "1"], fontsize=0.75 * fontsize)
+    middle = (bar_bottom + 4.5) / height_points
+    figure.text(
+        caption_x / width_points,
+        middle,
+        plain(caption),
+        va="center",
+        ha="left",
+        color="#555555",
+        fontproperties=caption_font,
+    )
     return figure
 
 
