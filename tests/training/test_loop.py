@@ -209,7 +209,7 @@ def test_the_time_budget_stops_mid_epoch_validates_and_checkpoints(tmp_path):
     result, _ = run(config, checkpoint_dir=tmp_path, sleep=0.05)  # 12 steps of >= 50 ms: an epoch takes > 0.6 s
     assert result.stop_reason == "time_budget" and result.stopped_early
     assert len(result.history) == 1 and result.history[0].partial and 1 <= result.history[0].steps < 12
-    assert budget_seconds <= result.wall_time < budget_seconds + 2.0
+    assert budget_seconds <= result.wall_time  # no upper bound: a loaded machine is slow; the steps bound it above
     assert result.best_epoch == 1
     assert read_metadata(tmp_path / "last")["metadata"]["epoch"] == 1
 

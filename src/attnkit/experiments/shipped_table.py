@@ -14,7 +14,8 @@ HEADER = """## Shipped models
 Trained checkpoints inside the package (`src/attnkit/pretrained/NAME/`, listed by `attnkit models`), each with a
 `MODEL_CARD.md` and a `card.json`. A name works wherever a checkpoint path does (`attnkit.load("r8")`,
 `--checkpoint r8`); each figure below was measured from the shipped files by the command in its row, and
-`tests/pretrained/test_shipped_figures.py` re-computes it on every `make test`, to the digits printed.
+`tests/pretrained/test_shipped_figures.py` re-computes it on every `make test`, within 3 test items (a near tie
+may flip on another CPU's kernels; see [`contributing.md`](contributing.md)).
 
 | name | kind | data | test figure | measured | training minutes | re-check | trained with |
 |---|---|---|---|---|---|---|---|

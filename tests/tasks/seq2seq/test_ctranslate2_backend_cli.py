@@ -9,10 +9,13 @@ import sys
 
 import pytest
 
+import attnkit
+from _near_ties import assert_equal_but_near_ties
 from attnkit.cli import main
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 (the deploy extra) is not installed")
 
+NEAR_TIES = 1  # items whose decoding two runtimes' float32 kernels may part on another CPU (tests/_near_ties.py)
 TEXTS = ["4 March 1997", "03/04/1997", "July 1st, 2001", "1 janvier 2010", "Sunday, 9 May 1965"]
 
 
@@ -44,8 +47,17 @@ def test_evaluate_scores_an_export_exactly_as_its_checkpoint(exported, capsys, b
     [ours] = _json(capsys, ["evaluate", "--backend", "ctranslate2", "--checkpoint", str(export), *options])
     assert ours["backend"] == "ctranslate2" and ours["weights"] == "float32"
     assert ours["data"] == native["data"] and ours["decoding"] == native["decoding"]
-    for key in ("wer", "per", "exact_match", "count"):
-        assert ours[key] == native[key], key
+    assert ours["count"] == native["count"]
+    # the same scorer over decodings that may part on a near tie (two runtimes' float32 kernels, another CPU):
+    # equal figures where every item decodes alike; each parted item moves WER and exact match by 100 / count
+    sources = [line.split("\t")[0] for line in tsv.read_text().splitlines()[1:]]
+    decoded = [
+        [t.text for t in attnkit.load(path, device="cpu").translate(sources, beam_size=int(beam))]
+        for path in (export, run)
+    ]
+    parted = len(assert_equal_but_near_ties(*decoded, allowed=NEAR_TIES, what="translations"))
+    for key in ("wer", "per", "exact_match") if not parted else ("wer", "exact_match"):
+        assert abs(ours[key] - native[key]) <= parted * 100 / native["count"] + 1e-9, key
     assert native["per"] > 0  # the tiny model errs (WER 100: its dates are wrong), so equal PER means equal errors
     assert ours["decode_seconds"] > 0 and "loss" not in ours
     capsys.readouterr()
@@ -87,10 +99,13 @@ def test_n_best_lists_of_the_float32_export_are_attnkit_s(exported, capsys):
     native = _json(capsys, ["translate", "--checkpoint", str(run), *nbest])
     ours = _json(capsys, ["translate", "--backend", "ctranslate2", "--checkpoint", str(export), *nbest])
     assert len(native) == len(ours) == len(TEXTS)
-    for mine, theirs in zip(ours, native, strict=True):
+    lists = [[[h["target_tokens"] for h in record["n_best"]] for record in side] for side in (ours, native)]
+    parted = assert_equal_but_near_ties(*lists, allowed=NEAR_TIES, what="n-best lists")  # another CPU's near tie
+    for row, (mine, theirs) in enumerate(zip(ours, native, strict=True)):
         assert len(mine["n_best"]) == len(theirs["n_best"]) == 3
-        assert [h["target_tokens"] for h in mine["n_best"]] == [h["target_tokens"] for h in theirs["n_best"]]
-        assert [h["score"] for h in mine["n_best"]] == pytest.approx([h["score"] for h in theirs["n_best"]], abs=1e-3)
+        if row not in parted:
+            mine_scores, their_scores = ([h["score"] for h in r["n_best"]] for r in (mine, theirs))
+            assert mine_scores == pytest.approx(their_scores, abs=1e-3)
         for record in (mine, theirs):
             scores = [h["score"] for h in record["n_best"]]
             assert scores == sorted(scores, reverse=True)

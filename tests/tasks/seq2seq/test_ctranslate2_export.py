@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install 'attnkit[deploy]')")
 
+from _near_ties import assert_equal_but_near_ties
 from attnkit.data.seq2seq import (
     PAD_ID,
     Vocab,
@@ -39,6 +40,8 @@ from attnkit.tasks.seq2seq.ctranslate2.export import (
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread
+
+NEAR_TIES = 1  # items whose decoding two runtimes' float32 kernels may part on another CPU (tests/_near_ties.py)
 
 
 @pytest.fixture(scope="module")
@@ -94,12 +97,16 @@ def test_a_trained_model_decodes_the_same_tokens_in_both_backends(trained, beam_
     native = _native(model, source_tok, texts, beam_size)
     ours = translator.translate(texts, beam_size=beam_size)
     assert len(ours) == len(texts) and all(len(hyps) == 1 for hyps in ours)
-    assert [h[0].token_ids for h in ours] == [n[0][0] for n in native]
+    # two runtimes' float32 kernels: the same tokens but where a near tie may go the other way on another CPU
+    parted = assert_equal_but_near_ties(
+        [h[0].token_ids for h in ours], [n[0][0] for n in native], allowed=NEAR_TIES, what="decoded tokens"
+    )
     assert all(h[0].finished and h[0].token_ids[-1] == target_tok.eos_id for h in ours)
-    assert [h[0].text for h in ours] == [target_tok.decode(n[0][0]) for n in native]
+    for row, (hyps, native_hyps) in enumerate(zip(ours, native, strict=True)):
+        if row not in parted:
+            assert hyps[0].text == target_tok.decode(native_hyps[0][0])
+            assert hyps[0].score == pytest.approx(native_hyps[0][1], abs=1e-4)
     assert [h[0].text[:2] for h in ours].count("19") + [h[0].text[:2] for h in ours].count("20") >= 60  # real years
-    for hyps, native_hyps in zip(ours, native, strict=True):
-        assert hyps[0].score == pytest.approx(native_hyps[0][1], abs=1e-4)
 
 
 def test_n_best_lists_are_sorted_by_score_and_match_attnkits_beam(trained):
@@ -107,16 +114,21 @@ def test_n_best_lists_are_sorted_by_score_and_match_attnkits_beam(trained):
     translator = load_ctranslate2(export, threads=1)
     ours = translator.translate(texts[:16], beam_size=4, num_hypotheses=3)
     native = _native(model, source_tok, texts[:16], 4)
-    for hyps, native_hyps in zip(ours, native, strict=True):
+    lists = [[h.token_ids for h in hyps] for hyps in ours]
+    parted = assert_equal_but_near_ties(
+        lists, [[ids for ids, _ in n[:3]] for n in native], allowed=NEAR_TIES, what="n-best"
+    )
+    for row, (hyps, native_hyps) in enumerate(zip(ours, native, strict=True)):
         scores = [h.score for h in hyps]
         assert len(hyps) == 3 and scores == sorted(scores, reverse=True)
-        assert [h.token_ids for h in hyps] == [ids for ids, _ in native_hyps[:3]]
-        assert scores == pytest.approx([score for _, score in native_hyps[:3]], abs=1e-4)
+        if row not in parted:
+            assert scores == pytest.approx([score for _, score in native_hyps[:3]], abs=1e-4)
     # length_penalty = 0 ranks by raw log-probability: both backends agree on the best hypothesis there too
     raw = translator.translate(texts[:16], beam_size=4, length_penalty=0.0)
     batch = collate_pairs([(ids, None) for ids in source_tok.encode_batch(texts[:16])])
     out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=4, length_penalty=0.0)
-    assert [h[0].token_ids for h in raw] == [out.tokens[i, 0, : out.lengths[i, 0]].tolist() for i in range(16)]
+    native_best = [out.tokens[i, 0, : out.lengths[i, 0]].tolist() for i in range(16)]
+    assert_equal_but_near_ties([h[0].token_ids for h in raw], native_best, allowed=NEAR_TIES, what="raw beams")
 
 
 def test_an_int8_export_is_smaller_and_as_accurate(trained, tmp_path):
@@ -178,7 +190,8 @@ def test_every_supported_architecture_scores_a_target_as_attnkit_does(variant, t
         torch.testing.assert_close(torch.tensor(scored[row].log_probs), expected, atol=1e-4, rtol=1e-4)
     native = greedy(model, batch.source_ids, batch.source_mask, max_len=12)
     ours = translator.translate_ids(sources, max_len=12)
-    assert [h[0].token_ids for h in ours] == [native.tokens[i, 0, : native.lengths[i, 0]].tolist() for i in range(3)]
+    native_ids = [native.tokens[i, 0, : native.lengths[i, 0]].tolist() for i in range(3)]
+    assert_equal_but_near_ties([h[0].token_ids for h in ours], native_ids, allowed=NEAR_TIES, what="greedy tokens")
 
 
 def test_unsupported_models_and_arguments_are_refused_in_one_line(tmp_path):
