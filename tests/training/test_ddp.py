@@ -20,6 +20,8 @@ ARGS = ["--global-batch", "16", "--dropout", "0", "--epoch-shuffle"]
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
 
+ONE_ITEM = 100 / 95 + 1e-9  # accuracy points of one of the 95 validation items
+
 
 def launch(command: list[str], directory: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -52,8 +54,9 @@ def test_two_processes_match_one_process_with_the_same_global_batch(tmp_path):
     for one, two in zip(single["history"], ddp["history"], strict=True):
         assert two["steps"] == one["steps"] == 12  # each rank: 12 steps of 8 items; the single process: of 16
         assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-6, abs=1e-7)
-        # Validation: the ranks score 48 and 47 items; correct counts and loss sums are added, not averaged.
-        assert two["metrics"]["accuracy"] == one["metrics"]["accuracy"]
+        # Validation: the ranks score 48 and 47 items; correct counts and loss sums are added, not averaged. The
+        # weights agree to ~1e-7, not bit for bit: one item at a near tie may go the other way on another CPU.
+        assert abs(two["metrics"]["accuracy"] - one["metrics"]["accuracy"]) <= ONE_ITEM
         assert two["metrics"]["loss"] == pytest.approx(one["metrics"]["loss"], rel=1e-6, abs=1e-7)
     for name in ("last", "best"):
         expected = load_file(tmp_path / "single" / name / "model.safetensors")
@@ -79,7 +82,7 @@ def test_two_processes_accumulating_half_batches_match_one_process_on_whole_batc
     for one, two in zip(single["history"], ddp["history"], strict=True):
         assert two["steps"] == one["steps"] == 12
         assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-6, abs=1e-7)
-        assert two["metrics"]["accuracy"] == one["metrics"]["accuracy"]
+        assert abs(two["metrics"]["accuracy"] - one["metrics"]["accuracy"]) <= ONE_ITEM  # a near tie, as above
     expected = load_file(tmp_path / "single" / "last" / "model.safetensors")
     actual = load_file(tmp_path / "ddp" / "last" / "model.safetensors")
     for key in expected:
