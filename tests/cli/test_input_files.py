@@ -84,3 +84,13 @@ def test_json_is_written_as_utf8_and_an_empty_batch_is_no_error(run, capsys):
         classifier.predict(None)
     with pytest.raises(TypeError, match="at index 0 is int"):
         classifier.predict([3])
+
+
+def test_without_a_checkpoint_a_table_gives_its_text_column(tmp_path):
+    """``attnkit faithfulness --hf-model DIR --file x.csv`` has no attnkit checkpoint: the ``text`` column."""
+    import argparse
+
+    from attnkit.tasks.options import read_texts
+
+    (table,) = _tables(tmp_path)[:1]
+    assert read_texts(argparse.Namespace(file=str(table), checkpoint=None, hf_model="m", text=None)) == TEXTS

@@ -326,19 +326,22 @@ def read_file_texts(args: argparse.Namespace) -> list[str]:
 
     if not is_table(args.file):
         return read_input_file(args.file, column="text")
-    config = _checkpoint_config(getattr(args, "checkpoint", None))
-    pairs = "text_column" not in config  # a classifier names its text column; a seq2seq model reads pairs
+    checkpoint = getattr(args, "checkpoint", None)
+    if not checkpoint:  # no attnkit checkpoint (a Hugging Face classifier, --hf-model): a "text" column
+        return read_input_file(args.file, column=getattr(args, "column", None) or "text")
+    config = _checkpoint_config(checkpoint)
+    pairs = "text_column" not in config  # a classifier names its text column; a seq2seq model (or export) reads pairs
     column = getattr(args, "column", None) or config.get("text_column") or "source"
     return read_input_file(args.file, column=column, pairs=pairs)
 
 
-def _checkpoint_config(checkpoint: str | Sequence[str] | None) -> dict:
-    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for none or an export directory)."""
+def _checkpoint_config(checkpoint: str | Sequence[str]) -> dict:
+    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory)."""
     from attnkit.training.checkpointing import is_export, read_config, resolve_checkpoint
 
     if isinstance(checkpoint, (list, tuple)):
-        checkpoint = checkpoint[0] if checkpoint else None
-    if checkpoint is None or is_export(checkpoint):
+        checkpoint = checkpoint[0]
+    if is_export(checkpoint):
         return {}
     return read_config(resolve_checkpoint(checkpoint))
 
