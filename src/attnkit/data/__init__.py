@@ -10,6 +10,7 @@
 | :mod:`~attnkit.data.builtin` | ``BuiltinDataSet``: one record for the built-in data sets of every task |
 | :mod:`~attnkit.data.batching` | length-bucketed batches and padding |
 | :mod:`~attnkit.data.inputs` | a text or a list of texts, as the loaded models take them |
+| :mod:`~attnkit.data.input_files` | the texts of a ``--file`` that predict, explain, translate and faithfulness read alike |
 | :mod:`~attnkit.data.classification` | the built-in text-classification data sets, ``stratified_split`` (vision's too) |
 | :mod:`~attnkit.data.images` | the built-in image data set and image batches |
 | :mod:`~attnkit.data.classify` | what serves classification only: labelled files and stream, tokeniser, sentences, word vectors |

@@ -336,14 +336,15 @@ def read_file_texts(args: argparse.Namespace) -> list[str]:
 
 
 def _checkpoint_config(checkpoint: str | Sequence[str]) -> dict:
-    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory)."""
-    from attnkit.training.checkpointing import is_export, read_config, resolve_checkpoint
+    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory, which has
+    none: its task's registry entry recognises it, :func:`attnkit.tasks.task_for_checkpoint`)."""
+    from attnkit.tasks import task_for_checkpoint
+    from attnkit.training.checkpointing import CONFIG_FILE, read_config
 
     if isinstance(checkpoint, (list, tuple)):
         checkpoint = checkpoint[0]
-    if is_export(checkpoint):
-        return {}
-    return read_config(resolve_checkpoint(checkpoint))
+    _, directory = task_for_checkpoint(checkpoint, exports=True)
+    return read_config(directory) if (Path(directory) / CONFIG_FILE).is_file() else {}
 
 
 def add_task_arguments(parser: argparse.ArgumentParser, tasks: Sequence, hook: str) -> None:
