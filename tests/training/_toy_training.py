@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sleep", type=float, default=0.0, help="seconds to sleep in every training step")
     parser.add_argument("--epoch-shuffle", action="store_true", help="shuffle with an epoch-seeded generator")
     parser.add_argument("--accumulate", type=int, default=1, help="batches per optimiser step")
+    parser.add_argument("--save-every", type=int, default=None, help="also save last/ every this many steps")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         seed=7,
         select_metric="accuracy",
         accumulate=args.accumulate,
+        save_every=args.save_every,
     )
     result, _ = run(
         config,

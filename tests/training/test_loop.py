@@ -43,7 +43,9 @@ def test_fit_learns_selects_the_best_epoch_and_returns_its_weights(tmp_path):
     result, model = run(FitConfig(epochs=6, **QUIET), checkpoint_dir=tmp_path)
     accuracies = [record.metrics["accuracy"] for record in result.history]
     assert len(result.history) == 6 and [r.epoch for r in result.history] == [1, 2, 3, 4, 5, 6]
-    assert result.best_epoch == 1 + accuracies.index(max(accuracies))
+    # the best accuracy; among epochs that tie on it, the lowest validation loss
+    ranked = [(r.metrics["accuracy"], -r.metrics["loss"], r.epoch) for r in result.history]
+    assert result.best_epoch == max(ranked)[2]
     assert result.best_metrics["accuracy"] == max(accuracies) > 85
     assert result.history[-1].train_loss < result.history[0].train_loss
     assert result.stop_reason == "epochs" and not result.stopped_early and result.resumed_from is None
@@ -203,15 +205,29 @@ def test_a_nan_metric_never_counts_as_an_improvement():
     assert result.best_epoch == 2
 
 
-def test_the_time_budget_stops_mid_epoch_validates_and_checkpoints(tmp_path):
+def test_the_time_budget_pauses_mid_epoch_validates_saves_there_and_resume_does_the_rest(tmp_path):
     budget_seconds = 0.4
-    config = FitConfig(epochs=50, max_minutes=budget_seconds / 60, **QUIET)
-    result, _ = run(config, checkpoint_dir=tmp_path, sleep=0.05)  # 12 steps of >= 50 ms: an epoch takes > 0.6 s
+    config = FitConfig(epochs=2, max_minutes=budget_seconds / 60, **QUIET)
+    result, _ = run(config, checkpoint_dir=tmp_path / "paused", sleep=0.05)  # 12 steps of >= 50 ms: > 0.6 s an epoch
     assert result.stop_reason == "time_budget" and result.stopped_early
-    assert len(result.history) == 1 and result.history[0].partial and 1 <= result.history[0].steps < 12
+    paused = result.paused_epoch
+    assert result.history == [] and paused.epoch == 1 and paused.partial and 1 <= paused.steps < 12
     assert budget_seconds <= result.wall_time  # no upper bound: a loaded machine is slow; the steps bound it above
-    assert result.best_epoch == 1
-    assert read_metadata(tmp_path / "last")["metadata"]["epoch"] == 1
+    assert result.best_epoch == 1 and result.best_metrics == paused.metrics  # the weights of that moment, validated
+    metadata = read_metadata(tmp_path / "paused" / "last")["metadata"]
+    assert metadata["epoch"] == 0 and metadata["position"] == {"epoch": 1, "batches": paused.steps}
+
+    # Resumed (the budget is cumulative; none now): the rest of epoch 1, then epoch 2, as a run never paused.
+    resumed, _ = run(FitConfig(epochs=2, **QUIET), checkpoint_dir=tmp_path / "paused", resume=True)
+    straight, _ = run(FitConfig(epochs=2, **QUIET), checkpoint_dir=tmp_path / "straight")
+    assert resumed.stop_reason == "epochs" and resumed.resumed_from == 0
+    assert [(r.epoch, r.steps, r.partial) for r in resumed.history] == [(1, 12, False), (2, 12, False)]
+    assert outcome(resumed)["history"] == outcome(straight)["history"]
+    for name in ("last", "best"):
+        assert_same_weights(
+            load_file(tmp_path / "paused" / name / "model.safetensors"),
+            load_file(tmp_path / "straight" / name / "model.safetensors"),
+        )
 
 
 def test_a_task_without_sums_is_evaluated_with_evaluate():

@@ -75,3 +75,36 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_result(tmp_path)
             for key in expected:
                 assert torch.equal(expected[key], actual[key]), f"{name}/{file}: {key} differs"
     assert sorted(p.name for p in victim_dir.iterdir()) == ["best", "last"]  # no temporaries left behind
+
+
+def test_a_run_killed_with_sigkill_between_step_checkpoints_resumes_mid_epoch_to_the_same_weights(tmp_path):
+    # last/ every step: the kill lands in the middle of an epoch, and the resumed run starts there (the batches
+    # done skipped, every generator put back), ending byte for byte where a run never stopped ends.
+    script = tmp_path / "train_toy.py"
+    script.write_text(LAUNCHER)
+    straight_dir, victim_dir = tmp_path / "straight", tmp_path / "victim"
+    straight = launch(script, straight_dir)
+    victim = launch(script, victim_dir, "--sleep", "0.03", "--save-every", "1")
+    first_checkpoint = victim_dir / "last" / "config.json"
+    deadline = time.monotonic() + 90
+    while not first_checkpoint.exists():
+        assert victim.poll() is None, f"the run ended before its first checkpoint: {victim.communicate()}"
+        assert time.monotonic() < deadline, "no checkpoint within 90 s"
+        time.sleep(0.005)
+    time.sleep(0.1)  # a few steps more: the kill lands between two step checkpoints, or during one
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    position = json.loads(first_checkpoint.read_text())["attnkit"]["metadata"].get("position")
+    assert position is not None and 1 <= position["batches"] < 12, "the kill did not land mid-epoch"
+
+    resumed = launch(script, victim_dir, "--resume", "--save-every", "1")
+    finish(resumed)
+    finish(straight)
+    assert comparable(Path(f"{victim_dir}.json")) == comparable(Path(f"{straight_dir}.json"))
+    for name in ("last", "best"):
+        expected = load_file(straight_dir / name / "model.safetensors")
+        actual = load_file(victim_dir / name / "model.safetensors")
+        assert expected.keys() == actual.keys()
+        assert all(torch.equal(expected[key], actual[key]) for key in expected), f"{name}: the weights differ"
+    assert sorted(p.name for p in victim_dir.iterdir()) == ["best", "last"]

@@ -141,7 +141,8 @@ def test_cosine_over_the_time_budget_at_every_step_across_a_crash(tmp_path, rate
     # p = (s - 2) / (10 - 2), and the step that spends the budget (s = 10) runs at min_lr = 0.
     expected = [0.05, 0.1] + [0.05 * (1 + math.cos(math.pi * (s - 2) / 8)) for s in range(3, 11)]
     assert rates == pytest.approx(expected, rel=1e-12, abs=1e-15)
-    assert result.stop_reason == "time_budget" and [r.steps for r in result.history] == [3, 3, 3, 1]
+    assert result.stop_reason == "time_budget" and [r.steps for r in result.history] == [3, 3, 3]
+    assert result.paused_epoch.steps == 1  # the budget ran out after the first step of epoch 4: paused there
     assert read_trainer_state(tmp_path / "last")["schedule"]["warmup_end_seconds"] == 2.0
 
 

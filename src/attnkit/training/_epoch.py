@@ -3,8 +3,9 @@ autocast and a gradient scaler), the validation, and the rules that decide what 
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import NamedTuple
 
@@ -18,17 +19,41 @@ from attnkit.training.distributed import DistributedContext, all_reduce_sums, ch
 from attnkit.training.fit_config import FitConfig
 from attnkit.training.objective import Batch, Objective, is_summable
 from attnkit.training.schedule import LearningRateSchedule
+from attnkit.training.seeding import set_random_state
 
-__all__ = ["EpochTotals", "batch_count", "improves", "running", "stop_reason", "to_device", "train_epoch", "validate"]
+__all__ = [
+    "EpochStart",
+    "EpochTotals",
+    "batch_count",
+    "batch_rows",
+    "improves",
+    "remaining_batches",
+    "running",
+    "selection_notes",
+    "stop_reason",
+    "to_device",
+    "train_epoch",
+    "validate",
+]
 
 
 class EpochTotals(NamedTuple):
-    """What one process's training part of an epoch did."""
+    """What one process's training part of an epoch did (a resumed epoch's counts include its earlier part)."""
 
     loss_sum: float  # the batches' mean losses, summed
     batches: int
     steps: int  # optimiser steps
-    partial: bool  # cut short by the time budget
+    partial: bool  # cut short by a budget (time or steps) before its last batch
+
+
+class EpochStart(NamedTuple):
+    """Where an epoch starts: at its beginning, or (resuming a checkpoint written in its middle) after ``batches``
+    batches and ``steps`` steps whose losses summed to ``loss_sum``, with this rank's generators' state then."""
+
+    batches: int = 0
+    steps: int = 0
+    loss_sum: float = 0.0
+    random: dict | None = None
 
 
 def train_epoch(
@@ -47,12 +72,17 @@ def train_epoch(
     out_of_time: Callable[[], bool],
     steps_before: int = 0,
     scaler: torch.amp.GradScaler | None = None,
+    start: EpochStart | None = None,
+    after_step: Callable[[EpochTotals], None] | None = None,
 ) -> EpochTotals:
-    """One pass over ``batches``, an optimiser step every ``config.accumulate`` batches (and after the last).
+    """One pass over ``batches`` (from ``start``), an optimiser step every ``config.accumulate`` batches (and after
+    the last).
 
     ``objective.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
-    run's optimiser steps in earlier epochs (for the schedule); the time and step budgets are checked after every
-    step.
+    run's optimiser steps in earlier epochs (for the schedule). After every step but the epoch's last,
+    ``after_step`` gets the totals so far (the loop saves step checkpoints there), then the time and step budgets
+    are checked. A resumed epoch skips ``start.batches`` batches (:func:`remaining_batches`), then puts back the
+    generators' state of that moment, so it goes on as if never interrupted.
     Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
     that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
     Under DDP the gradients are reduced across ranks only on the batch that completes a step.
@@ -62,60 +92,124 @@ def train_epoch(
     clipping; a step whose gradients hold inf/NaN is skipped by the scaler (which lowers its scale) and still
     counts as a step. Without one a non-finite gradient norm raises ``FloatingPointError``.
     """
+    start = start or EpochStart()
     model = _plain(train_model)
     model.train()
-    parameters = [p for p in model.parameters() if p.requires_grad]
-    max_norm = math.inf if config.grad_clip is None else config.grad_clip
-    accumulate = config.accumulate
-    # With accumulation the step boundary must be known before the batch's backward pass (DDP reduces there).
-    marked = _mark_last(batches) if accumulate > 1 else ((batch, False) for batch in batches)
-    loss_sum, count, steps, pending = 0.0, 0, 0, 0
-    with reporter.epoch_bar(epoch, batch_count(batches)) as bar:
-        for batch, last in marked:
-            boundary = last or pending + 1 == accumulate
-            with nullcontext() if boundary else _no_sync(train_model):
-                with autocast(device, config.precision):
-                    loss = objective.loss(to_device(batch, device))
-                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                    shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-                    raise ValueError(f"Objective.loss must return a scalar tensor (the batch's mean loss), got {shape}")
-                if pending == 0:
-                    optimizer.zero_grad(set_to_none=True)
-                scaled = loss if accumulate == 1 else loss / accumulate
-                (scaled if scaler is None else scaler.scale(scaled)).backward()
-            pending += 1
-            count += 1
-            value = loss.item()
-            loss_sum += value
-            bar.step(value)
+    rest = remaining_batches(batches, start.batches)
+    if start.random is not None:
+        set_random_state(start.random)
+    loss_sum, count, steps, pending = start.loss_sum, start.batches, start.steps, 0
+    with reporter.epoch_bar(epoch, batch_count(batches), done=start.batches) as bar:
+        for batch, last in _mark_last(rest):
+            boundary = last or pending + 1 == config.accumulate
+            value = _backward(objective, train_model, batch, config, device, optimizer, scaler, pending, boundary)
+            pending, count, loss_sum = pending + 1, count + 1, loss_sum + value
+            bar.step(value, batch_rows(batch))
             if not boundary:
                 continue
-            if scaler is not None:
-                scaler.unscale_(optimizer)
-            if pending < accumulate:  # the epoch's last step, over fewer batches: their mean, not a smaller sum
-                for parameter in parameters:
-                    if parameter.grad is not None:
-                        parameter.grad.mul_(accumulate / pending)
-            pending = 0
-            norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
-            if scaler is None and not torch.isfinite(norm):
-                raise FloatingPointError(
-                    f"epoch {epoch}, step {steps + 1}: gradient norm {norm.item()} (loss {value}); "
-                    "lower the learning rate or check the data"
-                )
-            schedule.before_step(optimizer, steps_before + steps + 1, clock())
-            if scaler is None:
-                optimizer.step()
-            else:  # skips the step when unscale_ found inf/NaN gradients, then adjusts the scale
-                scaler.step(optimizer)
-                scaler.update()
-            steps += 1
+            where = f"epoch {epoch}, step {steps + 1}: gradient norm {{}} (loss {value})"
+            _step(model, optimizer, schedule, scaler, config, pending, steps_before + steps + 1, clock(), where)
+            pending, steps = 0, steps + 1
             reporter.step(steps_before + steps, value, optimizer.param_groups[0]["lr"])
-            if steps == 1:
-                check_replicas_in_sync(model, context, where=f"epoch {epoch}, step 1")
+            if steps == start.steps + 1:
+                check_replicas_in_sync(model, context, where=f"epoch {epoch}, step {steps}")
+            if last:
+                break
+            totals = EpochTotals(loss_sum, count, steps, True)
+            if after_step is not None:
+                after_step(totals)
             if out_of_time() or (config.max_steps is not None and steps_before + steps >= config.max_steps):
-                return EpochTotals(loss_sum, count, steps, True)
+                return totals
     return EpochTotals(loss_sum, count, steps, False)
+
+
+def _backward(
+    objective: Objective,
+    train_model: nn.Module,
+    batch: Batch,
+    config: FitConfig,
+    device: torch.device,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None,
+    pending: int,
+    boundary: bool,
+) -> float:
+    """One batch's forward and backward pass (gradients kept local under DDP unless it completes a step); its loss."""
+    with nullcontext() if boundary else _no_sync(train_model):
+        with autocast(device, config.precision):
+            loss = objective.loss(to_device(batch, device))
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise ValueError(f"Objective.loss must return a scalar tensor (the batch's mean loss), got {shape}")
+        if pending == 0:
+            optimizer.zero_grad(set_to_none=True)
+        scaled = loss if config.accumulate == 1 else loss / config.accumulate
+        (scaled if scaler is None else scaler.scale(scaled)).backward()
+    return loss.item()
+
+
+def _step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    schedule: LearningRateSchedule,
+    scaler: torch.amp.GradScaler | None,
+    config: FitConfig,
+    pending: int,
+    step: int,
+    seconds: float,
+    problem: str,
+) -> None:
+    """The optimiser step ``step`` of the run over ``pending`` batches' gradients: unscaled, averaged, clipped;
+    ``problem`` is the message of a non-finite gradient norm (``{}`` for the norm)."""
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    if pending < config.accumulate:  # the epoch's last step, over fewer batches: their mean, not a smaller sum
+        for parameter in parameters:
+            if parameter.grad is not None:
+                parameter.grad.mul_(config.accumulate / pending)
+    max_norm = math.inf if config.grad_clip is None else config.grad_clip
+    norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+    if scaler is None and not torch.isfinite(norm):
+        raise FloatingPointError(problem.format(norm.item()) + "; lower the learning rate or check the data")
+    schedule.before_step(optimizer, step, seconds)
+    if scaler is None:
+        optimizer.step()
+    else:  # skips the step when unscale_ found inf/NaN gradients, then adjusts the scale
+        scaler.step(optimizer)
+        scaler.update()
+
+
+def remaining_batches(batches: Iterable[Batch], skip: int) -> Iterator[Batch]:
+    """``batches`` after the first ``skip``: through ``batches.from_batch(skip)`` when it has one (a stream that
+    skips without collating), else by drawing and dropping them, now (so that what drawing them does to the global
+    generators is done before a resumed epoch puts their saved state back)."""
+    if skip and hasattr(batches, "from_batch"):
+        return iter(batches.from_batch(skip))
+    iterator = iter(batches)
+    for _ in range(skip):
+        if next(iterator, _END) is _END:
+            raise ValueError(f"the epoch's batches ended before the {skip} a resumed run had done: the data changed")
+    return iterator
+
+
+_END = object()
+
+
+def batch_rows(batch: Batch) -> int | None:
+    """The rows in a batch: the first dimension of its first tensor (a tensor, a dataclass, a mapping or a
+    sequence of them), or None."""
+    if isinstance(batch, torch.Tensor):
+        return batch.shape[0] if batch.dim() else None
+    if dataclasses.is_dataclass(batch):
+        values = [getattr(batch, item.name) for item in dataclasses.fields(batch)]
+    elif isinstance(batch, Mapping):
+        values = list(batch.values())
+    elif isinstance(batch, (list, tuple)):
+        values = list(batch)
+    else:
+        return None
+    return next((value.shape[0] for value in values if isinstance(value, torch.Tensor) and value.dim()), None)
 
 
 def validate(
@@ -150,7 +244,7 @@ def stop_reason(run: RunState, config: FitConfig, out_of_time: bool) -> str | No
     ``"max_steps"``), or None."""
     if run.epoch >= config.epochs:
         return "epochs"
-    if config.max_steps is not None and sum(record.steps for record in run.history) >= config.max_steps:
+    if config.max_steps is not None and run.steps >= config.max_steps:
         return "max_steps"
     if config.patience is not None and run.bad_epochs >= config.patience:
         return "early_stopping"
@@ -159,11 +253,44 @@ def stop_reason(run: RunState, config: FitConfig, out_of_time: bool) -> str | No
     return None
 
 
-def improves(value: float, best: float | None, mode: str) -> bool:
-    """True when ``value`` is finite and better than ``best`` (None: nothing yet) in ``mode`` (``"max"``/``"min"``)."""
+def improves(metrics: Mapping[str, float], best: Mapping[str, float] | None, config: FitConfig) -> bool:
+    """True when ``metrics`` beat ``best`` (the best metrics so far; empty or None: nothing yet): a finite
+    ``config.select_metric`` better in ``config.select_mode``, or equal to the best with a lower validation
+    ``loss`` (on a small validation split the metric often ties, while the loss still tells the epochs apart)."""
+    value = metrics[config.select_metric]
     if not math.isfinite(value):
         return False
-    return best is None or (value > best if mode == "max" else value < best)
+    held = None if not best else best.get(config.select_metric)
+    if held is None or not math.isfinite(held):
+        return True
+    if value != held:
+        return value > held if config.select_mode == "max" else value < held
+    loss, held_loss = metrics.get("loss"), best.get("loss")  # type: ignore[union-attr]
+    return loss is not None and held_loss is not None and math.isfinite(loss) and loss < held_loss
+
+
+SMALL_VALIDATION = 100  # examples below which a validation metric is too coarse to choose epochs on its own
+
+
+def selection_notes(history: list, config: FitConfig) -> list[str]:
+    """Warnings about choosing epochs on this validation split, each said once in a run: when it has fewer than
+    :data:`SMALL_VALIDATION` examples (said at the first epoch), and when its metric has not moved over the first
+    three validated epochs (said at the third)."""
+    validated = [record.metrics for record in history if record.metrics]
+    notes, name = [], config.select_metric
+    if len(validated) == 1 and 0 < validated[0].get("count", SMALL_VALIDATION) < SMALL_VALIDATION:
+        notes.append(
+            f"the validation split has only {validated[0]['count']:.0f} examples (fewer than {SMALL_VALIDATION}): its "
+            f"{name} moves in coarse steps, so epochs tying on it are told apart by validation loss; a larger "
+            "split chooses more reliably"
+        )
+    by_loss = name != "loss" and all("loss" in metrics for metrics in validated)
+    if by_loss and len(validated) == 3 and len({metrics[name] for metrics in validated}) == 1:
+        notes.append(
+            f"the validation {name} has stayed at {validated[0][name]:g} for 3 epochs: the best epoch is being "
+            "chosen by validation loss; check that the model can learn this data, or train longer"
+        )
+    return notes
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""Progress output of the training loop: a tqdm bar per epoch on a terminal, one line per epoch otherwise, and
-(with a TensorBoard directory) the same figures as TensorBoard scalars.
+"""Progress output of the training loop: a tqdm bar per epoch on a terminal; otherwise (nohup, Slurm, CI) a
+progress line every ``FitConfig.progress_seconds`` (batch, rows/s, loss, elapsed, ETA); one line per epoch in both
+cases; and (with a TensorBoard directory) the same figures as TensorBoard scalars.
 
 Everything printed goes to stderr, so that a command's stdout carries only its results. Only rank 0 reports,
 and nothing is printed with ``progress=False`` (TensorBoard still gets its scalars). Metrics are shown as people
@@ -9,7 +10,9 @@ read them: accuracies in percent, losses to four places, rates such as WER or BL
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from tqdm import tqdm
@@ -41,17 +44,68 @@ def format_metrics(metrics: Mapping[str, float]) -> str:
     return "  ".join(shown)
 
 
-class EpochBar:
-    """The bar of one epoch (a no-op when disabled); shows the mean loss of the last ``refresh_every`` steps."""
+def _clock_text(seconds: float) -> str:
+    """``3725`` -> ``"1:02:05"``, ``65`` -> ``"1:05"``."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
-    def __init__(self, bar: tqdm | None, refresh_every: int):
+
+@dataclass
+class ProgressLines:
+    """The progress lines of one epoch off a terminal: one at most every ``every`` seconds, saying where the epoch
+    is (``done`` batches of ``total`` when known), rows per second and the mean loss since the last line, the run's
+    elapsed time (``clock``, cumulative over resumed parts) and the epoch's ETA at this sitting's pace."""
+
+    epoch: str  # "2/10"
+    total: int | None
+    done: int
+    every: float
+    clock: Callable[[], float]
+    started: float = field(default_factory=time.monotonic)
+    _last: float = field(default_factory=time.monotonic)
+    _batches: int = 0
+    _rows: int = 0
+    _loss: float = 0.0
+    _window: int = 0
+
+    def step(self, loss: float, rows: int | None) -> None:
+        """One batch done, with training loss ``loss`` over ``rows`` rows (None: unknown)."""
+        self.done += 1
+        self._batches += 1
+        self._rows += rows or 0
+        self._loss += loss
+        self._window += 1
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return
+        seconds = max(now - self.started, 1e-9)
+        pace = f"{self._rows / seconds:,.1f} rows/s" if self._rows else f"{self._batches / seconds:.2f} batches/s"
+        where = f"batch {self.done:,}" + ("" if self.total is None else f"/{self.total:,}")
+        eta = ""
+        if self.total is not None:
+            eta = f"  ETA {_clock_text((self.total - self.done) * seconds / self._batches)} (epoch)"
+        loss_text = f"loss {self._loss / self._window:.4f}"
+        line = f"epoch {self.epoch}  {where}  {pace}  {loss_text}  elapsed {_clock_text(self.clock())}{eta}"
+        tqdm.write(line, file=sys.stderr)
+        self._last, self._loss, self._window = now, 0.0, 0
+
+
+class EpochBar:
+    """The bar of one epoch (a no-op when disabled); shows the mean loss of the last ``refresh_every`` steps. Off a
+    terminal it prints :class:`ProgressLines` instead, when given them."""
+
+    def __init__(self, bar: tqdm | None, refresh_every: int, lines: ProgressLines | None = None):
         self._bar = bar
+        self._lines = lines
         self._refresh_every = refresh_every
         self._window_loss = 0.0
         self._window_steps = 0
 
-    def step(self, loss: float) -> None:
-        """Advance by one optimiser step that had training loss ``loss``."""
+    def step(self, loss: float, rows: int | None = None) -> None:
+        """Advance by one batch that had training loss ``loss`` (over ``rows`` rows, when known)."""
+        if self._lines is not None:
+            self._lines.step(loss, rows)
         if self._bar is None:
             return
         self._window_loss += loss
@@ -72,19 +126,36 @@ class EpochBar:
 class Reporter:
     """Decides what to show: a bar when stderr is a terminal, an epoch line whenever reporting is on."""
 
-    def __init__(self, *, enabled: bool, epochs: int, refresh_every: int, tensorboard_dir: str | None = None):
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        epochs: int,
+        refresh_every: int,
+        tensorboard_dir: str | None = None,
+        line_seconds: float = 30.0,
+        clock: Callable[[], float] | None = None,
+    ):
         self.enabled = enabled
         self.bars = enabled and sys.stderr.isatty()
         self._epochs = epochs
         self._refresh_every = refresh_every
         self._tensorboard_dir = tensorboard_dir
+        self._line_seconds = line_seconds
+        self._clock = clock or time.monotonic
         self._writer = None
 
-    def epoch_bar(self, epoch: int, total: int | None) -> EpochBar:
-        """A bar for the training steps of ``epoch`` (``total`` steps when the batches have a length)."""
+    def epoch_bar(self, epoch: int, total: int | None, *, done: int = 0) -> EpochBar:
+        """A bar for the batches of ``epoch`` (``total`` when the batches have a length; ``done`` of them before a
+        resumed run started), or, off a terminal, its progress lines."""
         if not self.bars:
-            return EpochBar(None, self._refresh_every)
-        bar = tqdm(total=total, desc=f"epoch {epoch}/{self._epochs}", unit="batch", leave=False, file=sys.stderr)
+            lines = None
+            if self.enabled:
+                lines = ProgressLines(f"{epoch}/{self._epochs}", total, done, self._line_seconds, self._clock)
+            return EpochBar(None, self._refresh_every, lines)
+        bar = tqdm(
+            total=total, initial=done, desc=f"epoch {epoch}/{self._epochs}", unit="batch", leave=False, file=sys.stderr
+        )
         return EpochBar(bar, self._refresh_every)
 
     def epoch_done(
@@ -121,15 +192,27 @@ class Reporter:
         if self.enabled:
             tqdm.write(text, file=sys.stderr)
 
-    def finish(self, reason: str, epoch: int, best_epoch: int | None, best_metrics: Mapping[str, float]) -> None:
-        """The run's one stop line, and the TensorBoard files flushed and closed."""
+    def finish(
+        self,
+        reason: str,
+        epoch: int,
+        best_epoch: int | None,
+        best_metrics: Mapping[str, float],
+        *,
+        paused: tuple[int, int] | None = None,
+    ) -> None:
+        """The run's one stop line (``paused``: ``(epoch, batches)`` when it stopped in the middle of an epoch),
+        and the TensorBoard files flushed and closed."""
         if not best_epoch:
             best = "no epoch validated"
         elif best_metrics:
             best = f"best epoch {best_epoch}: valid {format_metrics(best_metrics)}"
         else:
             best = f"kept epoch {best_epoch}'s weights (no validation)"
-        self.message(f"stopped after epoch {epoch} ({STOP_REASONS.get(reason, reason)}); {best}")
+        where = f"after epoch {epoch}"
+        if paused is not None:
+            where = f"in epoch {paused[0]} after its batch {paused[1]:,} (--resume goes on from the next)"
+        self.message(f"stopped {where} ({STOP_REASONS.get(reason, reason)}); {best}")
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -1,19 +1,23 @@
-"""The loop's state between epochs: its counters, and the ``last/`` and ``best/`` checkpoints that persist them.
+"""The loop's state between steps: its counters, and how a run starts from a ``last/`` checkpoint (written by
+:mod:`attnkit.training._run_checkpoints`).
 
 A ``last/`` checkpoint holds, besides the weights, everything :func:`attnkit.training.loop.fit` needs to go on as if
 never interrupted: AdamW's state, the epoch, the best epoch with its metrics (and its weights when they are not the
 checkpoint's own), the patience counter, the history, the time spent, the learning-rate schedule's state, the
 weights of the epochs being averaged (``FitConfig.average_last``), the fp16 gradient scaler's state, and the
-settings that must not change.
+settings that must not change. A checkpoint written in the middle of an epoch (``FitConfig.save_every``, a time
+budget) adds its ``position``: the epoch, the batches and steps done in it, their summed loss, the seconds spent in
+it and every rank's random generators; one written at an epoch's end (and every checkpoint of attnkit before
+step checkpoints) has none, and resumes at the next epoch.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -24,16 +28,14 @@ from attnkit.training.checkpointing import (
     CheckpointError,
     load_model_weights,
     read_config,
-    read_metadata,
     read_trainer_state,
     recover_checkpoint,
-    save_checkpoint,
 )
-from attnkit.training.distributed import DistributedContext, any_rank, barrier
+from attnkit.training.distributed import DistributedContext, barrier
 from attnkit.training.fit_config import FitConfig
 from attnkit.training.schedule import ScheduleState
 
-__all__ = ["BEST", "LAST", "EpochRecord", "RunCheckpoints", "RunState", "cpu_copy", "holding", "start_run"]
+__all__ = ["BEST", "LAST", "STATE_VERSION", "EpochRecord", "RunState", "cpu_copy", "holding", "start_run"]
 
 LAST, BEST = "last", "best"
 # Settings added after checkpoints were first written: their value in a checkpoint that predates them.
@@ -47,7 +49,7 @@ _SETTING_DEFAULTS = {
     "precision": "fp32",
     "max_steps": None,
 }
-_STATE_VERSION = 1
+STATE_VERSION = 1
 # Settings that change the numbers: a run may only be resumed with the values it was started with.
 _RESULT_SETTINGS = (
     "seed",
@@ -99,6 +101,19 @@ class RunState:
     recent_weights: list[dict[str, torch.Tensor]] = field(default_factory=list)
     # precision="fp16": the GradScaler's state_dict (its scale and growth tracker), None otherwise.
     grad_scaler: dict | None = None
+    # In the middle of epoch `epoch + 1`: {"epoch", "batches", "steps", "loss_sum", "seconds", "random": [per rank]}.
+    position: dict | None = None
+    # The best weights were validated in the middle of an epoch (a time budget's stop), not at its end.
+    best_interim: bool = False
+    # The metrics of the best *completed* epoch, which patience and the plateau schedule compare with, when the
+    # best weights are interim ones (None: the best is an epoch's; {}: no epoch completed yet).
+    epoch_best: dict[str, float] | None = None
+
+    @property
+    def steps(self) -> int:
+        """Optimiser steps done in the run: its completed epochs' and the current epoch's so far."""
+        done = sum(record.steps for record in self.history)
+        return done + (0 if self.position is None else int(self.position["steps"]))
 
 
 def start_run(
@@ -118,7 +133,16 @@ def start_run(
     barrier(context)  # rank 0 has finished repairing before anyone looks
     if resume and last.exists():
         run = _restore(last, model, optimizer, config, model_config, context)
-        reporter.message(f"resuming from {last} after epoch {run.epoch}")
+        where = f"after epoch {run.epoch}"
+        if run.position is not None:
+            where = f"in epoch {run.epoch + 1}, after its batch {run.position['batches']} (step {run.steps} of the run)"
+        reporter.message(f"resuming from {last} {where}")
+        if config.max_minutes is not None:
+            spent, budget = run.elapsed / 60, config.max_minutes
+            reporter.message(
+                f"--max-minutes {budget:g} is cumulative over the run: {spent:.1f} spent before, "
+                f"{max(budget - spent, 0.0):.1f} left"
+            )
         return run, run.epoch
     if resume and (directory / BEST).exists():
         raise CheckpointError(
@@ -142,8 +166,8 @@ def _restore(
 ) -> RunState:
     """Load weights, optimiser state and counters from a ``last/`` checkpoint."""
     state = read_trainer_state(path)
-    if state.get("version") != _STATE_VERSION:
-        raise CheckpointError(f"{path}: trainer state version {state.get('version')!r}, expected {_STATE_VERSION}")
+    if state.get("version") != STATE_VERSION:
+        raise CheckpointError(f"{path}: trainer state version {state.get('version')!r}, expected {STATE_VERSION}")
     state = _accuracy_in_percent(state, config.select_metric)
     _check_same_run(path, state, config, model_config, context)
     load_model_weights(model, path)
@@ -162,16 +186,30 @@ def _restore(
             elapsed=float(state["elapsed_seconds"]),
             schedule=ScheduleState(**state.get("schedule", {})),
             grad_scaler=state.get("grad_scaler"),
+            position=_position(state.get("position"), int(state["epoch"])),
+            best_interim=bool(state.get("best_interim", False)),
+            epoch_best=state.get("epoch_best"),
         )
         saved_best = state["best_weights"]
         saved_recent = list(state.get("recent_weights", []))
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: malformed trainer state ({type(error).__name__}: {error})") from error
     run.best_weights = _restored_best_weights(path, saved_best, model, run)
-    if config.average_last > 1 and run.epoch > 0:  # the checkpoint's own weights close the window
+    if config.average_last > 1 and run.epoch > 0:  # at an epoch's end, the checkpoint's own weights close the window
         run.recent_weights = [_fitting(path, weights, model, "averaged") for weights in saved_recent]
-        run.recent_weights.append(cpu_copy(model))
+        if run.position is None:
+            run.recent_weights.append(cpu_copy(model))
     return run
+
+
+def _position(saved: object, epoch: int) -> dict | None:
+    """A trainer state's position in the middle of epoch ``epoch + 1`` (None: at the end of ``epoch``)."""
+    if saved is None:
+        return None
+    keys = {"epoch", "batches", "steps", "loss_sum", "seconds", "random"}
+    if not isinstance(saved, dict) or not keys <= set(saved) or saved["epoch"] != epoch + 1:
+        raise ValueError(f"a position in epoch {epoch + 1} with {sorted(keys)}, got {saved!r}")
+    return saved
 
 
 def _accuracy_in_percent(state: dict, select_metric: str) -> dict:
@@ -250,7 +288,7 @@ def _restored_best_weights(
     if run.best_epoch is None:
         return None
     if saved is None:
-        if run.best_epoch != run.epoch:
+        if run.best_epoch != run.epoch or run.position is not None or run.best_interim:
             raise CheckpointError(f"{path}: best epoch {run.best_epoch} but no best weights saved")
         return cpu_copy(model)
     return _fitting(path, saved, model, "best")
@@ -265,99 +303,6 @@ def _fitting(path: Path, saved: object, model: nn.Module, what: str) -> dict[str
     if found != expected:
         raise CheckpointError(f"{path}: the saved {what} weights do not fit {type(model).__name__}")
     return dict(saved)
-
-
-def _trainer_state(run: RunState, optimizer: torch.optim.Optimizer, config: FitConfig, world_size: int) -> dict:
-    # The best weights equal the checkpoint's own when the best epoch is this one and no averaging is on: not
-    # stored twice. Nor is the last of the averaged window, which is the checkpoint's own weights.
-    own_best = run.best_epoch == run.epoch and config.average_last == 1
-    return {
-        "version": _STATE_VERSION,
-        "epoch": run.epoch,
-        "best_epoch": run.best_epoch,
-        "best_value": run.best_value,
-        "best_metrics": run.best_metrics,
-        "bad_epochs": run.bad_epochs,
-        "elapsed_seconds": run.elapsed,
-        "history": [asdict(record) for record in run.history],
-        "fit_config": {item.name: getattr(config, item.name) for item in fields(config)},
-        "world_size": world_size,
-        "optimizer": optimizer.state_dict(),
-        "schedule": asdict(run.schedule),
-        "best_weights": None if own_best else run.best_weights,
-        "recent_weights": run.recent_weights[:-1],
-        "grad_scaler": run.grad_scaler,
-        "units": "percent",  # every rate in percent (accuracy was a fraction before; see _accuracy_in_percent)
-    }
-
-
-@dataclass
-class RunCheckpoints:
-    """Writes ``last/`` and ``best/`` under one directory: rank 0 writes, every rank waits, a failure stops all."""
-
-    directory: Path
-    model_config: dict | None
-    extra_files: dict[str, str | Path] | None
-    context: DistributedContext
-
-    def after_epoch(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer,
-        run: RunState,
-        config: FitConfig,
-        *,
-        improved: bool,
-        best_weights: Mapping[str, torch.Tensor] | None = None,
-    ) -> None:
-        """``best/`` first (when the epoch improved: ``best_weights``, or the model's own when None), then
-        ``last/`` with the model's own weights and the trainer state."""
-        metadata = {"epoch": run.epoch, "metrics": run.history[-1].metrics, "best_epoch": run.best_epoch}
-
-        def write() -> None:
-            if improved:
-                with holding(model, best_weights):
-                    self._save(BEST, model, metadata)
-            self._save(LAST, model, metadata, _trainer_state(run, optimizer, config, self.context.world_size))
-
-        self._on_main(write)
-
-    def refresh_best(self, model: nn.Module, run: RunState) -> None:
-        """Rewrite ``best/`` from ``model`` if it does not hold the best epoch (lost, or from a crashed epoch)."""
-
-        def write() -> None:
-            try:
-                current = read_metadata(self.directory / BEST).get("metadata", {}).get("epoch")
-            except CheckpointError:
-                current = None
-            if current != run.best_epoch:
-                self._save(
-                    BEST, model, {"epoch": run.best_epoch, "metrics": run.best_metrics, "best_epoch": run.best_epoch}
-                )
-
-        self._on_main(write)
-
-    def _save(self, kind: str, model: nn.Module, metadata: dict, trainer_state: dict | None = None) -> None:
-        save_checkpoint(
-            self.directory / kind,
-            model,
-            model_config=self.model_config,
-            extra_files=self.extra_files,
-            trainer_state=trainer_state,
-            metadata={"kind": kind, **metadata},
-        )
-
-    def _on_main(self, action: Callable[[], None]) -> None:
-        failure: Exception | None = None
-        if self.context.is_main:
-            try:
-                action()
-            except Exception as error:
-                failure = error
-        if any_rank(failure is not None, self.context):  # also the barrier: nobody moves on before the files exist
-            if failure is not None:
-                raise failure
-            raise RuntimeError("rank 0 failed to write a checkpoint; see its error")
 
 
 def cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:

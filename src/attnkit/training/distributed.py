@@ -16,6 +16,7 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -30,6 +31,7 @@ __all__ = [
     "any_rank",
     "barrier",
     "check_replicas_in_sync",
+    "gather_objects",
     "init_distributed",
     "shutdown_distributed",
     "wrap_model",
@@ -129,6 +131,15 @@ def any_rank(flag: bool, context: DistributedContext) -> bool:
     value = torch.tensor([1.0 if flag else 0.0], device=context.device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return bool(value.item() > 0)
+
+
+def gather_objects(value: Any, context: DistributedContext) -> list[Any]:
+    """``value`` of every rank, in rank order, on every rank (a collective); ``[value]`` in a single process."""
+    if not context.is_distributed:
+        return [value]
+    gathered: list[Any] = [None] * context.world_size
+    dist.all_gather_object(gathered, value)
+    return gathered
 
 
 def all_reduce_sums(values: Mapping[str, float], context: DistributedContext) -> dict[str, float]:

@@ -60,12 +60,21 @@ class FitConfig:
         select_mode: ``"max"`` (accuracy, BLEU) or ``"min"`` (loss, WER).
         seed: seeds every epoch's random generators (with the epoch and the rank).
         progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).
-        max_minutes: a wall-time budget for the whole run (resumed runs included): training stops after the step
-            that exhausts it, validates that partial epoch, checkpoints and returns.
+        max_minutes: a wall-time budget for the whole run, cumulative over its resumed parts: training stops after
+            the step that exhausts it, validates the weights of that moment (kept as the best when they are), saves
+            ``last/`` at that step and returns (``stop_reason`` ``"time_budget"``); a resumed run (with a larger
+            budget) does the rest of that epoch, from the next batch.
         max_steps: a budget of optimiser steps for the whole run (resumed runs included): training stops after
             that step, validates that partial epoch, checkpoints and returns. Unlike ``max_minutes`` it gives the
             same model on any machine; the cosine schedule then anneals over these steps.
         log_every: refresh the bar's running loss every this many steps.
+        save_every: also save ``last/`` every this many optimiser steps of the run (in the middle of an epoch: the
+            position in the epoch's batches and every random generator's state with it), so that a run killed at
+            any step resumes from there to the weights of an uninterrupted run; None saves at epoch ends only.
+        save_every_minutes: also save ``last/`` (as ``save_every``) after the first step that ends this many
+            minutes after the previous save; None: no time rule.
+        progress_seconds: when stderr is not a terminal (nohup, Slurm, CI), print a progress line (step, rows/s,
+            loss, elapsed, ETA) at most this often, besides the line of every epoch.
         tensorboard_dir: also log each epoch's training loss and validation metrics there as TensorBoard scalars
             (rank 0; needs the ``tensorboard`` package); None logs nothing.
         find_unused_parameters: passed to DDP, for models whose forward leaves some parameters unused.
@@ -97,6 +106,9 @@ class FitConfig:
     average_last: int = 1
     precision: str = "fp32"
     max_steps: int | None = None
+    save_every: int | None = None
+    save_every_minutes: float | None = None
+    progress_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         problems = []
@@ -125,6 +137,12 @@ class FitConfig:
             problems.append(f"max_minutes must be > 0 or None, got {self.max_minutes}")
         if self.max_steps is not None and self.max_steps < 1:
             problems.append(f"max_steps must be >= 1 or None, got {self.max_steps}")
+        if self.save_every is not None and self.save_every < 1:
+            problems.append(f"save_every must be >= 1 or None, got {self.save_every}")
+        if self.save_every_minutes is not None and not self.save_every_minutes > 0:
+            problems.append(f"save_every_minutes must be > 0 or None, got {self.save_every_minutes}")
+        if not self.progress_seconds > 0:
+            problems.append(f"progress_seconds must be > 0, got {self.progress_seconds}")
         if self.log_every < 1:
             problems.append(f"log_every must be >= 1, got {self.log_every}")
         if self.precision not in PRECISIONS:

@@ -7,11 +7,15 @@ loop knows nothing else about the model, so classifiers and sequence-to-sequence
 
 Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.training.checkpointing` for the format)::
 
-    checkpoint_dir/last/   after every epoch: weights, config, extra files and the trainer state (resume from here)
+    checkpoint_dir/last/   after every epoch, and every ``save_every`` steps / ``save_every_minutes`` in between:
+                           weights, config, extra files and the trainer state (resume from here)
     checkpoint_dir/best/   whenever the selection metric improves: weights, config and extra files (ship this one)
 
 ``best/`` is written before ``last/``, and ``last/`` carries the best weights itself whenever they differ from its
-own, so a run killed at any instant resumes to the same result.
+own, so a run killed at any instant resumes to the same result. A ``last/`` written in the middle of an epoch holds
+its position (batches done, every rank's random generators): the resumed run skips those batches and goes on as if
+never stopped. A time budget that runs out in the middle of an epoch saves there too (see
+:mod:`attnkit.training._fit_session`). The epochs, selection and pauses live in that module.
 
 The recipe (:class:`FitConfig`): the schedules ``"plateau"`` (the default), ``"inverse-sqrt"`` and ``"cosine"``
 after a linear warm-up (:mod:`attnkit.training.schedule`); ``accumulate`` batches per optimiser step; and
@@ -21,7 +25,8 @@ after a linear warm-up (:mod:`attnkit.training.schedule`); ``accumulate`` batche
 
 Repeatability: at the start of every epoch all random generators are reseeded from ``(seed, epoch, rank)`` (see
 :mod:`attnkit.training.seeding`), so an epoch's randomness never depends on what came before it. A run resumed
-after epoch ``e`` therefore repeats an uninterrupted run bit for bit (on the same hardware and thread count):
+after epoch ``e`` (or at a step checkpoint, whose generators' state is saved) therefore repeats an uninterrupted
+run bit for bit (on the same hardware and thread count):
 weights, AdamW moments and the loop's counters come from the checkpoint, and the random streams from the seed
 (a cosine schedule over a time budget is the exception: its rates follow the clock).
 
@@ -51,24 +56,16 @@ import torch
 from torch import nn
 
 from attnkit.runtime.devices import check_precision, device_of
-from attnkit.training._epoch import batch_count, improves, running, stop_reason, train_epoch, validate
+from attnkit.training._fit_session import FitSession
 from attnkit.training._progress import Reporter
-from attnkit.training._run_state import EpochRecord, RunCheckpoints, RunState, cpu_copy, holding, start_run
-from attnkit.training.averaging import average_weights, push_window
-from attnkit.training.distributed import (
-    DistributedContext,
-    all_reduce_sums,
-    any_rank,
-    check_replicas_in_sync,
-    init_distributed,
-    wrap_model,
-)
+from attnkit.training._run_checkpoints import RunCheckpoints
+from attnkit.training._run_state import EpochRecord, RunState, start_run
+from attnkit.training.distributed import DistributedContext, any_rank, init_distributed, wrap_model
 from attnkit.training.fit_config import SCHEDULES, FitConfig, check_schedule_without_validation
 from attnkit.training.objective import Batch, Objective, SummableObjective, is_summable
 from attnkit.training.optim import make_optimizer
 from attnkit.training.precision import grad_scaler
 from attnkit.training.schedule import LearningRateSchedule
-from attnkit.training.seeding import derive_seed, seed_everything
 
 __all__ = ["SCHEDULES", "EpochRecord", "FitConfig", "FitResult", "Objective", "SummableObjective", "fit"]
 
@@ -83,10 +80,15 @@ class FitResult:
         best_metrics: that epoch's validation metrics.
         history: one record per epoch, resumed epochs included.
         wall_time: seconds of training, summed over the interrupted and resumed parts of a run.
-        stopped_early: True when training ended before ``epochs`` (patience or time budget).
-        stop_reason: ``"epochs"``, ``"early_stopping"`` or ``"time_budget"``.
-        resumed_from: the epoch of the checkpoint this call resumed from, or None.
+        stopped_early: True when training ended before ``epochs`` (patience or a budget).
+        stop_reason: ``"epochs"``, ``"early_stopping"``, ``"time_budget"`` or ``"max_steps"``.
+        resumed_from: the epoch of the checkpoint this call resumed from (the last epoch completed before it, when
+            that checkpoint was written in the middle of the next), or None.
         device: where the model trained (``"cpu"``, ``"cuda:0"``, ...).
+        paused_epoch: the epoch the time budget ran out in, when it did before that epoch's last batch: its steps
+            and loss so far and the validation of that moment (``partial``); ``last/`` holds its position, and
+            ``resume=True`` does the rest of it. Not in ``history``, which holds completed epochs.
+        world_size: the processes that trained (torchrun's ``WORLD_SIZE``; 1 without it).
     """
 
     best_epoch: int | None
@@ -97,6 +99,8 @@ class FitResult:
     stop_reason: str
     resumed_from: int | None = None
     device: str = "cpu"
+    paused_epoch: EpochRecord | None = None
+    world_size: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable copy."""
@@ -147,30 +151,30 @@ def fit(
         CheckpointError: ``checkpoint_dir/last`` is not a valid resumable checkpoint for this model.
         FloatingPointError: the gradient norm became NaN or infinite (fp32, bf16; fp16's scaler skips the step).
     """
-    started = time.monotonic()
     context = init_distributed()
-    if context.is_distributed and not is_summable(objective):
-        raise ValueError(
-            f"distributed training needs exact metrics across ranks: {type(objective).__name__} must implement "
-            "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableObjective)"
-        )
-    if valid_batches is None:
-        check_schedule_without_validation(config.schedule, who="fit(valid_batches=None)")
-    if resume and checkpoint_dir is None:
-        raise ValueError("resume=True needs a checkpoint_dir to resume from")
+    _check_arguments(objective, valid_batches, config, resume=resume, checkpoint_dir=checkpoint_dir, context=context)
     model = objective.model
     was_training = model.training
     device = _training_device(model, context)
     check_precision(config.precision, device)
     scaler = grad_scaler(device, config.precision)
-    optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = make_optimizer(model, lr=config.lr, weight_decay=config.weight_decay)  # (its first import is slow)
+    started, previous = time.monotonic(), [0.0]
+
+    def clock() -> float:
+        return previous[0] + time.monotonic() - started
+
+    def out_of_time() -> bool:
+        return config.max_minutes is not None and any_rank(clock() >= 60 * config.max_minutes, context)
+
     reporter = Reporter(
         enabled=config.progress and context.is_main,
         epochs=config.epochs,
         refresh_every=config.log_every,
         tensorboard_dir=config.tensorboard_dir if context.is_main else None,
+        line_seconds=config.progress_seconds,
+        clock=clock,
     )
-
     run, resumed_from, checkpoints = RunState(), None, None
     if checkpoint_dir is not None:
         checkpoints = RunCheckpoints(Path(checkpoint_dir), model_config, extra_files, context)
@@ -181,80 +185,23 @@ def fit(
         from attnkit.training.checkpointing import load_model_weights
 
         load_model_weights(model, init_from)
-    previous = run.elapsed
-    schedule = _schedule(config, run)
+    previous[0] = run.elapsed
     if scaler is not None and run.grad_scaler:
         scaler.load_state_dict(run.grad_scaler)
-
-    def clock() -> float:
-        return previous + time.monotonic() - started
-
-    def out_of_time() -> bool:
-        return config.max_minutes is not None and any_rank(clock() >= 60 * config.max_minutes, context)
-
     train_model = wrap_model(model, context, find_unused_parameters=config.find_unused_parameters)
-    while (reason := stop_reason(run, config, out_of_time())) is None:
-        epoch = run.epoch + 1
-        epoch_started = time.monotonic()
-        seed_everything(derive_seed(config.seed, epoch, context.rank))
-        batches = train_batches(epoch)
-        schedule.start_epoch(batch_count(batches))
-        with running(objective, train_model):
-            totals = train_epoch(
-                objective,
-                train_model,
-                optimizer,
-                schedule,
-                batches,
-                config=config,
-                context=context,
-                device=device,
-                reporter=reporter,
-                epoch=epoch,
-                clock=clock,
-                out_of_time=out_of_time,
-                steps_before=sum(record.steps for record in run.history),
-                scaler=scaler,
-            )
-        summed = all_reduce_sums({"loss": totals.loss_sum, "batches": float(totals.batches)}, context)
-        if summed["batches"] == 0:
-            raise ValueError(f"train_batches({epoch}) gave no batches")
-        # Checkpoint averaging: validate (and keep) the mean of the last average_last epochs' weights.
-        averaged = None
-        if config.average_last > 1:
-            run.recent_weights = push_window(run.recent_weights, cpu_copy(model), config.average_last)
-            averaged = average_weights(run.recent_weights)
-        if valid_batches is None:  # no validation split: the last epoch's weights (or average) are the ones kept
-            metrics, improved = {}, True
-        else:
-            with holding(model, averaged):
-                metrics = validate(objective, valid_batches(), config, context, device)
-            improved = improves(metrics[config.select_metric], run.best_value, config.select_mode)
-        if improved:
-            run.best_epoch, run.best_value, run.best_metrics = epoch, metrics.get(config.select_metric), metrics
-            run.best_weights, run.bad_epochs = cpu_copy(model) if averaged is None else averaged, 0
-        else:
-            run.bad_epochs += 1
-        schedule.after_epoch(optimizer, improved=improved)
-        train_loss, seconds = summed["loss"] / summed["batches"], time.monotonic() - epoch_started
-        record = EpochRecord(epoch, train_loss, metrics, seconds, totals.steps, totals.partial)
-        run.epoch = epoch
-        run.history.append(record)
-        run.elapsed = clock()
-        run.grad_scaler = None if scaler is None else scaler.state_dict()
-        check_replicas_in_sync(model, context, where=f"end of epoch {epoch}")
-        if checkpoints is not None:
-            checkpoints.after_epoch(model, optimizer, run, config, improved=improved, best_weights=averaged)
-        reporter.epoch_done(
-            epoch, train_loss, metrics, seconds=seconds, best_epoch=run.best_epoch, partial=totals.partial
-        )
+    session = FitSession(
+        objective, train_model, optimizer, _schedule(config, run), scaler, reporter, run, checkpoints, config,
+        context, device, clock, out_of_time,
+    )  # fmt: skip
+    reason = session.train(train_batches, valid_batches)
 
     if run.best_weights is not None:
         model.load_state_dict(run.best_weights)
     if checkpoints is not None and run.best_epoch is not None:
         checkpoints.refresh_best(model, run)
     model.train(was_training)
-    reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics)
+    paused = None if session.paused is None else (session.paused.epoch, run.position["batches"])
+    reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics, paused=paused)
     return FitResult(
         best_epoch=run.best_epoch,
         best_metrics=dict(run.best_metrics),
@@ -264,7 +211,30 @@ def fit(
         stop_reason=reason,
         resumed_from=resumed_from,
         device=str(device),
+        paused_epoch=session.paused,
+        world_size=context.world_size,
     )
+
+
+def _check_arguments(
+    objective: Objective,
+    valid_batches: Callable | None,
+    config: FitConfig,
+    *,
+    resume: bool,
+    checkpoint_dir: str | Path | None,
+    context: DistributedContext,
+) -> None:
+    """Refuse what :func:`fit` cannot do, before anything is built."""
+    if context.is_distributed and not is_summable(objective):
+        raise ValueError(
+            f"distributed training needs exact metrics across ranks: {type(objective).__name__} must implement "
+            "evaluate_sums() and metrics_from_sums() (see attnkit.training.loop.SummableObjective)"
+        )
+    if valid_batches is None:
+        check_schedule_without_validation(config.schedule, who="fit(valid_batches=None)")
+    if resume and checkpoint_dir is None:
+        raise ValueError("resume=True needs a checkpoint_dir to resume from")
 
 
 def _schedule(config: FitConfig, run: RunState) -> LearningRateSchedule:

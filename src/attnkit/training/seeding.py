@@ -4,7 +4,9 @@ The training loop reseeds every generator at the start of each epoch from ``(see
 stream of an epoch (dropout masks, a data loader's shuffling through the global generator, ...) therefore
 depends only on those three numbers — not on how many random draws came before — so a run resumed from the
 checkpoint of epoch ``e`` draws exactly what an uninterrupted run draws in epoch ``e + 1``, and no generator
-state needs to be written to disk. Different ranks of a distributed run get different streams (different
+state needs to be written to disk at an epoch's end. A checkpoint written in the middle of an epoch does keep every
+generator's state (:func:`random_state`, restored by :func:`set_random_state`), so that the rest of the epoch draws
+what it would have drawn. Different ranks of a distributed run get different streams (different
 dropout masks), as independent replicas should.
 """
 
@@ -16,7 +18,7 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["derive_seed", "seed_everything"]
+__all__ = ["derive_seed", "random_state", "seed_everything", "set_random_state"]
 
 _NUMPY_SEED_RANGE = 2**32  # np.random.seed accepts [0, 2**32)
 
@@ -42,3 +44,42 @@ def derive_seed(seed: int, *parts: int) -> int:
     text = ":".join(str(int(value)) for value in (seed, *parts))
     digest = hashlib.sha256(text.encode("ascii")).digest()
     return int.from_bytes(digest[:8], "little") >> 1
+
+
+def random_state() -> dict:
+    """Every global generator's state: Python's, NumPy's, torch's CPU one and, once CUDA is in use, each CUDA
+    device's, as JSON values and tensors (what a trainer state can hold without pickle)."""
+    version, internal, gauss = random.getstate()
+    name, keys, position, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": [version, list(internal), gauss],
+        "numpy": [
+            name,
+            torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            int(position),
+            int(has_gauss),
+            float(cached),
+        ],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = list(torch.cuda.get_rng_state_all())
+    return state
+
+
+def set_random_state(state: dict) -> None:
+    """Put back the generators' state that :func:`random_state` took.
+
+    Raises:
+        ValueError: ``state`` is not such a state.
+    """
+    try:
+        version, internal, gauss = state["python"]
+        random.setstate((int(version), tuple(int(value) for value in internal), gauss))
+        name, keys, position, has_gauss, cached = state["numpy"]
+        np.random.set_state((name, np.asarray(keys, dtype=np.uint32), int(position), int(has_gauss), float(cached)))
+        torch.set_rng_state(state["torch"].to(torch.uint8))
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([value.to(torch.uint8) for value in state["cuda"]])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(f"not a saved random state ({type(error).__name__}: {error})") from error
