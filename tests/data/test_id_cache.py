@@ -4,6 +4,10 @@ a damaged entry read as text again."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,3 +119,19 @@ def test_without_a_directory_every_epoch_reads_the_text(tmp_path):
     stride = EncodedStride(lambda: reads.append(1) or iter(text_rows(6)), encode, LABELLED_IDS, None, limit=6)
     assert list(stride()) == list(stride()) == encode(text_rows(6))
     assert len(reads) == 2 and not stride.cached()
+
+
+def test_the_next_writer_removes_what_a_killed_writer_left_and_leaves_a_live_ones(tmp_path):
+    # kill -9 runs no clean-up: the folder of a writer that died mid-epoch stays until the next writer comes.
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(finished.stdout)  # that process has exited
+    killed = tmp_path / f".ids-0123.{dead_pid}.deadbeef.tmp"
+    live = tmp_path / f".ids-4567.{os.getppid()}.cafef00d.tmp"  # the process that started this one is running
+    for folder in (killed, live):
+        folder.mkdir()
+        (folder / "tokens.i32").write_bytes(b"\0" * 1024)
+    rows = text_rows(10)
+    stride = EncodedStride(lambda: iter(rows), encode, LABELLED_IDS, tmp_path / "ids-89ab", limit=10)
+    assert len(list(stride())) == 10 and stride.cached()
+    assert not killed.exists() and live.exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [live.name, "ids-89ab"]

@@ -15,7 +15,9 @@ An entry (all integers little-endian)::
     lengths.i32    each row's K sequence lengths                                int32 [N, K]
     scalars.i64    each row's M integers (a label, a flag)                      int64 [N, M]
 
-The files are read a chunk of rows at a time with plain sequential reads, not mapped: a mapping's pages would
+An entry is written in a temporary folder beside it (``.ids-HASH.PID.RANDOM.tmp``), renamed into place when whole;
+a writer stopped in its middle deletes it, and a killed one's (``kill -9``) is deleted by the next writer in that
+folder once its process is gone. The files are read a chunk of rows at a time with plain sequential reads, not mapped: a mapping's pages would
 count against the process's resident memory up to the size of the file. A :class:`Codec` turns an encoded item
 into its sequences and integers and back (:data:`LABELLED_IDS`, :data:`LABELLED_DOCUMENTS`, :data:`PAIR_IDS`).
 """
@@ -33,7 +35,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LABELLED_DOCUMENTS", "LABELLED_IDS", "PAIR_IDS", "Codec", "EncodedStride", "IdCache", "id_cache_dir"]
+__all__ = [
+    "LABELLED_DOCUMENTS",
+    "LABELLED_IDS",
+    "PAIR_IDS",
+    "Codec",
+    "EncodedStride",
+    "IdCache",
+    "id_cache_dir",
+    "remove_stale_temporaries",
+]
 
 VERSION = 1
 META = "meta.json"
@@ -142,11 +153,42 @@ class IdCache:
                     yield decode(tuple(ids[a:b] for a, b in itertools.pairwise(edges)), number)
 
 
+def remove_stale_temporaries(scan_dir: Path) -> list[Path]:
+    """Delete the temporary entries (``.ids-*.PID.RANDOM.tmp``) that writers killed before their commit left in
+    ``scan_dir`` (a ``kill -9`` runs no clean-up), and return them: those whose process is no longer running on
+    this machine. A live writer's folder is left alone."""
+    removed = []
+    for path in Path(scan_dir).glob(".ids-*.tmp"):
+        parts = path.name.split(".")  # ["", "ids-HASH", PID, RANDOM, "tmp"]
+        if len(parts) == 5 and parts[2].isdigit() and _running(int(parts[2])):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists here (this process counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):  # someone else's process, or no way to tell: leave its folder
+        return True
+    return True
+
+
 class _Writer:
-    """Writes an entry into a private temporary directory; :meth:`commit` renames it into place."""
+    """Writes an entry into a private temporary directory; :meth:`commit` renames it into place. The directory
+    is named after the writing process (``.ids-HASH.PID.RANDOM.tmp``), so that the next writer in that folder can
+    tell a killed writer's leftovers (:func:`remove_stale_temporaries`) from a live one's."""
 
     def __init__(self, directory: Path, codec: Codec) -> None:
         self.directory, self.codec = directory, codec
+        if directory.parent.is_dir():
+            remove_stale_temporaries(directory.parent)
         self.temporary = directory.parent / f".{directory.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         self.temporary.mkdir(parents=True)
         self.handles = [(self.temporary / name).open("wb") for name in (TOKENS, LENGTHS, SCALARS)]

@@ -11,7 +11,8 @@ Every rank reads a disjoint stride of the rows and yields exactly ``ceil(ceil(co
 batches per epoch, so no rank waits for another at a collective (a rank whose stride is short, by one row of an
 uneven split or by the rows a sampled scan's count overestimated, reads its first rows again for the rest).
 The order depends only on ``(seed, epoch, rank)``: a run resumed at an epoch boundary reads the
-same batches as an uninterrupted one. The shuffle is the bounded one OpenNMT-py and WebDataset use: rows move at
+same batches as an uninterrupted one, and one resumed in the middle of an epoch (``from_batch``) reads the rows
+again, skips the batches it had done without collating them, and goes on with the same batches. The shuffle is the bounded one OpenNMT-py and WebDataset use: rows move at
 most about ``pool_rows`` places from their place in the file, so a file sorted by label should be shuffled once
 on disk first.
 
@@ -242,26 +243,32 @@ class StreamedBatches(Generic[Row]):
     def _mine(self) -> Iterator[Row]:
         return iter(self.rows()) if self.strided else _every(self.rows(), self.world, self.rank)
 
-    def batches(self, epoch: int) -> Iterator[Any]:
+    def batches(self, epoch: int, skip: int = 0) -> Iterator[Any]:
         """Epoch ``epoch``'s collated batches, computed in the calling thread (the readable reference of the
-        prefetching iterator)."""
+        prefetching iterator); ``skip`` leaves out the first batches without collating them (a run resumed in the
+        middle of the epoch: the rows are read and shuffled as before, so the batches after them are the same)."""
         opts = self.options
         generator = random.Random(f"{opts.seed}:{epoch}:{self.rank}")
         window = opts.window_batches * opts.batch_size
         shuffled = _pool_shuffle(self.stride(), opts.pool_rows, generator)
+        left = [skip]
         while pending := list(itertools.islice(shuffled, window)):
-            yield from self._window(pending, generator)
+            yield from self._window(pending, generator, left)
 
-    def _window(self, rows: list[Row], generator: random.Random) -> Iterator[Any]:
+    def _window(self, rows: list[Row], generator: random.Random, left: list[int]) -> Iterator[Any]:
+        """A window's batches; ``left[0]`` counts down the batches still to skip."""
+        size = self.options.batch_size
         items = list(self.encode(rows))
         order = list(range(len(items)))
         if self.options.bucketed:
             lengths = [self.length(item) for item in items]
             order.sort(key=lengths.__getitem__)
-        size = self.options.batch_size
         groups = [order[start : start + size] for start in range(0, len(order), size)]
         generator.shuffle(groups)
         for group in groups:
+            if left[0] > 0:
+                left[0] -= 1
+                continue
             yield self.collate([items[i] for i in group])
 
 
@@ -275,10 +282,14 @@ class _Epoch:
         return len(self.stream)
 
     def __iter__(self) -> Iterator[Any]:
+        return self.from_batch(0)
+
+    def from_batch(self, skip: int) -> Iterator[Any]:
+        """The epoch's batches after the first ``skip`` (which are not collated): where a resumed run goes on."""
         if self.stream.options.prefetch < 1:
-            yield from self.stream.batches(self.epoch)
+            yield from self.stream.batches(self.epoch, skip)
             return
-        yield from _prefetched(self.stream.batches(self.epoch), self.stream.options.prefetch)
+        yield from _prefetched(self.stream.batches(self.epoch, skip), self.stream.options.prefetch)
 
 
 def _every(rows: Iterable[Row], world: int, rank: int) -> Iterator[Row]:

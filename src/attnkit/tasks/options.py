@@ -162,7 +162,9 @@ def _add_schedule_options(fit: argparse._ArgumentGroup) -> None:
         "--warmup-steps",
         type=non_negative_int,
         default=0,
-        help="raise the learning rate linearly over this many first steps (default 0; Transformers: ~4000)",
+        help="raise the learning rate linearly over this many first steps (default 0). Scale it to the run: about a "
+        "tenth of its steps (epochs x batches per epoch), e.g. ~30 for 300 examples at --batch-size 32 over 30 "
+        "epochs; ~4000 is for Transformers on millions of examples. A warm-up over half the run is warned about",
     )
     fit.add_argument(
         "--accumulate",
@@ -192,8 +194,27 @@ def _add_budget_options(fit: argparse._ArgumentGroup, patience: int | None) -> N
         "--max-minutes",
         type=positive_float,
         default=None,
-        help="time budget of the training itself: stop cleanly after this long (reading the data and building "
-        "the vocabulary before the first step do not count; their time is printed and kept in metrics.json)",
+        help="time budget of the training itself, cumulative over the run: stop cleanly after this long, in the "
+        "middle of an epoch if need be, saving last/ there (reading the data and building the vocabulary before "
+        "the first step do not count; their time is printed and kept in metrics.json). With --resume it counts the "
+        "minutes already spent: give the new total (e.g. 120 for a second hour), and the run does the rest of "
+        "the epoch it stopped in",
+    )
+    fit.add_argument(
+        "--save-every",
+        type=positive_int,
+        default=None,
+        metavar="STEPS",
+        help="also save OUT/last every this many optimiser steps, in the middle of an epoch too (replaced "
+        "atomically), so that a run killed at any moment, kill -9 included, resumes with --resume at that step "
+        "and ends with the weights of a run never stopped (default: at the end of each epoch only)",
+    )
+    fit.add_argument(
+        "--save-every-minutes",
+        type=positive_float,
+        default=None,
+        metavar="MINUTES",
+        help="also save OUT/last (as --save-every) at the first step after this many minutes since the last save",
     )
     fit.add_argument(
         "--max-steps",
@@ -223,7 +244,8 @@ def _add_run_directory_options(fit: argparse._ArgumentGroup) -> None:
         "--resume",
         action="store_true",
         help="continue the run in OUT from OUT/last, with the settings and data it started with (every difference "
-        "is named; --epochs, --patience, --max-minutes, --device, --threads may change)",
+        "is named; --epochs, --patience, --max-minutes, --save-every, --device, --threads may change): from the "
+        "end of the last epoch, or from the step where a checkpoint in the middle of one was saved",
     )
     again.add_argument(
         "--overwrite",
@@ -252,6 +274,8 @@ def fit_config_from_args(args: argparse.Namespace, **overrides):
         progress=not args.no_progress,
         max_minutes=args.max_minutes,
         max_steps=getattr(args, "max_steps", None),
+        save_every=getattr(args, "save_every", None),
+        save_every_minutes=getattr(args, "save_every_minutes", None),
         tensorboard_dir=str(Path(args.out) / "tensorboard") if getattr(args, "tensorboard", False) else None,
         precision=getattr(args, "precision", "fp32"),
         **overrides,

@@ -106,6 +106,7 @@ def write_metrics(
         "batch_size": batch_size,
         "lr": fit_config.lr,
         "device": report.fit.device,
+        "world_size": replica()[1],
         "precision": fit_config.precision,
         "best_epoch": report.fit.best_epoch,
         "best_valid": report.fit.best_metrics,

@@ -51,7 +51,7 @@ __all__ = ["ADDED_LATER", "DISPATCH", "MAY_CHANGE", "RUN_MARKERS", "RunPlan", "p
 RUN_MARKERS = ("metrics.json", "best", "last")
 # settings a resumed run may change: how long it runs, where, how it reports; not what it computes
 MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_progress", "debug", "tensorboard",
-              "resume", "overwrite", "no_test", "out")  # fmt: skip
+              "resume", "overwrite", "no_test", "out", "save_every", "save_every_minutes")  # fmt: skip
 # Options added after runs began to record manifests -> the value that means "as runs were trained before the option
 # existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
 # what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
