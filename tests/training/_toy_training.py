@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epoch-shuffle", action="store_true", help="shuffle with an epoch-seeded generator")
     parser.add_argument("--accumulate", type=int, default=1, help="batches per optimiser step")
     parser.add_argument("--save-every", type=int, default=None, help="also save last/ every this many steps")
+    parser.add_argument("--max-minutes", type=float, default=None, help="the run's time budget")
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         select_metric="accuracy",
         accumulate=args.accumulate,
         save_every=args.save_every,
+        max_minutes=args.max_minutes,
     )
     result, _ = run(
         config,

@@ -87,3 +87,24 @@ def test_two_processes_accumulating_half_batches_match_one_process_on_whole_batc
     actual = load_file(tmp_path / "ddp" / "last" / "model.safetensors")
     for key in expected:
         torch.testing.assert_close(actual[key], expected[key], rtol=0, atol=1e-5)
+
+
+def test_two_processes_paused_by_the_time_budget_mid_epoch_resume_to_the_weights_of_a_run_never_paused(tmp_path):
+    # Dropout on: each rank's generators are saved with the pause and put back by the resumed run.
+    script = tmp_path / "train_toy.py"
+    script.write_text(LAUNCHER)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    run = ("--epochs", "2", "--dropout", "0.1")
+    finish("paused", launch(torchrun, tmp_path / "paused", *run, "--sleep", "0.05", "--max-minutes", "0.005"))
+    paused = json.loads((tmp_path / "paused.json").read_text())
+    assert paused["stop_reason"] == "time_budget" and paused["history"] == []  # 0.3 s: in epoch 1 (12 steps of 50 ms)
+    assert paused["world_size"] == 2 and 1 <= paused["paused_epoch"]["steps"] < 12
+    finish("resumed", launch(torchrun, tmp_path / "paused", *run, "--resume"))
+    finish("straight", launch(torchrun, tmp_path / "straight", *run))
+    resumed = json.loads((tmp_path / "paused.json").read_text())
+    straight = json.loads((tmp_path / "straight.json").read_text())
+    assert [r["steps"] for r in resumed["history"]] == [r["steps"] for r in straight["history"]] == [12, 12]
+    # last/: trained exactly alike (best/ may hold the pause's validated weights, when they were the best seen)
+    expected = load_file(tmp_path / "straight" / "last" / "model.safetensors")
+    actual = load_file(tmp_path / "paused" / "last" / "model.safetensors")
+    assert all(torch.equal(expected[key], actual[key]) for key in expected), "the weights differ"
