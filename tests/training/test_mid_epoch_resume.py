@@ -93,6 +93,7 @@ def test_the_time_budget_pauses_a_streamed_epoch_and_resume_reads_the_rest_of_it
     capsys.readouterr()
     paused = train(data, tmp_path / "paused", *settings, "--max-minutes", "0.0001", progress=True)  # 6 ms: a step
     assert paused["stop_reason"] == "time_budget" and paused["epochs_run"] == 0
+    assert paused["paused_epoch"]["epoch"] == 1 and paused["paused_epoch"]["partial"]
     err = capsys.readouterr().err
     assert "stopped in epoch 1 after its batch" in err and "(the time budget)" in err
     position = json.loads((tmp_path / "paused" / "last" / "config.json").read_text())["attnkit"]["metadata"]

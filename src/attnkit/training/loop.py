@@ -200,7 +200,7 @@ def fit(
     if checkpoints is not None and run.best_epoch is not None:
         checkpoints.refresh_best(model, run)
     model.train(was_training)
-    paused = None if session.paused is None else (session.paused.epoch, run.position["batches"])
+    paused = None if run.position is None else (run.position["epoch"], run.position["batches"])
     reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics, paused=paused)
     return FitResult(
         best_epoch=run.best_epoch,

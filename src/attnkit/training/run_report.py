@@ -14,6 +14,8 @@ this process is, the report a run returns, and the ``metrics.json`` it writes â€
 | ``best_epoch``, ``best_valid`` | the selected epoch and its validation metrics |
 | ``test`` | the best weights' test metrics (null without a test split) |
 | ``stop_reason``, ``epochs_run`` | why and after how many epochs training ended |
+| ``paused_epoch`` | when a time budget stopped in the middle of an epoch: its steps, loss and interim validation |
+| ``world_size`` | the processes that trained (torchrun's ``WORLD_SIZE``) |
 | ``train_seconds`` | training time of the whole run, resumed parts included |
 | ``num_parameters`` | trainable and frozen parameters of the model |
 | ``details`` | task-specific facts (split sizes, augmentation, ...) |
@@ -30,7 +32,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,8 @@ def write_metrics(
         "details": report.details,
         "units": "percent",
     }
+    if report.fit.paused_epoch is not None:  # the time budget stopped in this epoch; --resume does the rest
+        summary = {**summary, "paused_epoch": asdict(report.fit.paused_epoch)}
     path.write_text(json.dumps(summary, indent=2) + "\n")
     write_history(Path(out_dir) / HISTORY_FILE, report.fit)
     if fit_config.tensorboard_dir is not None:
