@@ -55,8 +55,10 @@ class FitConfig:
             ``k`` validated epochs (fewer in the first ``k - 1`` epochs), while training goes on from the
             weights themselves (checkpoint averaging; see :mod:`attnkit.training.averaging`). 1 uses each epoch's
             own weights.
-        patience: stop after this many epochs in a row without improvement; None trains every epoch.
-        select_metric: the validation metric that picks the best epoch (a key of the objective's metrics).
+        patience: stop after this many epochs in a row without improvement (epochs that end during the warm-up
+            spend none); None trains every epoch.
+        select_metric: the validation metric that picks the best epoch (a key of the objective's metrics); epochs
+            that tie on it are told apart by the validation ``loss`` when the objective reports one.
         select_mode: ``"max"`` (accuracy, BLEU) or ``"min"`` (loss, WER).
         seed: seeds every epoch's random generators (with the epoch and the rank).
         progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).

@@ -28,13 +28,13 @@ from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStrid
 from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.runtime.devices import autocast, device_of, on_device
-from attnkit.tasks.classify.config import KIND, ClassifierConfig
+from attnkit.tasks.classify.config import ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective
-from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, placed_model
+from attnkit.tasks.classify.training import TOKENIZER_DIR, fit_classifier, prepared_model, run_report, run_tokenizer
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
-from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
+from attnkit.training.run_report import TrainReport, replica
 
 __all__ = ["evaluate_file", "train_classifier_streamed"]
 
@@ -88,13 +88,8 @@ def train_classifier_streamed(
         raise ValueError(
             f"--init-from {init_from.given}: its labels {config.label_names} are not {stream.name}'s {scan.label_names}"
         )
-    if resume and (tokenizer_dir / TextTokenizer.FILENAME).exists():
-        tokenizer = TextTokenizer.load(tokenizer_dir)
-    else:
-        if init_from is not None:
-            tokenizer = TextTokenizer.load(init_from.checkpoint)  # the vocabulary its weights were trained with
-        if rank == 0:
-            tokenizer.save(tokenizer_dir)
+    scanned = tokenizer
+    tokenizer = run_tokenizer(tokenizer_dir, resume=resume, init_from=init_from, build=lambda: scanned)
     load_seconds = time.monotonic() - started
     source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
     _say(f"{stream.path}: {scan.train_rows:,} training rows, {scan.valid_rows:,} held out ({source})")
@@ -145,15 +140,9 @@ def train_classifier_streamed(
             encoded.append(make_batches(valid_set, collate, 2 * batch_size, shuffle=False))
         return encoded[0](epoch)
 
-    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
-    resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and (resuming or init_from is None):
-        from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed_embeddings
-
-        if resuming:
-            config = resumed_embeddings(config, out_dir / "last")
-        else:
-            config = initialise_embeddings(model, config, tokenizer, [], seed=fit_config.seed)
+    model, config = prepared_model(
+        config, tokenizer, device, fit_config, out_dir=out_dir, resume=resume, init_from=init_from, texts=[]
+    )
     result = fit_classifier(
         model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
@@ -175,11 +164,8 @@ def train_classifier_streamed(
         "scan_sampled_bytes": scan.sampled_bytes,
         "epochs_read_as_ids": ids.epochs_from_cache,
     }
-    if init_from is not None:
-        details["init_from"] = init_from.record()
-    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
-    write_metrics(out_dir, report, task=KIND, data=stream.name, fit_config=fit_config, batch_size=batch_size)
-    return report
+    return run_report(result, test_metrics, model, config, details, out_dir=out_dir, data=stream.name,
+                      fit_config=fit_config, batch_size=batch_size, init_from=init_from)  # fmt: skip
 
 
 def evaluate_file(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -28,22 +29,33 @@ from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
 from attnkit.training.init_from import InitFrom
-from attnkit.training.loop import FitConfig, fit
+from attnkit.training.loop import FitConfig, FitResult, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "checkpoint_config", "fit_classifier", "placed_model", "train_classifier"]
+__all__ = [
+    "TOKENIZER_DIR",
+    "checkpoint_config",
+    "fit_classifier",
+    "placed_model",
+    "prepared_model",
+    "run_report",
+    "run_tokenizer",
+    "train_classifier",
+]
 
 TOKENIZER_DIR = "tokenizer"
 
 
-def _tokenizer(config: ClassifierConfig, texts: list[str], directory: Path, *, resume: bool) -> TextTokenizer:
-    """The run's own tokeniser when resuming and it exists, else a new one from the training texts (saved)."""
+def run_tokenizer(
+    directory: Path, *, resume: bool, init_from: InitFrom | None, build: Callable[[], TextTokenizer]
+) -> TextTokenizer:
+    """The run's tokeniser, by one rule for in-memory and streamed data: its own copy in ``directory`` when resuming
+    and it exists; else ``init_from``'s (the vocabulary its weights were trained with); else ``build()`` (from the
+    training texts). A new one is saved in ``directory`` (by rank 0)."""
     if resume and (directory / TextTokenizer.FILENAME).exists():
         return TextTokenizer.load(directory)
-    tokenizer = TextTokenizer.train(
-        texts, kind=config.tokenizer, vocab_size=config.vocab_size, min_frequency=config.min_frequency
-    )
+    tokenizer = build() if init_from is None else TextTokenizer.load(init_from.checkpoint)
     if replica()[0] == 0:
         tokenizer.save(directory)
     return tokenizer
@@ -88,13 +100,14 @@ def train_classifier(
     split_seed = fit_config.seed if valid_seed is None else valid_seed
     train_idx, valid_idx = validation_split(data, valid_fraction, split_seed)
     train_texts = [data.train_texts[i] for i in train_idx]
-    tokenizer_dir = out_dir / TOKENIZER_DIR
-    if init_from is not None and not (resume and (tokenizer_dir / TextTokenizer.FILENAME).exists()):
-        tokenizer = TextTokenizer.load(init_from.checkpoint)  # the vocabulary its weights were trained with
-        if rank == 0:
-            tokenizer.save(tokenizer_dir)
-    else:
-        tokenizer = _tokenizer(config, train_texts, tokenizer_dir, resume=resume)
+    tokenizer = run_tokenizer(
+        out_dir / TOKENIZER_DIR,
+        resume=resume,
+        init_from=init_from,
+        build=lambda: TextTokenizer.train(
+            train_texts, kind=config.tokenizer, vocab_size=config.vocab_size, min_frequency=config.min_frequency
+        ),
+    )
     encoder = TextEncoder(config, tokenizer)
 
     def dataset(texts: list[str], labels: list[int]) -> EncodedDataset:
@@ -117,12 +130,9 @@ def train_classifier(
     )
     valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False) if valid_idx else None
 
-    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
-    resuming = resume and (out_dir / "last").exists()  # the checkpoint's weights replace any initialisation
-    if config.embeddings != "random" and resuming:
-        config = resumed_embeddings(config, out_dir / "last")
-    elif config.embeddings != "random" and init_from is None:
-        config = initialise_embeddings(model, config, tokenizer, train_texts, seed=fit_config.seed)
+    model, config = prepared_model(
+        config, tokenizer, device, fit_config, out_dir=out_dir, resume=resume, init_from=init_from, texts=train_texts
+    )
     result = fit_classifier(
         model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
@@ -137,12 +147,56 @@ def train_classifier(
         "valid_seed": split_seed,
         "bucketed": bucketed,
     }
-    if init_from is not None:
-        details["init_from"] = init_from.record()
     if load_seconds is not None:
         details["load_seconds"] = round(load_seconds, 2)
+    return run_report(result, test_metrics, model, config, details, out_dir=out_dir, data=data.name,
+                      fit_config=fit_config, batch_size=batch_size, init_from=init_from)  # fmt: skip
+
+
+def prepared_model(
+    config: ClassifierConfig,
+    tokenizer: TextTokenizer,
+    device: str | torch.device,
+    fit_config: FitConfig,
+    *,
+    out_dir: Path,
+    resume: bool,
+    init_from: InitFrom | None,
+    texts: list[str],
+) -> tuple[nn.Module, ClassifierConfig]:
+    """The model a run trains and the config its checkpoints store, by one rule for in-memory and streamed data:
+    :func:`placed_model`, with the pre-trained vectors ``config.embeddings`` names copied in (``texts``: what
+    self-trained vectors learn from) unless the run resumes (its checkpoint's weights replace any initialisation,
+    and the config keeps the vectors' settings its first start recorded) or starts from ``init_from``."""
+    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
+    if config.embeddings == "random":
+        return model, config
+    if resume and (out_dir / "last").exists():
+        return model, resumed_embeddings(config, out_dir / "last")
+    if init_from is None:
+        config = initialise_embeddings(model, config, tokenizer, texts, seed=fit_config.seed)
+    return model, config
+
+
+def run_report(
+    result: FitResult,
+    test_metrics: dict[str, float] | None,
+    model: nn.Module,
+    config: ClassifierConfig,
+    details: dict,
+    *,
+    out_dir: Path,
+    data: str,
+    fit_config: FitConfig,
+    batch_size: int,
+    init_from: InitFrom | None,
+) -> TrainReport:
+    """The run's :class:`~attnkit.training.run_report.TrainReport` (``details`` with ``init_from``'s record), written
+    to ``out_dir/metrics.json``: the tail every classifier run shares, in memory or streamed."""
+    if init_from is not None:
+        details = {**details, "init_from": init_from.record()}
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
-    write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
+    write_metrics(out_dir, report, task=KIND, data=data, fit_config=fit_config, batch_size=batch_size)
     return report
 
 

@@ -27,7 +27,7 @@ from attnkit.data.seq2seq.pair_stream import PairFileStream
 from attnkit.data.seq2seq.tokenization import load_tokenizers, tokenizer_text
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
-from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, run_config
+from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, fit_seq2seq, init_from_tokenizers, run_config
 from attnkit.training.init_from import InitFrom
 from attnkit.training.loop import FitConfig
 from attnkit.training.run_report import TrainReport, replica
@@ -93,13 +93,8 @@ def train_seq2seq_streamed(
     scan, source_tok, target_tok = stream.scan(vocab_size=vocab_size)
     resuming = resume and (out_dir / "last").exists()
     if init_from is not None and not resuming:
-        levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
-        if levels != (stream.source_level, stream.target_level):
-            raise ValueError(
-                f"--init-from {init_from.given}: trained on {levels[0]} -> {levels[1]} pairs, "
-                f"{stream.path.name} has {stream.source_level} -> {stream.target_level}"
-            )
-        source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
+        levels = (stream.source_level, stream.target_level)
+        source_tok, target_tok = init_from_tokenizers(init_from, levels, stream.path.name)
     elif resume:
         with contextlib.suppress(ValueError):  # interrupted before they were written: the scan's, as a fresh run
             source_tok, target_tok = load_tokenizers(out_dir / TOKENIZER_DIR)
@@ -137,8 +132,7 @@ def train_seq2seq_streamed(
     )
 
     def details() -> dict:  # read after training: the cuts are counted as the epochs read the file
-        init = {} if init_from is None else {"init_from": init_from.record()}
-        return init | {
+        return {
             "streamed": True,
             "load_seconds": round(load_seconds, 2),
             "scan_cached": scan.cached,

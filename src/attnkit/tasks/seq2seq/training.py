@@ -48,7 +48,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = ["TOKENIZER_DIR", "fit_seq2seq", "run_config", "save_run_tokenizers", "train_seq2seq"]
+__all__ = ["TOKENIZER_DIR", "fit_seq2seq", "init_from_tokenizers", "run_config", "save_run_tokenizers", "train_seq2seq"]
 
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
@@ -154,13 +154,7 @@ def train_seq2seq(
     rank, world = replica()
     tokenizer_dir = out_dir / TOKENIZER_DIR
     if init_from is not None and not (resume and (out_dir / "last").exists()):
-        levels = (init_from.config.get("source_level"), init_from.config.get("target_level"))
-        if levels != (data.source_level, data.target_level):
-            raise ValueError(
-                f"--init-from {init_from.given}: trained on {levels[0]} -> {levels[1]} pairs, "
-                f"{data.name} has {data.source_level} -> {data.target_level}"
-            )
-        source_tok, target_tok = load_tokenizers(init_from.checkpoint)  # the vocabularies its weights know
+        source_tok, target_tok = init_from_tokenizers(init_from, (data.source_level, data.target_level), data.name)
         built = True
     else:
         source_tok, target_tok, built = _tokenizers(data, tokenizer_dir, vocab_size=vocab_size, resume=resume)
@@ -178,8 +172,6 @@ def train_seq2seq(
         print(limited.message())
     data = limited.data
     details = {"sizes": data.sizes, **details}
-    if init_from is not None:
-        details["init_from"] = init_from.record()
     if load_seconds is not None:
         details["load_seconds"] = round(load_seconds, 2)
     return fit_seq2seq(
@@ -220,6 +212,18 @@ def _distilled(
     return data, config, record, teachers.loaded.model if distill.token_weight else None
 
 
+def init_from_tokenizers(init_from: InitFrom, levels: tuple[str, str], name: str) -> tuple[Tokenizer, Tokenizer]:
+    """``init_from``'s tokenisers, the vocabularies its weights know (for the in-memory and the streamed trainer
+    alike), refusing a checkpoint trained on other source/target ``levels`` than those of the data ``name``."""
+    trained = (init_from.config.get("source_level"), init_from.config.get("target_level"))
+    if trained != tuple(levels):
+        raise ValueError(
+            f"--init-from {init_from.given}: trained on {trained[0]} -> {trained[1]} pairs, "
+            f"{name} has {levels[0]} -> {levels[1]}"
+        )
+    return load_tokenizers(init_from.checkpoint)
+
+
 def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, target: Tokenizer) -> Seq2SeqConfig:
     """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes, the name of the
     data's scoring (:func:`~attnkit.tasks.seq2seq.scoring.scoring_for`) and its levels, and its name where
@@ -256,8 +260,8 @@ def fit_seq2seq(
     """The part of a run the in-memory and the streamed trainers share: build ``config``'s model on ``device``,
     save the run's tokenisers (``save_tokenizers``), fit on ``train_batches()`` (made once the model is built)
     selecting on ``data.valid`` by the task's metric, decode ``data.test`` at the end (``evaluate_test``), and write
-    ``metrics.json`` with ``details()`` (read after training). A ``teacher`` adds its distributions to the loss
-    with ``teacher_weight`` (:class:`~attnkit.tasks.seq2seq.objective.Seq2SeqObjective`)."""
+    ``metrics.json`` with ``details()`` (read after training; ``init_from``'s record added). A ``teacher`` adds its
+    distributions to the loss with ``teacher_weight`` (:class:`~attnkit.tasks.seq2seq.objective.Seq2SeqObjective`)."""
     rank, world = replica()
     source_tok, target_tok = tokenizers
     scoring = scoring_named(config.metrics)
@@ -300,6 +304,7 @@ def fit_seq2seq(
     if evaluate_test and data.test and rank == 0:
         loaded = LoadedSeq2Seq(model.eval(), source_tok, target_tok, config, fit_config.precision)
         test_metrics = evaluate_seq2seq(loaded, data.test, data.references_for("test"), batch_size=2 * batch_size)
-    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details())
+    init = {} if init_from is None else {"init_from": init_from.record()}
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details() | init)
     write_metrics(out_dir, report, task=KIND, data=config.data, fit_config=fit_config, batch_size=batch_size)
     return report
