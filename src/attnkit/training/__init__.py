@@ -2,9 +2,11 @@
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.training.loop` | ``fit``: epochs, validation, best weights, ``last/`` and ``best/`` |
-| :mod:`~attnkit.training._epoch` | one epoch of updates under autocast, with the fp16 gradient scaler |
-| :mod:`~attnkit.training._run_state` | the loop's counters and the checkpoints that persist them |
+| :mod:`~attnkit.training.loop` | ``fit``: its arguments, its session, its result |
+| :mod:`~attnkit.training._fit_session` | the epochs of one sitting: selection, patience, step checkpoints, pauses |
+| :mod:`~attnkit.training._epoch` | one epoch of updates under autocast, with the fp16 gradient scaler; the rules |
+| :mod:`~attnkit.training._run_state` | the loop's counters, and resuming them from ``last/`` (mid-epoch too) |
+| :mod:`~attnkit.training._run_checkpoints` | writing ``last/`` and ``best/`` (at an epoch's end or at a step) |
 | :mod:`~attnkit.training._progress` | the progress line |
 | :mod:`~attnkit.training.fit_config` | ``FitConfig``: the recipe's settings |
 | :mod:`~attnkit.training.objective` | the protocol of a loss with summable metrics |
