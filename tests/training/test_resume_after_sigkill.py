@@ -108,3 +108,48 @@ def test_a_run_killed_with_sigkill_between_step_checkpoints_resumes_mid_epoch_to
         assert expected.keys() == actual.keys()
         assert all(torch.equal(expected[key], actual[key]) for key in expected), f"{name}: the weights differ"
     assert sorted(p.name for p in victim_dir.iterdir()) == ["best", "last"]
+
+
+def test_a_streamed_run_killed_with_sigkill_mid_epoch_resumes_to_the_same_weights_and_clears_the_cache(tmp_path):
+    # The target of issue #37: kill -9 in the middle of an epoch of a streamed file, then --resume: the weights of
+    # a run never stopped, and no temporary folder left in the cache (the folder a killed id-cache writer leaves
+    # while the shuffle pool fills, on files larger than the pool, is tested in tests/data/test_id_cache.py).
+    import random
+
+    generator, lines = random.Random(0), ["text,label"]
+    for _ in range(1500):  # about 170 steps: the kill lands in the epoch, after its first step checkpoint
+        label = generator.choice(["pos", "neg"])
+        cue = {"pos": "good great", "neg": "bad awful"}[label].split()
+        lines.append(
+            " ".join(generator.choices([*cue, "the", "film", "was"], k=generator.randint(2, 10))) + "," + label
+        )
+    data = tmp_path / "train.csv"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATTNKIT_CACHE": str(tmp_path / "cache")}
+    env.pop("WORLD_SIZE", None)
+
+    def train(out: Path, *extra: str) -> subprocess.Popen:
+        command = [sys.executable, "-m", "attnkit.cli", "train", "classify", "--data", str(data), "--out", str(out),
+                   "--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-size", "8", "--threads", "1",
+                   "--streaming", "always", "--epochs", "1", "--save-every", "20", "--no-progress", *extra]  # fmt: skip
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    victim = train(tmp_path / "victim")
+    first_checkpoint = tmp_path / "victim" / "last" / "config.json"
+    deadline = time.monotonic() + 240
+    while not first_checkpoint.exists():
+        assert victim.poll() is None, f"the run ended before its first checkpoint: {victim.communicate()}"
+        assert time.monotonic() < deadline, "no checkpoint within 240 s"
+        time.sleep(0.005)
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    assert json.loads(first_checkpoint.read_text())["attnkit"]["metadata"]["position"]["epoch"] == 1
+
+    finish(train(tmp_path / "victim", "--resume"))
+    finish(train(tmp_path / "straight"))
+    assert list((tmp_path / "cache").rglob("*.tmp")) == []
+    for name in ("last", "best"):
+        expected = load_file(tmp_path / "straight" / name / "model.safetensors")
+        actual = load_file(tmp_path / "victim" / name / "model.safetensors")
+        assert all(torch.equal(expected[key], actual[key]) for key in expected), f"{name}: the weights differ"
