@@ -98,6 +98,8 @@ def test_the_time_budget_pauses_a_streamed_epoch_and_resume_reads_the_rest_of_it
     assert "stopped in epoch 1 after its batch" in err and "(the time budget)" in err
     position = json.loads((tmp_path / "paused" / "last" / "config.json").read_text())["attnkit"]["metadata"]
     assert position["epoch"] == 0 and 1 <= position["position"]["batches"] < steps
+    rows = (tmp_path / "paused" / "metrics.csv").read_text().splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split(",")[4] == "1"  # the paused epoch's row, partial
     resumed = train(data, tmp_path / "paused", *settings, "--resume", "--max-minutes", "60", progress=True)
     assert "is cumulative over the run" in capsys.readouterr().err
     assert resumed["stop_reason"] == "epochs" and resumed["world_size"] == 1

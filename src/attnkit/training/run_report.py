@@ -167,12 +167,14 @@ def in_percent(metrics: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def write_history(path: Path, result: FitResult) -> None:
-    """One CSV row per epoch of ``result.history`` (columns in the module docstring)."""
-    names = sorted({name for record in result.history for name in record.metrics})
+    """One CSV row per epoch of ``result.history`` (columns in the module docstring), and a last one (``partial``
+    1) for the epoch a time budget paused, if it did."""
+    records = [*result.history, *([] if result.paused_epoch is None else [result.paused_epoch])]
+    names = sorted({name for record in records for name in record.metrics})
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["epoch", "train_loss", "seconds", "steps", "partial", *(f"valid_{n}" for n in names)])
-        for record in result.history:
+        for record in records:
             values = [record.metrics.get(name, "") for name in names]
             writer.writerow(
                 [record.epoch, f"{record.train_loss:.6g}", f"{record.seconds:.1f}", record.steps, int(record.partial)]
