@@ -9,10 +9,13 @@ import random
 from pathlib import Path
 
 import pytest
+from _toy_training import run
 from safetensors.torch import load_file
 
 import attnkit.training._epoch as epoch_module
 from attnkit.cli import main
+from attnkit.training.checkpointing import read_metadata
+from attnkit.training.loop import FitConfig
 
 FAST = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-size", "8", "--threads", "1"]
 
@@ -107,3 +110,20 @@ def test_the_time_budget_pauses_a_streamed_epoch_and_resume_reads_the_rest_of_it
     assert [int(row.split(",")[3]) for row in history[1:]] == [steps]  # every batch of the epoch, none twice
     # last/ trained exactly alike; best/ may hold the pause's validated weights, were they the best seen
     assert_same_weights(tmp_path / "whole", tmp_path / "paused", ("last",))
+
+
+def test_save_every_minutes_writes_last_at_the_first_step_past_the_interval_and_resume_goes_on_there(
+    tmp_path, monkeypatch
+):
+    config = FitConfig(epochs=2, seed=7, lr=0.01, patience=None, progress=False, save_every_minutes=1e-9)
+    with monkeypatch.context() as patch:
+        kill_at_step(patch, 17)  # the toy has 12 steps an epoch: dies in step 5 of epoch 2
+        with pytest.raises(Killed):
+            run(config, checkpoint_dir=tmp_path / "killed")
+    metadata = read_metadata(tmp_path / "killed" / "last")["metadata"]
+    assert metadata["epoch"] == 1 and metadata["position"] == {"epoch": 2, "batches": 4}  # saved after every step
+    resumed, _ = run(config, checkpoint_dir=tmp_path / "killed", resume=True)
+    straight, _ = run(config, checkpoint_dir=tmp_path / "straight")
+    assert resumed.resumed_from == 1 and [r.steps for r in resumed.history] == [12, 12]
+    assert [(r.train_loss, r.metrics) for r in resumed.history] == [(r.train_loss, r.metrics) for r in straight.history]
+    assert_same_weights(tmp_path / "straight", tmp_path / "killed")
