@@ -7,7 +7,7 @@ import torch
 import _near_ties
 from _near_ties import assert_equal_but_near_ties, assert_same_greedy_up_to_near_ties, first_differences
 from attnkit.decoding import greedy
-from attnkit.models.transformer_seq2seq import build_transformer_seq2seq
+from attnkit.models.transformer.seq2seq import build_transformer_seq2seq
 
 
 def test_first_differences_and_the_item_allowance():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from attnkit.tasks import run_manifest
+from attnkit.tasks.run import manifest as run_manifest
 
 
 def test_a_large_files_hash_is_remembered_until_the_file_changes(tmp_path, monkeypatch):

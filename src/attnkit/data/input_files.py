@@ -110,7 +110,7 @@ def warn_unnamed_header(path: Path, fields: list[str], wanted: tuple[str, ...]) 
 
 def read_text_column(path: str | Path, column: str, *, delimiter: str | None = None) -> list[str]:
     """The ``column`` of every row of a CSV, TSV, JSONL or Parquet file (a classifier's input), as
-    ``attnkit evaluate`` reads it (:func:`attnkit.data.files.iter_rows`): the header is not a text and no other
+    ``attnkit evaluate`` reads it (:func:`attnkit.data.classify.files.iter_rows`): the header is not a text and no other
     column is read. Raises :class:`DataError` (``file:line: ...``): a missing column, an empty text, ..."""
     rows = iter_rows(path, text_column=column, label_column=None, delimiter=delimiter)
     return [text for _, text, _ in rows]
