@@ -24,6 +24,7 @@ from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
 from attnkit.experiments.faithful_attention.recipes import RECIPES, ROWS, Recipe, Row, combine
+from attnkit.training.run_report import in_percent
 
 __all__ = ["ACCURACY_SLACK", "FAITHFUL_SHARE", "choose", "recipe_named", "run_faithful_attention", "train_argv"]
 
@@ -87,7 +88,7 @@ def probe(row: Row, recipe: Recipe, paths: ExperimentPaths, documents: int, thre
     from attnkit.tasks.classify.training import validation_split
 
     out = _run_dir(paths.runs, row, recipe, 0)
-    metrics = ensure_run(train_argv(row, recipe, 0, out), out, threads=threads, device=device)
+    metrics = in_percent(ensure_run(train_argv(row, recipe, 0, out), out, threads=threads, device=device))
     dataset = load_data_set(row.data)
     _, valid = validation_split(dataset, VALID_FRACTION, 0)
     texts = [dataset.train_texts[i] for i in valid]
@@ -98,7 +99,7 @@ def probe(row: Row, recipe: Recipe, paths: ExperimentPaths, documents: int, thre
     )
     return {
         "options": row.argv(recipe),
-        "valid_accuracy": round(100 * metrics["best_valid"]["accuracy"], 2),
+        "valid_accuracy": round(metrics["best_valid"]["accuracy"], 2),
         "minutes": round(metrics["train_seconds"] / 60, 1),
         "documents": summary["documents"],
         "summary": summary,
@@ -165,8 +166,8 @@ def confirm(row: Row, recipe: Recipe, paths, seeds: int, documents: int, threads
     accuracies, minutes = [], []
     for seed in range(seeds):
         out = _run_dir(paths.runs, row, recipe, seed)
-        metrics = ensure_run(train_argv(row, recipe, seed, out), out, threads=threads, device=device)
-        accuracies.append(round(100 * metrics["test"]["accuracy"], 2))
+        metrics = in_percent(ensure_run(train_argv(row, recipe, seed, out), out, threads=threads, device=device))
+        accuracies.append(round(metrics["test"]["accuracy"], 2))
         minutes.append(metrics["train_seconds"] / 60)
     seed0 = _run_dir(paths.runs, row, recipe, 0)
     dataset = load_data_set(row.data)
