@@ -268,18 +268,24 @@ def summary_line(results: Sequence[DocumentFaithfulness], count: int = 3) -> str
     )
 
 
-def comprehensiveness_line(results: Sequence[DocumentFaithfulness]) -> str:
-    """One line over many documents: attention's mean AOPC comprehensiveness as a share of integrated gradients',
-    with random's beside it (what ``attnkit demo`` ends with; the results need all three methods)."""
-    means = {
-        name: _mean([result.methods[name].aopc_comprehensiveness for result in results])
-        for name in ("attention", "integrated_gradients", "random")
-    }
-    share = means["attention"] / means["integrated_gradients"] if means["integrated_gradients"] > 0 else math.nan
+def comprehensiveness_line(
+    results: Sequence[DocumentFaithfulness],
+    method: str = "attention",
+    reference: str = "integrated_gradients",
+    floor: str = "random",
+) -> str:
+    """One line over many documents: ``method``'s mean AOPC comprehensiveness as a share of ``reference``'s, with
+    ``floor``'s beside it (what ``attnkit demo`` ends with; the results must hold all three methods)."""
+
+    def mean(name: str) -> float:
+        return _mean([result.methods[name].aopc_comprehensiveness for result in results])
+
+    found, best, chance = mean(method), mean(reference), mean(floor)
+    share = found / best if best > 0 else math.nan
     return (
-        f"attention finds {share:.2f} of what integrated gradients find (AOPC comprehensiveness over "
-        f"{len(results)} documents: attention {means['attention']:.3f}, integrated gradients "
-        f"{means['integrated_gradients']:.3f}, random {means['random']:.3f})"
+        f"{method.replace('_', ' ')} finds {share:.2f} of what {reference.replace('_', ' ')} find (AOPC "
+        f"comprehensiveness over {len(results)} documents: {method.replace('_', ' ')} {found:.3f}, "
+        f"{reference.replace('_', ' ')} {best:.3f}, {floor} {chance:.3f})"
     )
 
 
