@@ -24,7 +24,7 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.cache import stream_cache_dir
 from attnkit.data.classify.text_stream import TextFileStream
 from attnkit.data.classify.tokenization import TextTokenizer
-from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, id_cache_dir
+from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, file_content_key, id_cache_dir
 from attnkit.data.reading import DataError
 from attnkit.data.streaming import StreamedBatches, StreamOptions
 from attnkit.runtime.devices import autocast, device_of, on_device
@@ -119,7 +119,9 @@ def train_classifier_streamed(
     rows_per_rank = -(-scan.train_rows // world)
     codec, length = _STREAMED_FORMS[config.model]
     directory = _id_dir(stream, options, config, tokenizer, codec, world=world, rank=rank)
-    ids = EncodedStride(stream.training_rows, encode, codec, directory, world=world, rank=rank, limit=rows_per_rank)
+    limits = (tokenizer.vocab_size, *([None] * (codec.sequences - 1)), len(scan.label_names))  # ids, lengths, label
+    ids = EncodedStride(stream.training_rows, encode, codec, directory, world=world, rank=rank, limit=rows_per_rank,
+                        content=lambda: file_content_key(stream.path), limits=limits)  # fmt: skip
     train_batches = StreamedBatches(
         ids,
         scan.train_rows,
