@@ -38,7 +38,7 @@ from attnkit.data.classify.files import FORMATS, BadRows, detect_format, iter_ro
 from attnkit.data.classify.tokenization import TextTokenizer
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count, scan_prefix_note
 
 __all__ = ["ScanResult", "TextFileStream"]
 
@@ -240,7 +240,7 @@ class TextFileStream:
         reporter.done(
             note + (f"; the rows after the first {sampled / 2**20:.0f} MB counted, not read" if sampled else "")
         )
-        self._check_scan(total, held[0], counts, valid_texts)
+        self._check_scan(total, held[0], counts, valid_texts, sampled)
         result = ScanResult(
             label_names=sorted(counts),
             label_counts=dict(counts),
@@ -254,18 +254,24 @@ class TextFileStream:
         )
         return result, tokenizer
 
-    def _check_scan(self, total: int, held: int, counts: Counter[str], valid_texts: list[str]) -> None:
-        """Refuse a scan with no training row, a single label, or no validation row."""
+    def _check_scan(
+        self, total: int, held: int, counts: Counter[str], valid_texts: list[str], sampled: int = 0
+    ) -> None:
+        """Refuse a scan with no training row, a single label, or no validation row; a sampled scan's message
+        says that it read only the first ``sampled`` bytes (:func:`scan_prefix_note`)."""
         if total == 0:
             raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held else ""))
+        rows, note = ("every row the scan read", scan_prefix_note(sampled)) if sampled else ("every row", "")
         if len(counts) < 2:
             (label,) = counts
             raise DataError(
-                f"{self.path}: every row has the label {label!r} in column {self.label_column!r}; "
-                "a classifier needs at least 2 different labels to learn from"
+                f"{self.path}: {rows} has the label {label!r} in column {self.label_column!r}; "
+                f"a classifier needs at least 2 different labels to learn from{note}"
             )
         if not valid_texts:
-            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row")
+            raise DataError(
+                f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row{note}"
+            )
 
 
 def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer) -> None:

@@ -44,7 +44,7 @@ from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, scan_prefix_note
 
 __all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 
@@ -227,7 +227,7 @@ class PairFileStream:
             raise DataError(f"{self.path}: no training pairs" + (" left after holding out" if counts["valid"] else ""))
         if not valid:
             raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its sources left no validation "
-                            "pair; give more pairs")  # fmt: skip
+                            f"pair; give more pairs{scan_prefix_note(counts['cut'])}")  # fmt: skip
         if self.shared_vocab:
             target_tok = source_tok
         elif self.target_level != "subword":
