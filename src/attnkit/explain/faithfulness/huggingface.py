@@ -265,7 +265,7 @@ def subjects(model: nn.Module, tokenizer, texts: Sequence[str], *, readout: str 
 def faithfulness(
     model: nn.Module,
     tokenizer,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     *,
     methods: Sequence[str] | None = None,
     erase: str = "delete",
@@ -276,16 +276,22 @@ def faithfulness(
     """The faithfulness tests on each text's prediction by a Hugging Face sequence classifier: one
     :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text (attention, rollout, flow,
     gradient × input, integrated gradients in ``steps``, leave-one-out and ``random`` drawn with ``seed``; the top
-    k % of words erased the ``erase`` way). The model runs where its parameters are."""
+    k % of words erased the ``erase`` way). The model runs where its parameters are. ``texts`` as attnkit's
+    ``predict`` takes them: a ``str`` is one text, an empty sequence gives ``[]``, a non-str item a TypeError."""
+    from attnkit.data.inputs import as_texts
+
+    if not as_texts(texts):
+        return []
     options = {"methods": methods, "erase": erase, "seed": seed, "steps": steps}
     return _tested(model, tokenizer, texts, readout, options)[1]
 
 
 def _tested(model: nn.Module, tokenizer, texts: Sequence[str], readout: str, options: dict) -> tuple[list, list]:
     """``(subjects, results)`` of ``texts``, the model computing attention eagerly."""
+    from attnkit.data.inputs import as_texts
     from attnkit.explain.faithfulness.evaluate import faithfulness_of
 
-    texts = list(texts)
+    texts = as_texts(texts)
     if not texts:
         raise ValueError("no texts to test")
     with eager_attention(model):
@@ -337,7 +343,7 @@ def hf_sections(subjects: Sequence, results: Sequence) -> list[Section]:
 def write_hf_report(
     model: nn.Module,
     tokenizer,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     path: str | os.PathLike[str],
     *,
     title: str = "What the Hugging Face classifier attended to, and whether it explains the prediction",
