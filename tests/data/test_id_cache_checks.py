@@ -1,6 +1,7 @@
 """The id cache trusts nothing it reads: an entry damaged in place (its sizes kept), one whose values are out of
 range though its checksums were made to match, and one made from a text since edited with its size and modification
-time kept (``cp -p``, ``rsync -t``) are never used, but made again from the text and replaced."""
+time kept (``cp -p``, ``rsync -t``) are never used, but made again from the text and replaced; so is the scan a
+stream caches beside them."""
 
 from __future__ import annotations
 
@@ -94,3 +95,34 @@ def test_the_content_key_sees_an_edit_that_keeps_size_and_modification_time(tmp_
     assert text.stat().st_size == stat.st_size and text.stat().st_mtime_ns == stat.st_mtime_ns
     assert file_content_key(text) != before
     assert file_content_key(text) == file_content_key(text)
+
+
+def test_a_scan_cached_for_a_file_since_edited_in_place_is_made_again(tmp_path, monkeypatch):
+    from attnkit.data import records
+    from attnkit.data.classify.text_stream import TextFileStream
+    from attnkit.data.seq2seq.pair_stream import PairFileStream
+
+    monkeypatch.setenv("ATTNKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(records, "_BLOCK", 64)  # the fingerprint hashes 64 bytes at each end: a large file's
+    options = {"kind": "word", "vocab_size": 100, "min_frequency": 1}
+    texts = tmp_path / "train.csv"
+    texts.write_text("text,label\n" + "".join(f"good film {i},pos\nbad film {i},neg\n" for i in range(20)))
+    first, _ = TextFileStream(texts, progress=False).scan(options)
+    stat = texts.stat()
+    edited = texts.read_text().splitlines(keepends=True)
+    edited[10:30] = [line.replace(",neg", ",bad") for line in edited[10:30]]  # in the middle: the same size
+    texts.write_text("".join(edited))
+    os.utime(texts, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as cp -p / rsync -t leave it
+    again, _ = TextFileStream(texts, progress=False).scan(options)
+    assert first.label_names == ["neg", "pos"] and again.label_names == ["bad", "neg", "pos"] and not again.cached
+    assert TextFileStream(texts, progress=False).scan(options)[0].cached  # unchanged since: read from the cache
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"w{i}\tW{i}\n" for i in range(40)))
+    before = PairFileStream(pairs, progress=False, valid_fraction=0.5).scan(vocab_size=50)[2]
+    stat = pairs.stat()
+    lines = pairs.read_text().splitlines(keepends=True)
+    pairs.write_text("".join(lines[:10] + [line.replace("W", "X") for line in lines[10:30]] + lines[30:]))
+    os.utime(pairs, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    scan, _, after = PairFileStream(pairs, progress=False, valid_fraction=0.5).scan(vocab_size=50)
+    assert not scan.cached and before.encode("X11") != after.encode("X11")

@@ -19,7 +19,9 @@ a sample misses the edit that matters most, a label flipped in place, the file's
 (``cp -p``, ``rsync -t``, ``tar x``) -- the fingerprint of size, time and end blocks that keys the scan does not
 see it. A full hash is affordable: a sequential read at ~1.4 GB/s (SHA-256 with the CPU's SHA extensions), a
 fraction of a second for the 150 MB file of the benchmarks, against the tokenising the cache saves; it is computed
-once per process, again only when the file's change time moves (which no copy can set back).
+once per process, again only when the file's change time moves (which no copy can set back). The scan a stream
+caches (vocabulary, labels, counts: :mod:`attnkit.data.classify.text_stream`, :mod:`attnkit.data.seq2seq.pair_stream`)
+records the same key (:func:`record_content`) and is made again when it no longer matches (:func:`content_matches`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Codec", "IdCache", "file_content_key"]
+__all__ = ["CONTENT_FILE", "Codec", "IdCache", "content_matches", "file_content_key", "record_content"]
 
 VERSION = 2
 META = "meta.json"
 TOKENS, LENGTHS, SCALARS = "tokens.i32", "lengths.i32", "scalars.i64"
+CONTENT_FILE = "content.key"  # beside a scan's cached result: the content key of the file it scanned
 
 Record = tuple[tuple[list[int], ...], tuple[int, ...]]
 
@@ -203,3 +206,17 @@ def file_content_key(path: str | Path) -> str:
                 digest.update(block)
         _CONTENT_KEYS[signature] = f"{stat.st_size}:{digest.hexdigest()}"
     return _CONTENT_KEYS[signature]
+
+
+def record_content(directory: Path, key: str) -> None:
+    """Write the content key ``key`` of the file whose scan is cached in ``directory`` (a scan's cache entry, keyed
+    by the file's cheap fingerprint: this is what tells a stale one)."""
+    (directory / CONTENT_FILE).write_text(key, encoding="ascii")
+
+
+def content_matches(directory: Path, key: str) -> bool:
+    """Whether the scan cached in ``directory`` was made from content ``key`` (False when not recorded)."""
+    try:
+        return (directory / CONTENT_FILE).read_text(encoding="ascii") == key
+    except (OSError, ValueError):
+        return False

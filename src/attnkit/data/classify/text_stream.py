@@ -36,6 +36,7 @@ from pathlib import Path
 from attnkit.data.cache import stream_cache_dir
 from attnkit.data.classify.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.classify.tokenization import TextTokenizer
+from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
 from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count, scan_prefix_note
@@ -182,7 +183,9 @@ class TextFileStream:
             DataError: a bad row (without ``skip_bad_rows``), no training rows, or fewer than two labels.
         """
         directory = stream_cache_dir() / self.cache_key(tokenizer_options)
-        if cache and (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists():
+        content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
+        whole = (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists()
+        if cache and whole and content_matches(directory, content):
             try:
                 result = ScanResult(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
                 result.cached, result.seconds = True, 0.0
@@ -193,7 +196,7 @@ class TextFileStream:
         result, tokenizer = self._scan(tokenizer_options)
         result.seconds = time.monotonic() - started
         if cache:
-            _save(directory, result, tokenizer)
+            _save(directory, result, tokenizer, content)
         return result, tokenizer
 
     def _scan(self, tokenizer_options: dict) -> tuple[ScanResult, TextTokenizer]:
@@ -274,11 +277,13 @@ class TextFileStream:
             )
 
 
-def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer) -> None:
-    """Write the cache entry (the scan last, so a half-written entry is never read)."""
+def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer, content: str) -> None:
+    """Write the cache entry (the scan last, so a half-written entry is never read), with the scanned file's
+    content key."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         tokenizer.save(directory)
+        record_content(directory, content)
         temporary = directory / (SCAN_FILE + ".tmp")
         temporary.write_text(json.dumps(asdict(result)), encoding="utf-8")
         temporary.replace(directory / SCAN_FILE)

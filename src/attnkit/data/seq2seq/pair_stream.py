@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from attnkit.data.cache import stream_cache_dir
+from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
 from attnkit.data.reading import DataError
 from attnkit.data.records import BadRows, check_delimiter, fingerprint
 from attnkit.data.seq2seq.dataset import Pair
@@ -163,7 +164,8 @@ class PairFileStream:
             DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
         """
         directory = stream_cache_dir() / self.cache_key(vocab_size)
-        if cache and (directory / SCAN_FILE).exists():
+        content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
+        if cache and (directory / SCAN_FILE).exists() and content_matches(directory, content):
             try:
                 result = PairScan(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
                 result.cached, result.seconds = True, 0.0
@@ -177,6 +179,7 @@ class PairFileStream:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 save_tokenizers(directory, source, target)
+                record_content(directory, content)
                 (directory / SCAN_FILE).write_text(json.dumps(asdict(result)), encoding="utf-8")
             except OSError:
                 pass
