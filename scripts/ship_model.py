@@ -93,12 +93,8 @@ def ship(request: ShipRequest) -> dict[str, Any]:
                 f"{name}: the shelf would hold {others + size:,} bytes, over the cap of {MAX_TOTAL_BYTES:,} in all"
             )
         value = measure(staging, data=request.data, metric=request.metric, beam=request.beam)
-        old = _shipped_card(target)
-        if old is not None and not request.replace and not improves(request.metric, value, old["value"]):
-            raise ValueError(
-                f"{name}: already shipped with {old['metric']} {old['value']}; the new {request.metric} {value} "
-                "does not improve on it (--replace to replace it anyway)"
-            )
+        if not request.replace:
+            _check_improves(target / CARD_FILE, request, value)
         config, metadata = read_config(staging), read_metadata(staging)
         card = _card(request, value=value, size=size, minutes=minutes, config=config, metadata=metadata)
         card["minutes_note"] = minutes_note
@@ -128,7 +124,12 @@ def measure(checkpoint: Path, *, data: str, metric: str, beam: int = 1) -> float
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise ValueError(f"evaluating {checkpoint} failed: {last}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        result = json.loads((done.stdout.strip().splitlines() or [""])[-1])
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        raise ValueError(f"evaluating {checkpoint} printed no JSON object on its last line")
     if metric not in result or not isinstance(result[metric], (int, float)):
         reported = ", ".join(key for key, value in result.items() if isinstance(value, (int, float)))
         raise ValueError(f"--metric {metric!r}: `attnkit evaluate --json` reports {reported}")
@@ -176,6 +177,50 @@ def _card(
     }
 
 
+def _check_improves(card_path: Path, request: ShipRequest, value: float) -> None:
+    """Refuse (ValueError) unless the model shipped at ``card_path``, if any, has a figure of the same metric on
+    the same data, and ``value`` improves on it: figures of different metrics or data are never compared."""
+    if not card_path.is_file():
+        return
+    old = _read_json_object(card_path, "--replace to replace it")
+    old_metric, old_data = old.get("metric"), old.get("data")
+    old_value = _number(old, "value", card_path, "--replace to replace it")
+    if (old_metric, old_data) != (request.metric, request.data):
+        raise ValueError(
+            f"{request.name}: shipped with {old_metric} {old_value} on {old_data}, which cannot be compared with "
+            f"--metric {request.metric} on --data {request.data} (ship it with --metric {old_metric} --data "
+            f"{old_data}, or --replace to replace it anyway)"
+        )
+    if not improves(request.metric, value, old_value):
+        raise ValueError(
+            f"{request.name}: already shipped with {old_metric} {old_value}; the new {request.metric} {value} "
+            "does not improve on it (--replace to replace it anyway)"
+        )
+
+
+def _read_json_object(path: Path, advice: str) -> dict[str, Any]:
+    """The JSON object in ``path``, or ValueError naming it (unreadable, not JSON, not an object)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not readable JSON ({error}); {advice}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: not a JSON object; {advice}")
+    return value
+
+
+def _number(mapping: dict[str, Any], key: str, path: Path, advice: str, *, required: bool = True) -> float:
+    """``mapping[key]`` as a finite number (0.0 when absent and not ``required``), or ValueError naming the field."""
+    value = mapping.get(key)
+    if value is None and not required:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        raise ValueError(
+            f"{path}: field {key!r} is {'missing' if value is None else repr(value)}, not a number; {advice}"
+        )
+    return float(value)
+
+
 def _training_minutes(checkpoint: Path, given: float | None) -> tuple[float, str]:
     """The run's training minutes and those of the model it was initialised from, or ``given``."""
     if given is not None:
@@ -183,10 +228,12 @@ def _training_minutes(checkpoint: Path, given: float | None) -> tuple[float, str
     metrics_path = checkpoint.parent / "metrics.json"
     if not metrics_path.is_file():
         raise ValueError(f"{checkpoint}: no {metrics_path.name} beside it to read the training minutes; give --minutes")
-    metrics = json.loads(metrics_path.read_text())
-    own = metrics["train_seconds"] / 60
+    metrics = _read_json_object(metrics_path, "give --minutes")
+    own = _number(metrics, "train_seconds", metrics_path, "give --minutes") / 60
     init = metrics.get("init_from") or {}
-    earlier = float(init.get("training_minutes") or 0.0)
+    if not isinstance(init, dict):
+        raise ValueError(f"{metrics_path}: field 'init_from' is {init!r}, not an object; give --minutes")
+    earlier = _number(init, "training_minutes", metrics_path, "give --minutes", required=False)
     if earlier:
         return own + earlier, f"{own:.1f} in this run + {earlier:.1f} of {init.get('checkpoint')} it started from"
     return own, ""
@@ -231,11 +278,6 @@ def _parameter_count(checkpoint: Path) -> int:
                 size *= dim
             count += size
     return count
-
-
-def _shipped_card(folder: Path) -> dict[str, Any] | None:
-    path = folder / CARD_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _other_models(shelf: Path, name: str) -> list[str]:

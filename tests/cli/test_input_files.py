@@ -93,3 +93,33 @@ def test_without_a_checkpoint_a_table_gives_its_text_column(tmp_path):
 
     (table,) = _tables(tmp_path)[:1]
     assert read_texts(argparse.Namespace(file=str(table), checkpoint=None, hf_model="m", text=None)) == TEXTS
+
+
+def test_faithfulness_takes_its_texts_as_predict_does(run):
+    classifier = attnkit.load(run, device="cpu")
+    options = {"methods": ["attention"], "steps": 2}
+    (one,) = classifier.faithfulness(TEXTS[0], **options)  # a str is one text, not its characters
+    assert one.text == TEXTS[0] and classifier.faithfulness([TEXTS[0]], **options)[0].tokens == one.tokens
+    assert classifier.faithfulness([], **options) == classifier.predict([]) == []
+    for bad, error, match in [(None, TypeError, "got NoneType"), ([3], TypeError, "at index 0 is int"),
+                              (["tea", " "], ValueError, "at index 1 is empty")]:  # fmt: skip
+        with pytest.raises(error, match=match):
+            classifier.predict(bad)
+        with pytest.raises(error, match=match):
+            classifier.faithfulness(bad, **options)
+
+
+def test_every_faithfulness_entry_point_reads_its_texts_alike():
+    """The seq2seq and Hugging Face functions check their texts before touching the model (None here)."""
+    from attnkit.explain.faithfulness import huggingface
+    from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
+
+    for function in (
+        lambda texts: seq2seq_faithfulness(None, texts),
+        lambda t: huggingface.faithfulness(None, None, t),
+    ):
+        assert function([]) == []
+        with pytest.raises(TypeError, match="at index 1 is bytes"):
+            function(["tea", b"tea"])
+        with pytest.raises(TypeError, match="got NoneType"):
+            function(None)

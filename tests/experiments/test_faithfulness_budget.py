@@ -14,7 +14,7 @@ import pytest
 from attnkit.cli import main
 from attnkit.experiments import faithfulness
 from attnkit.experiments.common import ExperimentPaths
-from attnkit.experiments.faithfulness.measure import in_budget
+from attnkit.experiments.faithfulness.measure import in_budget, minutes_line, target_minutes
 
 
 def test_in_budget_measures_all_in_order_without_a_budget_and_a_seeded_shuffle_with_one():
@@ -33,17 +33,14 @@ def _row(**minutes) -> dict:
 
 def test_the_minutes_line_says_whether_a_row_met_the_target():
     row = _row(train=8.2, measure=8.0, accuracy=0.9)
-    row["minutes"].update(faithfulness._target(row, 200, 8.0))
+    row["minutes"].update(target_minutes(row, 200, 8.0))
     assert row["minutes"]["counted"] == 8.9 and row["minutes"]["sampled"] == 200
-    line = faithfulness._minutes_line(row)
+    line = minutes_line(row)
     assert line.startswith("37 of 200 sampled documents (the 8-minute measuring budget), measuring 8.0 min")
     assert "8.9 min (target <= 10: met); training 8.2 min, reported apart" in line
     over = _row(measure=12.7)
-    over["minutes"].update(faithfulness._target(over, 15, None))
-    assert (
-        faithfulness._minutes_line(over)
-        == "37 of 15 sampled documents, measuring 12.7 min: 12.7 min (target <= 10: NOT met)"
-    )
+    over["minutes"].update(target_minutes(over, 15, None))
+    assert minutes_line(over) == "37 of 15 sampled documents, measuring 12.7 min: 12.7 min (target <= 10: NOT met)"
 
 
 @pytest.fixture(scope="module")

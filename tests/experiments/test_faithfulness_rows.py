@@ -170,7 +170,7 @@ def test_dates_without_a_model_is_refused_before_anything_runs(tmp_path, monkeyp
     assert "no no-such-model is shipped yet (attnkit models); give --checkpoint RUN" in capsys.readouterr().err
     assert main(["experiment", "faithfulness", "--data", "dates", "--checkpoint", str(tmp_path / "none"),
                  "--docs", str(tmp_path)]) == 2  # fmt: skip
-    assert f"--checkpoint {tmp_path / 'none'}: no trained model there" in capsys.readouterr().err
+    assert f"{tmp_path / 'none'}: does not exist (expected a checkpoint or run directory)" in capsys.readouterr().err
     assert main(["experiment", "faithfulness", "--data", "r8", "--checkpoint", "x", "--docs", str(tmp_path)]) == 2
     assert "--checkpoint is for --data dates alone" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
@@ -186,3 +186,39 @@ def test_the_dates_section_renders():
     page = render_faithfulness(table)
     assert "| Transformer (shipped dates-transformer) | 3 (15.0, 11.0) | 0.500 [0.400, 0.600] | 0.500" in page
     assert "| Transformer (shipped dates-transformer) | rollout | 0.500 [0.400, 0.600] |" in page
+
+
+def test_a_checkpoint_that_does_not_fit_the_dates_row_is_refused_in_one_line(tmp_path, capsys, tiny_classifier):
+    argv = ["experiment", "faithfulness", "--data", "dates", "--docs", str(tmp_path), "--checkpoint"]
+    assert main([*argv, str(tiny_classifier)]) == 2  # a classifier for the seq2seq row
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a seq2seq checkpoint (kind='classifier')" in err[0]
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_existing_path_wins_over_a_shipped_models_name(tmp_path, monkeypatch, tiny_dates):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(tiny_dates, tmp_path / "dates-transformer")  # a run named like the shipped model
+    name, identity = faithfulness_transformer.resolve_model("dates-transformer")
+    ours = faithfulness_transformer._sha256(tmp_path / "dates-transformer" / "best" / "model.safetensors")
+    assert name == "dates-transformer" and identity == [["sha256", ours]]  # the run's weights, not the shipped ones
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--data", "digits", "--only", "pooled"], "--only chooses among the classifier models"),
+        (["--data", "r8", "cmudict", "--only", "han"], "--data cmudict has one row of its own"),
+        (["--data", "r8", "--only", "han"], "--only han: --data r8 has no such row (its rows: pooled, pooled_bigru"),
+        (["--data", "r8", "--uniform-only", "--documents", "3"], "--documents does not apply to --uniform-only"),
+        (
+            ["--data", "digits", "--uniform-only"],
+            "--uniform-only is for the classifier",
+        ),
+    ],
+)
+def test_options_that_do_not_fit_the_data_set_are_refused_in_one_line(tmp_path, capsys, argv, expected):
+    assert main(["experiment", "faithfulness", *argv, "--docs", str(tmp_path), "--runs", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnkit: error:") and expected in err[0], err
+    assert not (tmp_path / "results").exists() and not (tmp_path / "runs").exists()

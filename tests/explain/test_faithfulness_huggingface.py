@@ -202,3 +202,65 @@ def test_cli_refuses_a_missing_directory_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("attnkit: error:") and "nowhere" in err[0]
     assert main(["faithfulness", "--hf-model", str(tmp_path), "--text", "tea"]) == 2
     assert "config.json" in capsys.readouterr().err
+
+
+def _damaged(saved, tmp_path, damage):
+    import shutil
+
+    directory = tmp_path / "model"
+    shutil.copytree(saved, directory)
+    damage(directory)
+    return directory
+
+
+def _cut_weights(directory):
+    weights = directory / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+
+
+def _no_tokenizer(directory):
+    for path in directory.iterdir():
+        if path.name.startswith(("tokenizer", "vocab", "special_tokens")):
+            path.unlink()
+
+
+def _config_field(**fields):
+    def damage(directory):
+        config = json.loads((directory / "config.json").read_text())
+        config.update(fields)
+        (directory / "config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (_cut_weights, "model.safetensors: 8"),
+        (lambda d: (d / "model.safetensors").write_bytes(b"\x05"), "model.safetensors: not a whole safetensors file"),
+        (_no_tokenizer, "no tokenizer files (tokenizer.json, vocab.txt, ...)"),
+        (_config_field(model_type="nonsense"), "config.json: model_type 'nonsense' is not one this transformers knows"),
+        (_config_field(model_type=None), "config.json: no 'model_type' field"),
+        (lambda d: (d / "model.safetensors").unlink(), "no weights file (model.safetensors or pytorch_model.bin)"),
+    ],
+)
+def test_a_damaged_hf_directory_is_one_error_line_naming_the_file(saved, tmp_path, capsys, damage, expected):
+    directory = _damaged(saved, tmp_path, damage)
+    assert main(["faithfulness", "--hf-model", str(directory), "--text", "the tea"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("attnkit: error:") and expected in err[0], err
+    assert captured.out == ""
+
+
+def test_a_tokenizer_that_knows_only_special_tokens_is_refused(tmp_path):
+    from attnkit.explain.faithfulness.hf_directory import check_tokenizer
+
+    class Specials:
+        all_special_ids = (0, 1, 2)
+
+        def __len__(self):
+            return 3
+
+    with pytest.raises(OSError, match="knows only special tokens"):
+        check_tokenizer(tmp_path, Specials())

@@ -132,3 +132,56 @@ def test_measure_reads_the_metric_from_evaluate_json_and_quotes_its_errors(tmp_p
         ship_module.measure(tmp_path, data="digits", metric="wer")
     with pytest.raises(ValueError, match=r"failed: attnkit: error: broken: no such checkpoint$"):
         ship_module.measure(tmp_path / "broken", data="digits", metric="accuracy")
+
+
+def test_figures_of_another_metric_or_data_are_never_compared(tiny_run, shelf, monkeypatch, capsys):
+    monkeypatch.setattr(ship_module, "measure", lambda *args, **kwargs: 0.5)
+    assert ship(tiny_run, shelf) == 0  # accuracy 0.5 on digits
+    before = (shelf / "tiny" / CARD_FILE).read_text()
+    for swap in (("accuracy", "loss"), ("digits", "digits-other")):
+        argv = [str(tiny_run), "tiny", "--data", "digits", "--metric", "accuracy", "--command", COMMAND]
+        argv[argv.index(swap[0])] = swap[1]
+        assert ship_main([*argv, "--shelf", str(shelf), "--results", ""]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("ship: error: tiny: shipped with accuracy 0.5 on digits, which cannot be compared")
+        assert len(err.splitlines()) == 1 and "--replace" in err
+    assert (shelf / "tiny" / CARD_FILE).read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        ({"train_seconds": None}, "metrics.json: field 'train_seconds' is missing, not a number; give --minutes"),
+        ({"train_seconds": "12"}, "metrics.json: field 'train_seconds' is '12', not a number"),
+        ({"init_from": {"training_minutes": "x"}}, "metrics.json: field 'training_minutes' is 'x', not a number"),
+        ({"init_from": [1]}, "metrics.json: field 'init_from' is [1], not an object"),
+    ],
+)
+def test_a_run_missing_an_expected_field_is_refused_in_one_line(tiny_run, shelf, tmp_path, capsys, damage, expected):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics.update(damage)
+    metrics = {key: value for key, value in metrics.items() if value is not None}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    assert ship(run, shelf) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ship: error:") and expected in err and len(err.splitlines()) == 1
+    assert list(shelf.iterdir()) == []
+
+
+def test_a_damaged_shipped_card_is_refused_in_one_line_and_replace_replaces_it(tiny_run, shelf, monkeypatch, capsys):
+    monkeypatch.setattr(ship_module, "measure", lambda *args, **kwargs: 0.5)
+    assert ship(tiny_run, shelf) == 0
+    card = json.loads((shelf / "tiny" / CARD_FILE).read_text())
+    del card["value"]
+    (shelf / "tiny" / CARD_FILE).write_text(json.dumps(card))
+    assert ship(tiny_run, shelf) == 2
+    err = capsys.readouterr().err.strip()
+    assert "card.json: field 'value' is missing, not a number; --replace to replace it" in err
+    assert len(err.splitlines()) == 1
+    (shelf / "tiny" / CARD_FILE).write_text("{not json")
+    assert ship(tiny_run, shelf) == 2 and "not readable JSON" in capsys.readouterr().err
+    assert ship(tiny_run, shelf, "--replace") == 0 and read_card("tiny")["value"] == 0.5

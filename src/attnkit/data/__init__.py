@@ -6,7 +6,8 @@
 | :mod:`~attnkit.data.records` | the one streaming reader of every training file (CSV, TSV, JSONL, Parquet), ``BadRows`` |
 | :mod:`~attnkit.data.streaming` | streamed batches (shuffle pool, buckets, rank strides), held-out rows, a first pass's helpers |
 | :mod:`~attnkit.data.cache` | ``cache_dir``: the one cache root, and what lives under it |
-| :mod:`~attnkit.data.id_cache` | the ids a streamed file encodes to, cached on disk (stands apart: imports nothing of attnkit) |
+| :mod:`~attnkit.data.id_cache` | the ids a streamed file encodes to, cached on disk (stands apart: imports nothing of attnkit but its entry module) |
+| :mod:`~attnkit.data.id_cache_entry` | one id-cache entry's format, checksums, range checks and the text's content key |
 | :mod:`~attnkit.data.builtin` | ``BuiltinDataSet``: one record for the built-in data sets of every task |
 | :mod:`~attnkit.data.batching` | length-bucketed batches and padding |
 | :mod:`~attnkit.data.inputs` | a text or a list of texts, as the loaded models take them |

@@ -8,12 +8,9 @@ been read to its end the entry is committed (a directory renamed into place), an
 later run with the same key (a resumed one, a warm re-run), reads the ids instead. This is fairseq's binarised
 shard, made by the first epoch instead of a preprocessing step, so the first optimiser step does not wait for it.
 
-An entry (all integers little-endian)::
-
-    meta.json      {"version": 1, "rows": N, "sequences": K, "scalars": M, "tokens": sum of lengths}
-    tokens.i32     every row's K sequences, concatenated in row order           int32 [tokens]
-    lengths.i32    each row's K sequence lengths                                int32 [N, K]
-    scalars.i64    each row's M integers (a label, a flag)                      int64 [N, M]
+An entry's format, its checksums, range checks and the content key that tells a stale entry are in
+:mod:`attnkit.data.id_cache_entry`: an entry made from other content than the text's, or damaged, is never read
+but made again by the next epoch that reads the text.
 
 An entry is written in a temporary folder beside it (``.ids-HASH.PID.RANDOM.tmp``), renamed into place when whole;
 a writer stopped in its middle deletes it, and a killed one's (``kill -9``) is deleted by the next writer in that
@@ -25,15 +22,25 @@ into its sequences and integers and back (:data:`LABELLED_IDS`, :data:`LABELLED_
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from attnkit.data.id_cache_entry import (
+    LENGTHS,
+    META,
+    SCALARS,
+    TOKENS,
+    VERSION,
+    Codec,
+    IdCache,
+    Record,
+    file_content_key,
+)
 
 __all__ = [
     "LABELLED_DOCUMENTS",
@@ -42,33 +49,10 @@ __all__ = [
     "Codec",
     "EncodedStride",
     "IdCache",
+    "file_content_key",
     "id_cache_dir",
     "remove_stale_temporaries",
 ]
-
-VERSION = 1
-META = "meta.json"
-TOKENS, LENGTHS, SCALARS = "tokens.i32", "lengths.i32", "scalars.i64"
-
-Record = tuple[tuple[list[int], ...], tuple[int, ...]]
-
-
-@dataclass(frozen=True)
-class Codec:
-    """How an encoded item is stored: ``sequences`` id lists and ``scalars`` integers per row.
-
-    Attributes:
-        name: part of the cache key.
-        sequences, scalars: how many of each a row has (``K`` and ``M``).
-        to_record: item -> ``(K id lists, M integers)``.
-        from_record: ``(K id lists, M integers)`` -> the item, equal to the one stored.
-    """
-
-    name: str
-    sequences: int
-    scalars: int
-    to_record: Callable[[Any], Record]
-    from_record: Callable[[tuple[list[int], ...], Sequence[int]], Any]
 
 
 def _documents_to_record(item: tuple[list[list[int]], int]) -> Record:
@@ -97,60 +81,6 @@ def id_cache_dir(scan_dir: Path, *parts: object) -> Path:
     """The entry for a scan cached in ``scan_dir`` and encoded as ``parts`` say (tokeniser, encoding options,
     codec, world and rank): ``scan_dir/ids-HASH``."""
     return scan_dir / ("ids-" + hashlib.sha256(repr(parts).encode()).hexdigest()[:24])
-
-
-class IdCache:
-    """One entry's directory: :meth:`complete` says whether it can be read, :meth:`read` reads it."""
-
-    def __init__(self, directory: Path, codec: Codec) -> None:
-        self.directory, self.codec = Path(directory), codec
-
-    def meta(self) -> dict | None:
-        """The entry's ``meta.json`` if the entry is whole (files of the sizes it announces), else None."""
-        try:
-            meta = json.loads((self.directory / META).read_text(encoding="utf-8"))
-            expected = {TOKENS: 4 * meta["tokens"], LENGTHS: 4 * meta["rows"] * meta["sequences"],
-                        SCALARS: 8 * meta["rows"] * meta["scalars"]}  # fmt: skip
-            shape = (meta["version"], meta["sequences"], meta["scalars"])
-            if shape != (VERSION, self.codec.sequences, self.codec.scalars):
-                return None
-            if any((self.directory / name).stat().st_size != size for name, size in expected.items()):
-                return None
-            return meta
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def complete(self) -> bool:
-        """Whether the entry is committed and whole."""
-        return self.meta() is not None
-
-    def read(self, chunk_rows: int = 4096) -> Iterator[Any]:
-        """The stored items in order, ``chunk_rows`` rows read at a time."""
-        import numpy as np
-
-        meta = self.meta()
-        if meta is None:
-            raise ValueError(f"{self.directory}: not a whole id cache entry")
-        rows, k, m = meta["rows"], meta["sequences"], meta["scalars"]
-        decode = self.codec.from_record
-        with (
-            (self.directory / TOKENS).open("rb") as tokens,
-            (self.directory / LENGTHS).open("rb") as lengths,
-            (self.directory / SCALARS).open("rb") as scalars,
-        ):
-            for start in range(0, rows, chunk_rows):
-                count = min(chunk_rows, rows - start)
-                sizes = np.fromfile(lengths, dtype="<i4", count=count * k)  # [count·K]
-                numbers = np.fromfile(scalars, dtype="<i8", count=count * m).reshape(count, m).tolist()  # [count, M]
-                ids = np.fromfile(tokens, dtype="<i4", count=int(sizes.sum(dtype=np.int64))).tolist()
-                bounds = [0, *np.cumsum(sizes, dtype=np.int64).tolist()]  # [count·K + 1]
-                if k == 1:  # the common case, without the inner loop
-                    for (begin, end), number in zip(itertools.pairwise(bounds), numbers, strict=True):
-                        yield decode((ids[begin:end],), number)
-                    continue
-                for row, number in enumerate(numbers):
-                    edges = bounds[row * k : (row + 1) * k + 1]
-                    yield decode(tuple(ids[a:b] for a, b in itertools.pairwise(edges)), number)
 
 
 def remove_stale_temporaries(scan_dir: Path) -> list[Path]:
@@ -185,13 +115,14 @@ class _Writer:
     is named after the writing process (``.ids-HASH.PID.RANDOM.tmp``), so that the next writer in that folder can
     tell a killed writer's leftovers (:func:`remove_stale_temporaries`) from a live one's."""
 
-    def __init__(self, directory: Path, codec: Codec) -> None:
-        self.directory, self.codec = directory, codec
+    def __init__(self, directory: Path, codec: Codec, content: str) -> None:
+        self.directory, self.codec, self.content = directory, codec, content
         if directory.parent.is_dir():
             remove_stale_temporaries(directory.parent)
         self.temporary = directory.parent / f".{directory.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         self.temporary.mkdir(parents=True)
         self.handles = [(self.temporary / name).open("wb") for name in (TOKENS, LENGTHS, SCALARS)]
+        self.digests = [hashlib.sha256() for _ in self.handles]
         self.rows = self.tokens = 0
         self.failed = False
 
@@ -211,23 +142,37 @@ class _Writer:
         sequences = [sequence for record in records for sequence in record[0]]
         lengths = [len(sequence) for sequence in sequences]
         flat = [token for sequence in sequences for token in sequence]
-        np.asarray(flat, dtype="<i4").tofile(self.handles[0])
-        np.asarray(lengths, dtype="<i4").tofile(self.handles[1])
-        np.asarray([record[1] for record in records], dtype="<i8").reshape(-1).tofile(self.handles[2])
+        scalars = [record[1] for record in records]
+        arrays = [np.asarray(flat, dtype="<i4"), np.asarray(lengths, dtype="<i4"), np.asarray(scalars, dtype="<i8")]
+        for array, handle, digest in zip(arrays, self.handles, self.digests, strict=True):
+            data = array.reshape(-1).tobytes()
+            handle.write(data)
+            digest.update(data)
         self.rows += len(records)
         self.tokens += len(flat)
 
-    def commit(self) -> None:
-        """Close the files and rename the entry into place (unless another process did first)."""
+    def commit(self, content: str) -> None:
+        """Close the files and rename the entry into place, replacing a damaged or stale one; nothing is kept if
+        the text's content key is no longer the one it was read under (``content``: the file changed meanwhile)."""
         if self.failed:
             return
+        if content != self.content:
+            self.discard()
+            return
+        sha256 = {
+            name: digest.hexdigest() for name, digest in zip((TOKENS, LENGTHS, SCALARS), self.digests, strict=True)
+        }
         meta = {"version": VERSION, "rows": self.rows, "sequences": self.codec.sequences,
-                "scalars": self.codec.scalars, "tokens": self.tokens}  # fmt: skip
+                "scalars": self.codec.scalars, "tokens": self.tokens, "content": content, "sha256": sha256}  # fmt: skip
         try:
             for handle in self.handles:
                 handle.close()
             (self.temporary / META).write_text(json.dumps(meta), encoding="utf-8")
-            self.temporary.rename(self.directory)  # fails if another process committed it first: theirs stays
+            if self.directory.exists():  # damaged or stale (a whole one was read instead): moved aside, deleted
+                aside = self.directory.parent / f".{self.directory.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+                self.directory.rename(aside)
+                shutil.rmtree(aside, ignore_errors=True)
+            self.temporary.rename(self.directory)
         except OSError:
             self.discard()
         self.failed = True  # done: nothing more is written
@@ -254,6 +199,10 @@ class EncodedStride:
         limit: the most rows a rank reads (``StreamedBatches.rows_per_rank``); the entry is committed when it is
             reached or the text ends.
         chunk_rows: rows encoded (or read from the cache) at a time.
+        content: the text's content key (:func:`file_content_key` of the file); an entry made from other
+            content is stale and made again. None: the entry is not checked against the text.
+        limits: each stored sequence's and scalar's exclusive upper bound (:class:`IdCache`): a vocabulary size,
+            a number of labels.
 
     ``epochs_from_cache`` counts the whole passes read from the cache.
     """
@@ -269,14 +218,35 @@ class EncodedStride:
         rank: int = 0,
         limit: int,
         chunk_rows: int = 2048,
+        content: Callable[[], str] | None = None,
+        limits: Sequence[int | None] | None = None,
     ) -> None:
         self.rows, self.encode, self.codec, self.directory = rows, encode, codec, directory
         self.world, self.rank, self.limit, self.chunk_rows = world, rank, limit, chunk_rows
+        self.content, self.limits = content or (lambda: ""), limits
         self.epochs_from_cache = 0
+        self._verified: tuple | None = None  # the entry's files' signature when last verified
+
+    def _cache(self) -> IdCache:
+        return IdCache(self.directory, self.codec, content=self.content(), limits=self.limits)  # type: ignore[arg-type]
+
+    def _signature(self) -> tuple:
+        """What changes when any of the entry's files is rewritten (their change times cannot be set back)."""
+        stats = [(self.directory / name).stat() for name in (META, TOKENS, LENGTHS, SCALARS)]  # type: ignore[operator]
+        return tuple((s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in stats)
 
     def cached(self) -> bool:
-        """Whether the next call reads ids from the cache."""
-        return self.directory is not None and IdCache(self.directory, self.codec).complete()
+        """Whether the next call reads ids from the cache: the entry is whole, its checksums and ranges hold and
+        it was made from the text as it is now (checked once per process while its files stay unchanged)."""
+        if self.directory is None:
+            return False
+        try:
+            signature = self._signature()
+        except OSError:
+            return False
+        if signature != self._verified:
+            self._verified = signature if self._cache().verified() is not None else None
+        return self._verified is not None and self._cache().meta() is not None
 
     def __call__(self) -> Iterator[Any]:
         """This rank's items, at most ``limit``, in file order."""
@@ -285,7 +255,7 @@ class EncodedStride:
         return self._from_text()
 
     def _from_cache(self) -> Iterator[Any]:
-        cache = IdCache(self.directory, self.codec)  # type: ignore[arg-type]
+        cache = self._cache()
         rows = cache.meta()["rows"]  # type: ignore[index]
         for number, item in enumerate(cache.read(self.chunk_rows), 1):
             if number == rows:  # a whole pass (a short stride's re-read of its first rows is not one)
@@ -296,7 +266,7 @@ class EncodedStride:
         writer = None
         if self.directory is not None:
             try:
-                writer = _Writer(self.directory, self.codec)
+                writer = _Writer(self.directory, self.codec, self.content())
             except OSError:  # a read-only cache: every epoch reads the text
                 writer = None
         pending: list[Any] = []
@@ -327,5 +297,5 @@ class EncodedStride:
         if writer is not None:
             writer.add(items)
             if last:  # before the last items are handed out: the consumer may stop right after them
-                writer.commit()
+                writer.commit(self.content())
         return items

@@ -46,6 +46,7 @@ __all__ = [
     "count_lines",
     "held_out",
     "held_out_count",
+    "scan_prefix_note",
 ]
 
 Row = TypeVar("Row")
@@ -99,6 +100,16 @@ def held_out_count(start: int, stop: int, fraction: float, *, salt: str = "attnk
 
 
 SAMPLE_BYTES = 64 * 2**20  # the default prefix a sampled scan reads
+
+
+def scan_prefix_note(sampled_bytes: int) -> str:
+    """What a message drawn from a first pass's rows must add when that pass read only a prefix of the file
+    (``--scan-mb``): "" after a whole-file scan, else ``"; the scan saw only the first N MB ..."``, which names
+    the option to change, so that a prefix that is not representative is never reported as the file's content."""
+    if not sampled_bytes:
+        return ""
+    return (f"; the scan saw only the first {sampled_bytes / 2**20:.0f} MB of the file: give a larger --scan-mb, or "
+            "--scan-mb 0 to scan the whole file")  # fmt: skip
 
 
 def count_lines(path: Path, start_line: int = 0, block: int = 16 * 2**20) -> int:

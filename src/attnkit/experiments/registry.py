@@ -90,7 +90,11 @@ def _masking(args: argparse.Namespace, paths) -> bool:
 
 def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
     _data(parser, "data sets (default: fine-foods r8 r52 20ng digits cmudict dates)")
-    _only(parser, "just these models (han, pooled, pooled_bigru, pooled_transformer)")
+    _only(
+        parser,
+        "just these classifier models (han, pooled, pooled_bigru, pooled_transformer); refused with digits, cmudict, "
+        "dates (one row each); without --data: the classifier data sets",
+    )
     parser.add_argument(
         "--documents",
         type=int,
@@ -114,10 +118,21 @@ def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _faithfulness(args: argparse.Namespace, paths) -> bool:
-    from attnkit.experiments.faithfulness import DOCUMENTS, default_datasets, run_faithfulness, run_uniform_only
+    from attnkit.experiments.faithfulness import (
+        CLASSIFIER_DATASETS,
+        DOCUMENTS,
+        default_datasets,
+        run_faithfulness,
+        run_uniform_only,
+    )
     from attnkit.experiments.faithfulness.measure import MEASURE_MINUTES
 
-    datasets = list(args.data or default_datasets())
+    datasets = list(args.data or (CLASSIFIER_DATASETS if args.only else default_datasets()))
+    if args.uniform_only and (args.checkpoint is not None or args.documents is not None):
+        given = "--checkpoint" if args.checkpoint is not None else "--documents"
+        raise ValueError(
+            f"{given} does not apply to --uniform-only (it trains the uniform twins and measures nothing else)"
+        )
     if args.uniform_only:
         run_uniform_only(
             datasets, paths, models=tuple(args.only) if args.only else None, threads=args.threads, device=args.device

@@ -75,5 +75,27 @@ def test_a_new_label_or_a_bad_row_after_the_sample_stops_training_with_one_line(
             "--streaming", "always", "--scan-mb", "1", "--epochs", "1"]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    expected = "label 'x' first occurs after the 1 MB the scan read" if late == "label" else "big.jsonl:40001: text"
+    expected = (
+        "label 'x' first occurs after the rows the scan read (its labels: n, p); the scan saw only the first 1 MB "
+        "of the file: give a larger --scan-mb"
+        if late == "label"
+        else "big.jsonl:40001: text"
+    )
     assert err.startswith("attnkit: error:") and expected in err and len(err.splitlines()) == 1
+
+
+def test_a_prefix_of_one_label_is_not_reported_as_the_files_content_and_names_scan_mb(tmp_path, monkeypatch):
+    from attnkit.data.reading import DataError
+
+    monkeypatch.setenv("ATTNKIT_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "sorted.jsonl"  # sorted by label: the prefix holds only 'n'
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(30_000):
+            handle.write(json.dumps({"text": f"some text w{i % 50}", "label": "np"[i >= 25_000]}) + "\n")
+    with pytest.raises(DataError) as caught:
+        TextFileStream(path, progress=False, sample_bytes=1).scan(OPTIONS)
+    message = str(caught.value)
+    assert "every row the scan read has the label 'n'" in message and "every row has" not in message
+    assert "the scan saw only the first" in message and "give a larger --scan-mb" in message
+    whole, _ = TextFileStream(path, progress=False, sample_bytes=None).scan(OPTIONS)
+    assert whole.label_names == ["n", "p"]

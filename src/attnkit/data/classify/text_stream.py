@@ -36,9 +36,10 @@ from pathlib import Path
 from attnkit.data.cache import stream_cache_dir
 from attnkit.data.classify.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.classify.tokenization import TextTokenizer
+from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count, scan_prefix_note
 
 __all__ = ["ScanResult", "TextFileStream"]
 
@@ -182,7 +183,9 @@ class TextFileStream:
             DataError: a bad row (without ``skip_bad_rows``), no training rows, or fewer than two labels.
         """
         directory = stream_cache_dir() / self.cache_key(tokenizer_options)
-        if cache and (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists():
+        content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
+        whole = (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists()
+        if cache and whole and content_matches(directory, content):
             try:
                 result = ScanResult(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
                 result.cached, result.seconds = True, 0.0
@@ -193,7 +196,7 @@ class TextFileStream:
         result, tokenizer = self._scan(tokenizer_options)
         result.seconds = time.monotonic() - started
         if cache:
-            _save(directory, result, tokenizer)
+            _save(directory, result, tokenizer, content)
         return result, tokenizer
 
     def _scan(self, tokenizer_options: dict) -> tuple[ScanResult, TextTokenizer]:
@@ -240,7 +243,7 @@ class TextFileStream:
         reporter.done(
             note + (f"; the rows after the first {sampled / 2**20:.0f} MB counted, not read" if sampled else "")
         )
-        self._check_scan(total, held[0], counts, valid_texts)
+        self._check_scan(total, held[0], counts, valid_texts, sampled)
         result = ScanResult(
             label_names=sorted(counts),
             label_counts=dict(counts),
@@ -254,25 +257,33 @@ class TextFileStream:
         )
         return result, tokenizer
 
-    def _check_scan(self, total: int, held: int, counts: Counter[str], valid_texts: list[str]) -> None:
-        """Refuse a scan with no training row, a single label, or no validation row."""
+    def _check_scan(
+        self, total: int, held: int, counts: Counter[str], valid_texts: list[str], sampled: int = 0
+    ) -> None:
+        """Refuse a scan with no training row, a single label, or no validation row; a sampled scan's message
+        says that it read only the first ``sampled`` bytes (:func:`scan_prefix_note`)."""
         if total == 0:
             raise DataError(f"{self.path}:1: no data rows" + (" left for training" if held else ""))
+        rows, note = ("every row the scan read", scan_prefix_note(sampled)) if sampled else ("every row", "")
         if len(counts) < 2:
             (label,) = counts
             raise DataError(
-                f"{self.path}: every row has the label {label!r} in column {self.label_column!r}; "
-                "a classifier needs at least 2 different labels to learn from"
+                f"{self.path}: {rows} has the label {label!r} in column {self.label_column!r}; "
+                f"a classifier needs at least 2 different labels to learn from{note}"
             )
         if not valid_texts:
-            raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row")
+            raise DataError(
+                f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row{note}"
+            )
 
 
-def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer) -> None:
-    """Write the cache entry (the scan last, so a half-written entry is never read)."""
+def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer, content: str) -> None:
+    """Write the cache entry (the scan last, so a half-written entry is never read), with the scanned file's
+    content key."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         tokenizer.save(directory)
+        record_content(directory, content)
         temporary = directory / (SCAN_FILE + ".tmp")
         temporary.write_text(json.dumps(asdict(result)), encoding="utf-8")
         temporary.replace(directory / SCAN_FILE)

@@ -38,13 +38,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from attnkit.data.cache import stream_cache_dir
+from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
 from attnkit.data.reading import DataError
 from attnkit.data.records import BadRows, check_delimiter, fingerprint
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out
+from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, scan_prefix_note
 
 __all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 
@@ -163,7 +164,8 @@ class PairFileStream:
             DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
         """
         directory = stream_cache_dir() / self.cache_key(vocab_size)
-        if cache and (directory / SCAN_FILE).exists():
+        content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
+        if cache and (directory / SCAN_FILE).exists() and content_matches(directory, content):
             try:
                 result = PairScan(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
                 result.cached, result.seconds = True, 0.0
@@ -177,6 +179,7 @@ class PairFileStream:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
                 save_tokenizers(directory, source, target)
+                record_content(directory, content)
                 (directory / SCAN_FILE).write_text(json.dumps(asdict(result)), encoding="utf-8")
             except OSError:
                 pass
@@ -227,7 +230,7 @@ class PairFileStream:
             raise DataError(f"{self.path}: no training pairs" + (" left after holding out" if counts["valid"] else ""))
         if not valid:
             raise DataError(f"{self.path}: holding out {self.valid_fraction:.0%} of its sources left no validation "
-                            "pair; give more pairs")  # fmt: skip
+                            f"pair; give more pairs{scan_prefix_note(counts['cut'])}")  # fmt: skip
         if self.shared_vocab:
             target_tok = source_tok
         elif self.target_level != "subword":

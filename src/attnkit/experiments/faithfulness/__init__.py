@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, read_json, write_json
-from attnkit.experiments.faithfulness.measure import IG_STEPS, TARGET_MINUTES
+from attnkit.experiments.faithfulness.measure import IG_STEPS, minutes_line, target_minutes
 
 __all__ = [
     "DATASETS",
@@ -160,9 +160,7 @@ def run_faithfulness(
     unknown = sorted(set(datasets) - set(DATASETS))
     if unknown:
         raise ValueError(f"no faithfulness setting for {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
-    bad = sorted(set(models or ()) - set(MODELS))
-    if bad:
-        raise ValueError(f"no faithfulness model {', '.join(bad)}; choose from {', '.join(MODELS)}")
+    _check_models(datasets, models)
     if documents < 1:
         raise ValueError(f"documents must be >= 1, got {documents}")
     takes = [data for data, row in OTHER_ROWS.items() if row.takes_checkpoint]
@@ -170,6 +168,7 @@ def run_faithfulness(
         raise ValueError(f"--checkpoint is for --data {' or '.join(takes)} alone")
     for data in set(datasets) & set(takes):
         importlib.import_module(f"{__name__}.{OTHER_ROWS[data].module}").resolve_model(checkpoint)  # refused now
+    plans = {data: _measures(data, models, checkpoint) for data in datasets}  # every row found before any runs
     if threads is not None:
         import torch
 
@@ -182,11 +181,11 @@ def run_faithfulness(
         given = ["--checkpoint", checkpoint] if checkpoint is not None else []
         sized = ["--documents", str(documents)] if minutes is None else []
         section["command"] = command_line(["experiment", "faithfulness", "--data", data, *sized, *given])
-        for model, measure in _measures(data, models, checkpoint):
+        for model, measure in plans[data]:
             row = measure(paths, documents, threads, device, minutes=minutes)
-            row["minutes"] = {**row["minutes"], **_target(row, documents, minutes)}
+            row["minutes"] = {**row["minutes"], **target_minutes(row, documents, minutes)}
             section["models"][model] = row
-            print(f"faithfulness {data} x {row['label']}: {_minutes_line(row)}", flush=True)
+            print(f"faithfulness {data} x {row['label']}: {minutes_line(row)}", flush=True)
             write_json(summary_path, summary)
     from attnkit.experiments.report import render_results
 
@@ -194,33 +193,18 @@ def run_faithfulness(
     return summary
 
 
-def _target(row: dict, documents: int, minutes: float | None) -> dict:
-    """A row's figures against the 10-minute target: the minutes it counts (measuring, and a classifier's
-    uniform-attention accuracy pass over the test split; training is reported apart), the budget it measured in."""
-    spent = row["minutes"].get("measure", 0.0) + row["minutes"].get("accuracy", 0.0)
-    return {
-        "target": TARGET_MINUTES,
-        "counted": round(spent, 1),
-        "budget": minutes,
-        "sampled": row.get("sampled", documents),
-    }
-
-
-def _minutes_line(row: dict) -> str:
-    """``"37 of 200 sampled documents (the 8-minute budget) ..."``: how long a row took against the target."""
-    found = row["minutes"]
-    budget = f" (the {found['budget']:g}-minute measuring budget)" if found["budget"] is not None else ""
-    verdict = "met" if found["counted"] <= found["target"] else "NOT met"
-    parts = [
-        f"{row['documents']} of {found['sampled']} sampled documents{budget}",
-        f"measuring {found.get('measure', 0.0):.1f} min",
-    ]
-    if "accuracy" in found:
-        parts.append(f"uniform accuracy pass {found['accuracy']:.1f} min")
-    line = ", ".join(parts) + f": {found['counted']:.1f} min (target <= {found['target']:g}: {verdict})"
-    if found.get("train"):
-        line += f"; training {found['train']:.1f} min, reported apart"
-    return line
+def _check_models(datasets: list[str], models: tuple[str, ...] | None) -> None:
+    """Refuse ``--only`` names that are no classifier model, or ``--only`` with a data set whose one row is not a
+    classifier's (digits, cmudict, dates): an option that would be ignored is refused, never ignored."""
+    bad = sorted(set(models or ()) - set(MODELS))
+    if bad:
+        raise ValueError(f"no faithfulness model {', '.join(bad)}; choose from {', '.join(MODELS)}")
+    others = [data for data in datasets if data in OTHER_ROWS]
+    if models and others:
+        raise ValueError(
+            f"--only chooses among the classifier models ({', '.join(MODELS)}); --data {' '.join(others)} "
+            "has one row of its own: leave --only out for it, or run it apart"
+        )
 
 
 def run_uniform_only(
@@ -239,6 +223,7 @@ def run_uniform_only(
         raise ValueError(
             f"--uniform-only is for the classifier data sets ({', '.join(CLASSIFIER_DATASETS)}), not {', '.join(others)}"
         )
+    _check_models(datasets, models)
     if threads is not None:
         import torch
 
@@ -278,7 +263,12 @@ def _measures(data: str, models: tuple[str, ...] | None, checkpoint: str | None)
     from attnkit.data.classification import load_data_set
 
     dataset = load_data_set(data)
-    chosen = [m for m in models_for(data, dataset.punctuated) if not models or m in models]
+    available = models_for(data, dataset.punctuated)
+    chosen = [m for m in available if not models or m in models]
+    if not chosen:
+        raise ValueError(
+            f"--only {' '.join(models or ())}: --data {data} has no such row (its rows: {', '.join(available)})"
+        )
     return [(model, partial(_run_model, data, model, dataset)) for model in chosen]
 
 

@@ -19,9 +19,11 @@ __all__ = [
     "TARGET_MINUTES",
     "in_budget",
     "measure_documents",
+    "minutes_line",
     "reuse_or_measure",
     "sample_documents",
     "summarise_documents",
+    "target_minutes",
     "uniform_difference",
 ]
 
@@ -201,3 +203,32 @@ class Stopwatch:
     def minutes(self) -> float:
         """Elapsed minutes, to a tenth."""
         return round((time.perf_counter() - self.started) / 60, 1)
+
+
+def target_minutes(row: dict, documents: int, minutes: float | None) -> dict:
+    """A row's figures against the 10-minute target: the minutes it counts (measuring, and a classifier's
+    uniform-attention accuracy pass over the test split; training is reported apart), the budget it measured in."""
+    spent = row["minutes"].get("measure", 0.0) + row["minutes"].get("accuracy", 0.0)
+    return {
+        "target": TARGET_MINUTES,
+        "counted": round(spent, 1),
+        "budget": minutes,
+        "sampled": row.get("sampled", documents),
+    }
+
+
+def minutes_line(row: dict) -> str:
+    """``"37 of 200 sampled documents (the 8-minute budget) ..."``: how long a row took against the target."""
+    found = row["minutes"]
+    budget = f" (the {found['budget']:g}-minute measuring budget)" if found["budget"] is not None else ""
+    verdict = "met" if found["counted"] <= found["target"] else "NOT met"
+    parts = [
+        f"{row['documents']} of {found['sampled']} sampled documents{budget}",
+        f"measuring {found.get('measure', 0.0):.1f} min",
+    ]
+    if "accuracy" in found:
+        parts.append(f"uniform accuracy pass {found['accuracy']:.1f} min")
+    line = ", ".join(parts) + f": {found['counted']:.1f} min (target <= {found['target']:g}: {verdict})"
+    if found.get("train"):
+        line += f"; training {found['train']:.1f} min, reported apart"
+    return line

@@ -228,22 +228,34 @@ def _run_name(checkpoint: str) -> str:
 
 def resolve_model(checkpoint: str | None) -> tuple[str, list]:
     """The checkpoint to measure (``checkpoint``, else the shipped :data:`DATES_MODEL`) and an id of its weights: the
-    SHA-256 of each ``model.safetensors`` (the same bytes shipped or in a run are the same model).
+    SHA-256 of each ``model.safetensors`` (the same bytes shipped or in a run are the same model). ``checkpoint`` is
+    read by the rule of every command (:func:`~attnkit.training.checkpointing.resolve_checkpoint`): an existing path
+    wins over a shipped model's name, a run directory means its ``best/``.
 
     Raises:
-        ValueError: no ``checkpoint`` and no shipped dates Transformer, or a ``checkpoint`` that does not exist.
+        ValueError: no ``checkpoint`` and no shipped dates Transformer; a ``checkpoint`` that does not exist, or is
+            not a seq2seq Transformer trained on dates (a classifier, an RNN, another data set's), in one line.
     """
     from attnkit.pretrained import shipped_path
+    from attnkit.training.checkpointing import read_config_of_kind, resolve_checkpoint
 
-    name = checkpoint or DATES_MODEL
-    folder = shipped_path(name)
-    if folder is None and checkpoint is None:
-        raise ValueError(f"--data dates: no {DATES_MODEL} is shipped yet (attnkit models); give --checkpoint RUN")
-    path = folder if folder is not None else Path(checkpoint)
-    weights = sorted(path.rglob("model.safetensors")) if path.is_dir() else []
+    if checkpoint is None:
+        path = shipped_path(DATES_MODEL)
+        if path is None:
+            raise ValueError(f"--data dates: no {DATES_MODEL} is shipped yet (attnkit models); give --checkpoint RUN")
+    else:
+        path = resolve_checkpoint(checkpoint)
+    config = read_config_of_kind(path, "seq2seq")
+    model, data = (config.get("model") or {}).get("model"), config.get("data")
+    if model != "transformer" or data not in (None, "dates"):
+        raise ValueError(
+            f"--checkpoint {checkpoint}: a seq2seq {model} trained on {data}; --data dates measures a Transformer "
+            "trained on dates"
+        )
+    weights = sorted(path.rglob("model.safetensors"))
     if not weights:
         raise ValueError(f"--checkpoint {checkpoint}: no trained model there")
-    return name, [["sha256", _sha256(w)] for w in weights]
+    return checkpoint or DATES_MODEL, [["sha256", _sha256(w)] for w in weights]
 
 
 def _sha256(path: Path) -> str:

@@ -20,6 +20,7 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.results` | the one printer (tables and JSON of ``attnkit faithfulness``), the plain sentence, the demo's line |
 | :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel, its curves as inline SVG (and matplotlib's for ``--save-figures``) |
 | :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces), their report and command |
+| :mod:`~attnkit.explain.faithfulness.hf_directory` | what a ``--hf-model`` directory must hold (known ``model_type``, whole weights, tokenizer files), checked first |
 
 Names are read once, at the boundary (:func:`~attnkit.explain.faithfulness.methods.as_methods`,
 :func:`~attnkit.explain.faithfulness.erasure.as_erasure`: the command line and the Python functions); past it

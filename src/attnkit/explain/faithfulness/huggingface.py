@@ -78,22 +78,26 @@ READOUTS = ("first", "last")
 def load_local(directory: str | os.PathLike[str]) -> tuple[nn.Module, object]:
     """The model (``AutoModelForSequenceClassification``, eval mode, eager attention) and tokenizer saved in a
     local ``directory`` (``save_pretrained``); never downloads. An ``OSError`` names a directory that is not there
-    or not a saved model; a ``RuntimeError`` says how to install ``transformers``."""
+    or not a saved model, a ``model_type`` this ``transformers`` does not know, a weights file cut short, or a
+    missing tokenizer (:mod:`~attnkit.explain.faithfulness.hf_directory`); a ``RuntimeError`` says how to install
+    ``transformers``."""
+    from attnkit.explain.faithfulness.hf_directory import check_directory, check_tokenizer
+
     path = Path(directory)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such directory (--hf-model takes a local save_pretrained directory)")
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path}: no config.json (not a saved Hugging Face model)")
+    if not path.is_dir() or not (path / "config.json").is_file():
+        check_directory(path, ())  # the missing directory or config.json, named before transformers loads
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     transformers = _transformers()
     transformers.utils.logging.disable_progress_bar()
+    check_directory(path, transformers.CONFIG_MAPPING)  # model_type, whole weights, tokenizer files
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         model = transformers.AutoModelForSequenceClassification.from_pretrained(
             str(path), local_files_only=True, attn_implementation="eager"
         )
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
         raise OSError(f"{path}: not a Hugging Face sequence classifier with its tokenizer ({error})") from None
+    check_tokenizer(path, tokenizer)
     return model.eval(), tokenizer
 
 
@@ -261,7 +265,7 @@ def subjects(model: nn.Module, tokenizer, texts: Sequence[str], *, readout: str 
 def faithfulness(
     model: nn.Module,
     tokenizer,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     *,
     methods: Sequence[str] | None = None,
     erase: str = "delete",
@@ -272,16 +276,22 @@ def faithfulness(
     """The faithfulness tests on each text's prediction by a Hugging Face sequence classifier: one
     :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text (attention, rollout, flow,
     gradient × input, integrated gradients in ``steps``, leave-one-out and ``random`` drawn with ``seed``; the top
-    k % of words erased the ``erase`` way). The model runs where its parameters are."""
+    k % of words erased the ``erase`` way). The model runs where its parameters are. ``texts`` as attnkit's
+    ``predict`` takes them: a ``str`` is one text, an empty sequence gives ``[]``, a non-str item a TypeError."""
+    from attnkit.data.inputs import as_texts
+
+    if not as_texts(texts):
+        return []
     options = {"methods": methods, "erase": erase, "seed": seed, "steps": steps}
     return _tested(model, tokenizer, texts, readout, options)[1]
 
 
 def _tested(model: nn.Module, tokenizer, texts: Sequence[str], readout: str, options: dict) -> tuple[list, list]:
     """``(subjects, results)`` of ``texts``, the model computing attention eagerly."""
+    from attnkit.data.inputs import as_texts
     from attnkit.explain.faithfulness.evaluate import faithfulness_of
 
-    texts = list(texts)
+    texts = as_texts(texts)
     if not texts:
         raise ValueError("no texts to test")
     with eager_attention(model):
@@ -333,7 +343,7 @@ def hf_sections(subjects: Sequence, results: Sequence) -> list[Section]:
 def write_hf_report(
     model: nn.Module,
     tokenizer,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     path: str | os.PathLike[str],
     *,
     title: str = "What the Hugging Face classifier attended to, and whether it explains the prediction",

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from attnkit.data.batching import collate_documents, collate_tokens
+from attnkit.data.inputs import as_texts
 from attnkit.explain.faithfulness.erasure import Erased, Erasure, as_erasure, compact, erased_probabilities
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
 from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
@@ -344,7 +345,7 @@ def classifier_subjects(classifier, texts: Sequence[str]) -> list:
 
 def classifier_faithfulness(
     classifier,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     *,
     methods: Sequence[str] = DEFAULT_METHODS,
     erase: str = "delete",
@@ -352,9 +353,11 @@ def classifier_faithfulness(
     steps: int = 32,
 ) -> list[DocumentFaithfulness]:
     """The faithfulness tests on each text's prediction (see :mod:`attnkit.explain.faithfulness`): every
-    method's scores, comprehensiveness and sufficiency at 1/5/10/20/50 %, AOPC, flip fraction, Kendall τ."""
-    texts = list(texts)
+    method's scores, comprehensiveness and sufficiency at 1/5/10/20/50 %, AOPC, flip fraction, Kendall τ.
+    ``texts`` are taken as ``predict`` takes them (:func:`attnkit.data.inputs.as_texts`): a ``str`` is one text,
+    an empty sequence gives ``[]``; ``None`` or a non-str item is a TypeError, an empty text a ValueError."""
+    texts = as_texts(texts)
     if not texts:
-        raise ValueError("no texts to test")
+        return []
     subjects = classifier_subjects(classifier, texts)
     return faithfulness_of(subjects, texts=texts, methods=methods, erase=erase, seed=seed, steps=steps)

@@ -72,7 +72,7 @@ class Classifier:
 
     def faithfulness(
         self,
-        texts: Sequence[str],
+        texts: str | Sequence[str],
         *,
         methods: Sequence[str] | None = None,
         erase: str = "delete",
@@ -83,7 +83,12 @@ class Classifier:
         :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text: every method's scores
         (attention, rollout/flow, gradient × input, integrated gradients in ``steps``, leave-one-out, random drawn
         with ``seed``), comprehensiveness/sufficiency with the top k % erased the ``erase`` way (``delete``,
-        ``mask``, ``unk``), AOPC, flip fraction and Kendall τ (:mod:`attnkit.tasks.classify.faithfulness`)."""
+        ``mask``, ``unk``), AOPC, flip fraction and Kendall τ (:mod:`attnkit.tasks.classify.faithfulness`).
+        The texts are taken as :meth:`predict` takes them: a ``str`` is one text, an empty sequence gives ``[]``.
+
+        Raises:
+            TypeError: ``None``, or an item that is not a ``str`` (naming its index). ValueError: an empty text.
+        """
         from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
         from attnkit.tasks.classify.faithfulness import classifier_faithfulness
 

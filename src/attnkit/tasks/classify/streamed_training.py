@@ -24,9 +24,9 @@ from attnkit.data.batching import EncodedDataset
 from attnkit.data.cache import stream_cache_dir
 from attnkit.data.classify.text_stream import TextFileStream
 from attnkit.data.classify.tokenization import TextTokenizer
-from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, id_cache_dir
+from attnkit.data.id_cache import LABELLED_DOCUMENTS, LABELLED_IDS, EncodedStride, file_content_key, id_cache_dir
 from attnkit.data.reading import DataError
-from attnkit.data.streaming import StreamedBatches, StreamOptions
+from attnkit.data.streaming import StreamedBatches, StreamOptions, scan_prefix_note
 from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.tasks.classify.config import ClassifierConfig
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
@@ -105,8 +105,8 @@ def train_classifier_streamed(
     def label_id(label: str) -> int:
         if label not in index:  # a sampled scan saw only the file's first megabytes
             raise DataError(
-                f"{stream.path}: label {label!r} first occurs after the {scan.sampled_bytes / 2**20:.0f} MB the scan "
-                f"read (its labels: {', '.join(scan.label_names)}); give --scan-mb 0 to scan the whole file"
+                f"{stream.path}: label {label!r} first occurs after the rows the scan read (its labels: "
+                f"{', '.join(scan.label_names)}){scan_prefix_note(scan.sampled_bytes)}"
             )
         return index[label]
 
@@ -119,7 +119,9 @@ def train_classifier_streamed(
     rows_per_rank = -(-scan.train_rows // world)
     codec, length = _STREAMED_FORMS[config.model]
     directory = _id_dir(stream, options, config, tokenizer, codec, world=world, rank=rank)
-    ids = EncodedStride(stream.training_rows, encode, codec, directory, world=world, rank=rank, limit=rows_per_rank)
+    limits = (tokenizer.vocab_size, *([None] * (codec.sequences - 1)), len(scan.label_names))  # ids, lengths, label
+    ids = EncodedStride(stream.training_rows, encode, codec, directory, world=world, rank=rank, limit=rows_per_rank,
+                        content=lambda: file_content_key(stream.path), limits=limits)  # fmt: skip
     train_batches = StreamedBatches(
         ids,
         scan.train_rows,

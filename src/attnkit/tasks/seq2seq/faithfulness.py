@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.data.inputs import as_texts
 from attnkit.data.seq2seq.vocab import BOS_ID, PAD_ID, UNK_ID
 from attnkit.explain.faithfulness.erasure import Erased, Erasure, compact, erased_probabilities
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
@@ -51,7 +52,7 @@ __all__ = [
 
 def seq2seq_faithfulness(
     loaded,
-    texts: Sequence[str],
+    texts: str | Sequence[str],
     *,
     methods: Sequence[Any] | None = None,
     erase: Any = "delete",
@@ -59,8 +60,12 @@ def seq2seq_faithfulness(
     steps: int = STEPS,
 ) -> list[list[DocumentFaithfulness]]:
     """For each text, greedy-decode it, then run the tests on every emitted token (``<eos>`` included) over the
-    source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token."""
-    texts = list(texts)
+    source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token. ``texts`` are
+    taken as ``translate`` takes them (:func:`attnkit.data.inputs.as_texts`: a ``str`` is one text, an empty
+    sequence gives ``[]``, ``None`` or a non-str item is a TypeError)."""
+    texts = as_texts(texts)
+    if not texts:
+        return []
     results = []
     for number, (text, subjects) in enumerate(zip(texts, step_subjects(loaded, texts), strict=True)):
         labels = [f"{text} -> step {step + 1}" for step in range(len(subjects))]

@@ -119,11 +119,12 @@ class LoadedSeq2Seq:
             num_hypotheses=num_hypotheses,
         )
 
-    def faithfulness(self, texts: Sequence[str], **options: Any) -> list:
+    def faithfulness(self, texts: str | Sequence[str], **options: Any) -> list:
         """Does the attention explain each emitted token? Per text, one
         :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per greedily decoded token, over the
         source tokens (options: ``methods``, ``erase``, ``seed``, ``steps``; see
-        :mod:`attnkit.tasks.seq2seq.faithfulness`)."""
+        :mod:`attnkit.tasks.seq2seq.faithfulness`). The texts are taken as :meth:`translate` takes them: a
+        ``str`` is one text, an empty sequence gives ``[]``; ``None`` or a non-str item is a TypeError."""
         from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
 
         return seq2seq_faithfulness(self, texts, **options)

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from attnkit.data.cache import stream_cache_dir
-from attnkit.data.id_cache import PAIR_IDS, EncodedStride, id_cache_dir
+from attnkit.data.id_cache import PAIR_IDS, EncodedStride, file_content_key, id_cache_dir
 from attnkit.data.seq2seq import Seq2SeqData, collate_pairs, read_pairs
 from attnkit.data.seq2seq.lengths import DEFAULT_MAX_SOURCE_LENGTH, DEFAULT_MAX_TARGET_LENGTH
 from attnkit.data.seq2seq.pair_stream import PairFileStream
@@ -118,7 +118,8 @@ def train_seq2seq_streamed(
     reading = (tokenizer_text(source_tok), tokenizer_text(target_tok), max_source_length, max_target_length)
     directory = id_cache_dir(stream_cache_dir() / stream.cache_key(vocab_size), *reading, PAIR_IDS.name, world, rank)
     ids = EncodedStride(stream.training_pairs, encode, PAIR_IDS, directory, world=world, rank=rank,
-                        limit=-(-scan.train_pairs // world))  # fmt: skip
+                        limit=-(-scan.train_pairs // world), content=lambda: file_content_key(stream.path),
+                        limits=(source_tok.vocab_size, target_tok.vocab_size, 2))  # fmt: skip
     train_batches = StreamedBatches(
         ids,
         scan.train_pairs,
