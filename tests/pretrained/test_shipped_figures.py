@@ -37,3 +37,22 @@ def test_the_shipped_model_reproduces_its_published_figure(name, capsys):
     assert f"{published['value']:.2f}" == f"{card['value']:.2f}"
     one_item = 100.0 / evaluation["count"]  # percentage points that one test item moves the figure by
     assert abs(evaluation[card["metric"]] - published["value"]) <= NEAR_TIES * one_item + 0.005
+
+
+# Shipped ensembles: the members, the data, the metric, the beam and the published figure (docs/results.md, G2P)
+ENSEMBLES = {("g2p", "g2p-bi2"): ("cmudict", "wer", 5, 24.9083)}
+G2P_NOTES = Path(__file__).resolve().parents[2] / "docs" / "results" / "g2p_notes.md"
+
+
+@pytest.mark.parametrize("members", list(ENSEMBLES), ids=" + ".join)
+def test_a_shipped_ensemble_reproduces_its_published_figure(members, capsys):
+    data, metric, beam, value = ENSEMBLES[members]
+    assert f"{value:.2f} WER" in G2P_NOTES.read_text()  # the figure the notes publish
+    threads = torch.get_num_threads()
+    try:
+        argv = ["evaluate", "--checkpoint", *members, "--data", data, "--beam", str(beam), "--json"]
+        assert main([*argv, "--threads", "1", "--device", "cpu", "--no-progress"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    evaluation = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert abs(evaluation[metric] - value) <= NEAR_TIES * 100.0 / evaluation["count"] + 0.005
