@@ -120,6 +120,8 @@ def test_the_section_renders_probes_choice_and_confirmation():
     )
     assert "TF-IDF + LR: 80.90" in text and "1.00 [0.20, 1.80]" in text
     assert "Not run yet" in render_faithful_attention(None)
+    del table["fine-foods"]["han"]["chosen"], table["fine-foods"]["han"]["confirm"]  # probes still under way
+    assert "Not chosen yet" in render_faithful_attention(table)
 
 
 def test_unknown_recipes_and_rows_are_one_error_line(tmp_path, capsys):

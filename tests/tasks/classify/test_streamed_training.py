@@ -133,3 +133,17 @@ def test_later_epochs_and_runs_read_ids_that_train_the_same_model_and_a_changed_
     fresh = train(changed, tmp_path / "fresh", "--streaming", "always", "--epochs", "2", "--patience", "9")
     assert all((weights(tmp_path / "fresh")[k] == v).all() for k, v in weights(tmp_path / "after").items())
     assert fresh["best_valid"] == after["best_valid"]
+
+
+def test_held_out_rows_beyond_what_validation_keeps_are_said_to_be_unused(tmp_path, capsys, monkeypatch):
+    """Streamed validation keeps at most max_valid_rows of the rows the hash holds out: the run says how many it
+    reads and that the others are neither trained on nor validated on (#37)."""
+    from attnkit.data.classify.text_stream import TextFileStream
+
+    defaults = {**TextFileStream.__init__.__kwdefaults__, "max_valid_rows": 3}
+    monkeypatch.setattr(TextFileStream.__init__, "__kwdefaults__", defaults)
+    metrics = train(write_csv(tmp_path / "train.csv", 301), tmp_path / "run", "--streaming", "always", "--epochs", "1")
+    held_out = metrics["details"]["held_out_rows"]
+    assert held_out > 3
+    out = capsys.readouterr().out
+    assert f"validation reads 3 of the {held_out:,} held-out rows" in out and "neither trained on nor validated" in out

@@ -147,13 +147,19 @@ def _combination(row: Row, probes: dict[str, dict]) -> Recipe | None:
 
 
 def run_probes(row: Row, names: list[str], paths, documents: int, threads, device) -> tuple[dict, dict[str, Recipe]]:
-    """Stage 1 on ``row``: every applicable recipe of ``names``, then their combination."""
+    """Stage 1 on ``row``: every applicable recipe of ``names``, then their combination; each probe is saved to the
+    results JSON as soon as it is measured, so that a stopped experiment keeps what it finished."""
+    path = paths.results / "faithful_attention.json"
     recipes = {name: RECIPES[name] for name in names if row.applies(RECIPES[name])}
-    probes = {name: probe(row, recipe, paths, documents, threads, device) for name, recipe in recipes.items()}
+    probes = {}
+    for name, recipe in recipes.items():
+        probes[name] = probe(row, recipe, paths, documents, threads, device)
+        _save(path, row, {"probe": {name: _brief(probes[name])}})
     combined = _combination(row, probes)
     if combined is not None:
         recipes[combined.name] = combined
         probes[combined.name] = probe(row, combined, paths, documents, threads, device)
+        _save(path, row, {"probe": {combined.name: _brief(probes[combined.name])}})
     return probes, recipes
 
 
@@ -255,8 +261,8 @@ def run_faithful_attention(
     path = paths.results / "faithful_attention.json"
     for key in rows:
         row = ROWS[key]
-        probes, known = run_probes(row, list(recipes or RECIPES), paths, documents, threads, device)
-        entry = _save(path, row, {"probe": {name: _brief(result) for name, result in probes.items()}})
+        _, known = run_probes(row, list(recipes or RECIPES), paths, documents, threads, device)
+        entry = _save(path, row, {})
         entry = _save(path, row, dict(zip(("chosen", "reason"), choose(entry["probe"]), strict=True)))
         if stage == "all":
             picks = {name: known.get(name) or recipe_named(name) for name in ("today", entry["chosen"])}

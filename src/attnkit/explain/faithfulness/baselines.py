@@ -78,7 +78,8 @@ def uniform_accuracy_difference(
 ) -> dict[str, float]:
     """Wiegreffe & Pinter's baseline: ``accuracy`` of the trained ``classifier``, ``uniform_accuracy`` of the same
     model trained with uniform attention (``attnkit train classify ... --uniform-attention``), and ``difference``
-    (learned minus uniform, in accuracy points of [0, 1]) on the same labelled ``texts``."""
+    (learned minus uniform, in percentage points) on the same labelled ``texts``; all three in percent, as every
+    rate attnkit reports (``Classifier.evaluate``'s ``accuracy`` is a percentage)."""
     learned = classifier.evaluate(texts, labels)["accuracy"]
     uniform = uniform_classifier.evaluate(texts, labels)["accuracy"]
     return {"accuracy": learned, "uniform_accuracy": uniform, "difference": learned - uniform}

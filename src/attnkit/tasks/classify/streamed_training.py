@@ -93,6 +93,11 @@ def train_classifier_streamed(
     load_seconds = time.monotonic() - started
     source = "from the cache" if scan.cached else f"in {scan.seconds:.1f} s"
     _say(f"{stream.path}: {scan.train_rows:,} training rows, {scan.valid_rows:,} held out ({source})")
+    if scan.valid_rows > len(scan.valid_texts):  # the hash holds rows out; memory caps what validation reads
+        _say(
+            f"validation reads {len(scan.valid_texts):,} of the {scan.valid_rows:,} held-out rows (the first it met); "
+            "the others are neither trained on nor validated on"
+        )
     _say(scan.counts_line())
     if scan.bad_rows:
         _say(f"skipped {scan.bad_rows:,} bad rows (first: {scan.bad_examples[0]})")
