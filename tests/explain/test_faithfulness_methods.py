@@ -253,3 +253,24 @@ def test_kendall_taus_of_every_pair_equal_scipys(seed, units, levels):
             assert math.isnan(tau)
         else:
             assert tau == pytest.approx(expected, abs=1e-12)
+
+
+def test_flow_takes_a_batch_as_rollout_does_each_example_over_its_real_tokens():
+    """attention_flow on [B, H, T, T] layers, [B, T] output weights and a key_mask equals the flow of each example
+    alone over its real tokens, with 0 at padding (the shapes attention_rollout takes, #37)."""
+    import torch
+
+    from attnkit.explain.faithfulness.methods import attention_flow
+
+    generator = torch.Generator().manual_seed(0)
+    layers = [torch.rand(2, 2, 4, 4, generator=generator).softmax(-1) for _ in range(2)]  # per layer [B, H, T, T]
+    output = torch.rand(2, 4, generator=generator).softmax(-1)  # [B, T]
+    key_mask = torch.tensor([[True, True, True, True], [True, True, True, False]])
+    batched = attention_flow(layers, output, key_mask=key_mask)  # [B, T]
+    assert batched.shape == (2, 4) and batched[1, 3] == 0
+    first = attention_flow([w[0] for w in layers], output[0])
+    second = attention_flow([w[1][:, :3, :3] for w in layers], output[1, :3])
+    torch.testing.assert_close(batched[0], first)
+    torch.testing.assert_close(batched[1, :3], second)
+    with pytest.raises(ValueError, match="key_mask"):
+        attention_flow([w[0] for w in layers], output[0], key_mask=key_mask[0])

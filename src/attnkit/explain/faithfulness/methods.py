@@ -274,18 +274,27 @@ def residual_attention(weights: torch.Tensor) -> torch.Tensor:
     return layer / layer.sum(dim=-1, keepdim=True)
 
 
-def attention_flow(layer_weights: Sequence[torch.Tensor], output_weights: torch.Tensor) -> torch.Tensor:
+def attention_flow(
+    layer_weights: Sequence[torch.Tensor], output_weights: torch.Tensor, *, key_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """The flow from every input position to the output.
 
     Args:
         layer_weights: one ``[H, T, T]`` (or ``[T, T]``) per layer, first layer first, over the real tokens only
-            (one example, no padding).
-        output_weights: ``[T]``, how the output reads the last layer (the pooling's weights; a one-hot row for a
-            ``[CLS]`` token).
+            (one example, no padding) — or, as :func:`~attnkit.explain.rollout.attention_rollout` takes them, a
+            batch: ``[B, H, T, T]`` per layer with ``output_weights [B, T]`` and a ``key_mask [B, T]`` (bool, True =
+            real token) saying which positions each example has.
+        output_weights: ``[T]`` (``[B, T]``), how the output reads the last layer (the pooling's weights; a
+            one-hot row for a ``[CLS]`` token).
 
     Returns:
-        ``[T]`` float64: each input token's maximum flow to the output (at most ``sum(output_weights)``).
+        ``[T]`` (``[B, T]``) float64: each input token's maximum flow to the output (at most
+        ``sum(output_weights)``); 0 at padding.
     """
+    if output_weights.dim() == 2:
+        return _batched_flow(layer_weights, output_weights, key_mask)
+    if key_mask is not None:
+        raise ValueError("attention_flow: key_mask is for a batch (output_weights [B, T]); one example has no padding")
     import numpy as np
     import torch
     from scipy.sparse import csr_array
@@ -314,3 +323,25 @@ def attention_flow(layer_weights: Sequence[torch.Tensor], output_weights: torch.
     graph = csr_array((caps[keep], (rows[keep], cols[keep])), shape=(sink + 1, sink + 1))
     flows = [maximum_flow(graph, source, sink).flow_value for source in range(positions)]
     return torch.tensor(flows, dtype=torch.float64) / SCALE
+
+
+def _batched_flow(
+    layer_weights: Sequence[torch.Tensor], output_weights: torch.Tensor, key_mask: torch.Tensor | None
+) -> torch.Tensor:
+    """:func:`attention_flow` of each example of a batch over its real tokens, padded back with zeros: ``[B, T]``."""
+    import torch
+
+    batch, positions = output_weights.shape
+    if key_mask is None:
+        key_mask = torch.ones(batch, positions, dtype=torch.bool)
+    if key_mask.dtype != torch.bool or key_mask.shape != (batch, positions):
+        raise ValueError(
+            f"key_mask: expected a bool [{batch}, {positions}], got {key_mask.dtype} {tuple(key_mask.shape)}"
+        )
+    flows = torch.zeros(batch, positions, dtype=torch.float64)
+    for b in range(batch):
+        real = key_mask[b].nonzero().squeeze(-1)  # [t]
+        if len(real):
+            layers = [w[b][..., real[:, None], real] for w in layer_weights]  # per layer [H, t, t]
+            flows[b, real] = attention_flow(layers, output_weights[b, real])
+    return flows
