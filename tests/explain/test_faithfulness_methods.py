@@ -274,3 +274,26 @@ def test_flow_takes_a_batch_as_rollout_does_each_example_over_its_real_tokens():
     torch.testing.assert_close(batched[1, :3], second)
     with pytest.raises(ValueError, match="key_mask"):
         attention_flow([w[0] for w in layers], output[0], key_mask=key_mask[0])
+
+
+def test_scaled_attention_is_attention_times_the_task_scores_and_only_for_tasc_models():
+    """|attention x s| for a model with TaSc (the weights its pooling multiplies the states by); no such method
+    for a model without, which the method then skips."""
+    from attnkit.models import PooledClassifier
+    from attnkit.models.encoders import BiGRUEncoder
+    from attnkit.pooling import LinTaskScaling
+    from attnkit.tasks.classify.faithfulness import PooledSubject, task_scaled
+
+    plain = pooled_model("bigru")
+    assert "scaled_attention" not in pooled_subject(plain, [3, 4, 5]).attention_scores()
+    torch.manual_seed(0)
+    scaled = PooledClassifier(
+        40, 3, embed_dim=16, encoder=BiGRUEncoder(16, 8), dropout=0.0, task_scaling=LinTaskScaling(40)
+    ).eval()
+    subject = pooled_subject(scaled, [3, 4, 5, 6])
+    scores = subject.attention_scores()
+    ids = torch.tensor([[3, 4, 5, 6]])
+    s = scaled.task_scaling(ids, scaled.embedding(ids), torch.ones_like(ids, dtype=torch.bool))[0]
+    assert (s.abs() > 0).all() and not torch.allclose(s.abs(), torch.ones_like(s))  # scores that change something
+    torch.testing.assert_close(scores["scaled_attention"], (scores["attention"] * s).abs().detach())
+    assert isinstance(subject, PooledSubject) and task_scaled(plain, ids[0], scores["attention"]) == {}

@@ -186,6 +186,7 @@ METHODS: dict[str, Method] = {
     method.name: method
     for method in (
         AttentionScores("attention", "the model's own attention", shaded=True, superlative="most-attended"),
+        AttentionScores("scaled_attention", "TaSc models: |attention x task score|, what the pooling multiplies"),
         AttentionScores("rollout", "attention rollout through a Transformer encoder", shaded=True),
         AttentionScores("flow", "attention flow through a Transformer encoder", shaded=True),
         Gradients("gradient_x_input", "gradient x embedding", gradient=True),

@@ -109,6 +109,20 @@ def pooled_gradient_inputs(subjects: Sequence) -> BatchedGradientInputs:
 CHUNK = 256  # erased variants per forward
 
 
+def task_scaled(model: nn.Module, ids: torch.Tensor, attention: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``{"scaled_attention": |attention x s|}`` for a model with TaSc (``s`` its task scores of the words ``ids
+    [T]``, non-contextual by construction, so scored here apart from their documents; the pooling multiplies each
+    state by ``attention x s``, and a negative ``s`` matters as much as a positive one); ``{}`` without TaSc."""
+    scaling = getattr(model, "task_scaling", None)
+    if scaling is None:
+        return {}
+    device = next(model.parameters()).device
+    words = ids[None].to(device)  # [1, T]
+    with torch.no_grad():
+        scores = scaling(words, model.embedding(words), torch.ones_like(words, dtype=torch.bool))  # [1, T]
+    return {"scaled_attention": (attention * scores[0].float().cpu()).abs()}
+
+
 class _ClassifierSubject(abc.ABC):
     """What both families share: the prediction, chunked forwards in eval mode without gradients."""
 
@@ -193,7 +207,7 @@ class PooledSubject(_ClassifierSubject):
         from attnkit.explain.rollout import attention_rollout
 
         pooling = self._output.pooling.weights[0].float().mean(0).cpu()  # [T]
-        scores = {"attention": pooling}
+        scores = {"attention": pooling, **task_scaled(self.model, self.ids, pooling)}
         if isinstance(self.model.encoder, TransformerEncoder):
             layers = self.encoder_attention()  # L × [H, T, T]
             rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
@@ -302,7 +316,8 @@ class HanSubject(_ClassifierSubject):
     def attention_scores(self) -> dict[str, torch.Tensor]:
         """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
         words, sentences = self._levels()
-        return {"attention": words * sentences[self.sentence_of]}
+        attention = words * sentences[self.sentence_of]  # [T]
+        return {"attention": attention, **task_scaled(self.model, self.flat_ids, attention)}
 
     def attention_details(self) -> dict[str, list]:
         """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
