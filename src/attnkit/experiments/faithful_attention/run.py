@@ -31,8 +31,9 @@ __all__ = ["ACCURACY_SLACK", "FAITHFUL_SHARE", "choose", "recipe_named", "run_fa
 ACCURACY_SLACK = 1.0  # points of validation accuracy a recipe may lose against today's and still be chosen
 FAITHFUL_SHARE = 0.9  # attention's AOPC comprehensiveness as a share of IG's that counts as faithful (issue #38)
 FLIP_SLACK = 0.05  # attention's flip fraction may exceed IG's by this much
-PROBE_METHODS = ("attention", "integrated_gradients", "random")
-CONFIRM_METHODS = ("attention", "integrated_gradients", "leave_one_out", "random")
+# scaled_attention: |attention x task score| of TaSc models (what their pooling multiplies); absent for the others
+PROBE_METHODS = ("attention", "scaled_attention", "integrated_gradients", "random")
+CONFIRM_METHODS = ("attention", "scaled_attention", "integrated_gradients", "leave_one_out", "random")
 STEPS = 16  # integrated gradients' steps, as in the faithfulness experiment
 VALID_FRACTION = 0.1  # the training command's default validation share
 
@@ -74,11 +75,12 @@ def _figures(summary: dict) -> dict:
         name: {figure: values[figure]["mean"] for figure in ("aopc_comprehensiveness", "flip_fraction")}
         for name, values in summary["methods"].items()
     }
-    attention, ig = means["attention"], means["integrated_gradients"]
-    share = None
-    if ig["aopc_comprehensiveness"]:
-        share = attention["aopc_comprehensiveness"] / ig["aopc_comprehensiveness"]
-    return {"means": means, "share_of_ig": share}
+    ig = means["integrated_gradients"]["aopc_comprehensiveness"]
+
+    def share(name: str) -> float | None:
+        return means[name]["aopc_comprehensiveness"] / ig if name in means and ig else None
+
+    return {"means": means, "share_of_ig": share("attention"), "scaled_share_of_ig": share("scaled_attention")}
 
 
 def probe(row: Row, recipe: Recipe, paths: ExperimentPaths, documents: int, threads, device) -> dict:
