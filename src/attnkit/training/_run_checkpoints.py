@@ -93,19 +93,6 @@ class RunCheckpoints:
 
         self._on_main(write)
 
-    def after_epoch(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer,
-        run: RunState,
-        config: FitConfig,
-        *,
-        improved: bool,
-        best_weights: Mapping[str, torch.Tensor] | None = None,
-    ) -> None:
-        """:meth:`save` at an epoch's end (the name the loop used before step checkpoints)."""
-        self.save(model, optimizer, run, config, improved=improved, best_weights=best_weights)
-
     def refresh_best(self, model: nn.Module, run: RunState) -> None:
         """Rewrite ``best/`` from ``model`` if it does not hold the best epoch (lost, or from a crashed epoch)."""
 
