@@ -97,20 +97,27 @@ class AttentionPooling(nn.Module):
         *,
         key_mask: torch.Tensor | None = None,
         scale: torch.Tensor | None = None,
+        values: torch.Tensor | None = None,
     ) -> AttentionOutput:
         """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=``, positional or not, is the
         same argument under its older name).
+
+        ``values [B, T, Dv]`` (optional; default ``x``): what the weights average, while ``x`` alone is scored —
+        e.g. the word embeddings under an encoder's states, so that each weight multiplies one word's own vector.
 
         ``scale [B, T]`` (optional; TaSc, see :class:`TaskScaling`) multiplies each position's weight before the
         weighted sum: ``pooled = (weights · scale) @ x``. The returned weights stay the distribution's (rows sum
         to 1, padding 0), the attention that TaSc's authors explain with.
 
         Returns:
-            ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence
-            pools to zeros with all-zero weights.
+            ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])`` (``Dv`` for ``D`` with
+            ``values``). An empty sequence pools to zeros with all-zero weights.
         """
         mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "AttentionPooling")
+        if values is not None and values.shape[:2] != x.shape[:2]:
+            raise ValueError(f"AttentionPooling: values must have shape [B, T, Dv] with [B, T] = {tuple(x.shape[:2])}"
+                             f", got {tuple(values.shape)}")  # fmt: skip
         if self.positions is not None:
             x = self.positions(x)
         keys = x if self.key_proj is None else torch.tanh(self.key_proj(x))  # [B, T, Dh or D]
@@ -119,7 +126,7 @@ class AttentionPooling(nn.Module):
         mask = masks.attention_mask(scores.shape, key_mask=mask)
         weights = self.distribution(scores, mask, query=queries)  # [B, heads, T]
         scaled = weights if scale is None else weights * scale[:, None, :].to(weights.dtype)  # [B, heads, T]
-        pooled = scaled @ x.to(weights.dtype)  # [B, heads, D]
+        pooled = scaled @ (x if values is None else values).to(weights.dtype)  # [B, heads, D or Dv]
         return AttentionOutput(pooled.flatten(1) if self.heads > 1 else pooled.squeeze(1), weights)
 
 

@@ -21,7 +21,7 @@ from torch import nn
 from attnkit.distributions import Distribution
 from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder
-from attnkit.models.pooled import build_pooling, pool
+from attnkit.models.pooled import ATTENTION_VALUES, build_pooling, pool
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import TaskScaling
 
@@ -66,6 +66,11 @@ class HierarchicalAttentionClassifier(nn.Module):
         task_scaling: a :class:`~attnkit.pooling.TaskScaling` over the word embeddings (TaSc, at the word level:
             the words are scaled before the sentence level reads the sentence vectors); its vocabulary and
             embedding sizes must be the model's.
+        attention_values: what both attentions average: ``"states"`` (the BiGRUs', the default) or
+            ``"embeddings"``: the word attention averages the words' own embeddings and the sentence attention the
+            sentence vectors so made, while the BiGRUs' states still choose the weights. The document vector is then
+            ``Σ_s β_s Σ_w α_sw e_sw``: each word's weight ``β_s·α_sw`` multiplies that word's embedding and nothing
+            of its neighbours (sentence and document vectors of size ``E``).
     """
 
     def __init__(
@@ -84,8 +89,12 @@ class HierarchicalAttentionClassifier(nn.Module):
         attend_content_only: bool = False,
         distribution: Callable[[], Distribution] | None = None,
         task_scaling: TaskScaling | None = None,
+        attention_values: str = "states",
     ) -> None:
         super().__init__()
+        if attention_values not in ATTENTION_VALUES:
+            raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {attention_values!r}")
+        self.attention_values = attention_values
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         self.task_scaling = task_scaling
         self.attendable: torch.Tensor | None
@@ -95,12 +104,14 @@ class HierarchicalAttentionClassifier(nn.Module):
         self.word_pooling = build_pooling(
             "attention", self.word_encoder.output_dim, distribution=distribution and distribution(), **options
         )
-        self.sentence_encoder = BiGRUEncoder(self.word_encoder.output_dim, sentence_hidden, packed=packed)
+        sentence_dim = embed_dim if attention_values == "embeddings" else self.word_encoder.output_dim
+        self.sentence_encoder = BiGRUEncoder(sentence_dim, sentence_hidden, packed=packed)
         self.sentence_pooling = build_pooling(
             "attention", self.sentence_encoder.output_dim, distribution=distribution and distribution(), **options
         )
         self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(self.sentence_encoder.output_dim, num_classes)
+        document_dim = embed_dim if attention_values == "embeddings" else self.sentence_encoder.output_dim
+        self.classifier = nn.Linear(document_dim, num_classes)
 
     def forward(
         self,
@@ -161,8 +172,10 @@ class HierarchicalAttentionClassifier(nn.Module):
             attend = attend & self.attendable[token_ids]
         embedded = self.embedding(token_ids)  # [N, W, E]
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, embedded, word_mask)  # [N, W]
-        encoded = self.word_encoder(self.dropout(embedded), word_mask)  # [N, W, Dw]
-        pooled = pool(self.word_pooling, encoded, attend, scale)  # context [N, Dw], weights [N, 1, W]
+        embedded = self.dropout(embedded)
+        encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
+        values = embedded if self.attention_values == "embeddings" else None
+        pooled = pool(self.word_pooling, encoded, attend, scale, values)  # context [N, Dw or E], weights [N, 1, W]
         return AttentionOutput(pooled.context, pooled.weights[:, 0]), EncodedStates(encoded, word_mask)
 
     def classify_sentences(
@@ -184,7 +197,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         packed_mask = torch.gather(sentence_mask, 1, order)
         vectors = torch.gather(vectors, 1, order[..., None].expand_as(vectors))  # [B, S, Dw]
         encoded_sentences = self.sentence_encoder(vectors, packed_mask)  # [B, S, Ds]
-        document = self.sentence_pooling(encoded_sentences, torch.gather(attend, 1, order))  # weights [B, 1, S]
+        values = vectors if self.attention_values == "embeddings" else None
+        document = pool(self.sentence_pooling, encoded_sentences, torch.gather(attend, 1, order), None, values)
         sentence_weights = torch.zeros_like(document.weights[:, 0]).scatter(1, order, document.weights[:, 0])
         logits = self.classifier(self.dropout(document.context))
         return (

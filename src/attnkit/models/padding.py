@@ -58,8 +58,9 @@ class UnmaskedPooling(nn.Module):
         self.heads = getattr(pooling, "heads", 1)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, scale: torch.Tensor | None = None
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, **options: torch.Tensor | None
     ) -> AttentionOutput:
-        """x ``[B, T, D]``; ``mask`` is ignored on purpose; ``scale [B, T]`` (TaSc) is passed on ->
-        ``AttentionOutput(pooled, weights [B, heads, T])``."""
-        return self.pooling(x, None) if scale is None else self.pooling(x, None, scale=scale)
+        """x ``[B, T, D]``; ``mask`` is ignored on purpose; ``options`` (``scale [B, T]`` of TaSc, ``values [B, T,
+        Dv]``) are passed on -> ``AttentionOutput(pooled, weights [B, heads, T])``."""
+        given = {name: value for name, value in options.items() if value is not None}
+        return self.pooling(x, None, **given)

@@ -19,7 +19,15 @@ from attnkit.models.padding import PADDING_MODES, RenormalisedSoftmax, UnmaskedP
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import AttentionPooling, MaxPooling, MeanPooling, TaskScaling
 
-__all__ = ["POOLINGS", "PooledClassifier", "PooledClassifierOutput", "bigram_ids", "build_pooling", "pool"]
+__all__ = [
+    "ATTENTION_VALUES",
+    "POOLINGS",
+    "PooledClassifier",
+    "PooledClassifierOutput",
+    "bigram_ids",
+    "build_pooling",
+    "pool",
+]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
 
@@ -61,12 +69,25 @@ def build_pooling(
     raise ValueError(f"unknown pooling {name!r}; choose from {', '.join(POOLINGS)}")
 
 
+ATTENTION_VALUES = ("states", "embeddings")
+
+
 def pool(
-    pooling: nn.Module, x: torch.Tensor, mask: torch.Tensor | None, scale: torch.Tensor | None = None
+    pooling: nn.Module,
+    x: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: torch.Tensor | None = None,
+    values: torch.Tensor | None = None,
 ) -> AttentionOutput:
-    """``pooling(x [B, T, D], mask [B, T])``, handing it the TaSc ``scale [B, T]`` when there is one (only attention
-    poolings take it)."""
-    return pooling(x, mask) if scale is None else pooling(x, mask, scale=scale)
+    """``pooling(x [B, T, D], mask [B, T])``, handing it the TaSc ``scale [B, T]`` and the ``values [B, T, Dv]`` to
+    average when there are some (only attention poolings take them)."""
+    given = {name: value for name, value in (("scale", scale), ("values", values)) if value is not None}
+    return pooling(x, mask, **given)
+
+
+def _attention(pooling: nn.Module) -> nn.Module:
+    """The pooling itself, or the one an :class:`UnmaskedPooling` wraps."""
+    return pooling.pooling if isinstance(pooling, UnmaskedPooling) else pooling
 
 
 _BIGRAM_MULTIPLIER = 1_000_003  # a prime above any vocabulary size: (a, b) -> a·M + b is one-to-one
@@ -112,6 +133,10 @@ class PooledClassifier(nn.Module):
             weights): the pooling may then only attend to tokens it marks; the encoder still reads every token.
         task_scaling: a :class:`~attnkit.pooling.TaskScaling` (TaSc) over the word embeddings (not the bigram
             features, so that a token's score stays its own); needs an attention pooling.
+        attention_values: what the attention averages: ``"states"`` (the encoder's, the default) or
+            ``"embeddings"`` (each position's own input vector, while the encoder's states still choose the
+            weights: a weight then multiplies one word and nothing of its neighbours; needs an attention pooling
+            whose ``dim`` is the encoder's and a classifier over ``E``).
     """
 
     def __init__(
@@ -127,8 +152,11 @@ class PooledClassifier(nn.Module):
         bigram_buckets: int = 0,
         attend_content_only: bool = False,
         task_scaling: TaskScaling | None = None,
+        attention_values: str = "states",
     ) -> None:
         super().__init__()
+        if attention_values not in ATTENTION_VALUES:
+            raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {attention_values!r}")
         if bigram_buckets < 0:
             raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
@@ -138,11 +166,15 @@ class PooledClassifier(nn.Module):
         self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
         self.task_scaling = task_scaling
+        self.attention_values = attention_values
         feature_dim = getattr(encoder, "output_dim", embed_dim)
         self.pooling = pooling if pooling is not None else AttentionPooling(feature_dim)
+        if attention_values == "embeddings" and not isinstance(_attention(self.pooling), AttentionPooling):
+            raise ValueError("attention_values 'embeddings' needs an attention pooling (attention or multihead)")
         heads = getattr(self.pooling, "heads", 1)
         self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(feature_dim * heads, num_classes)
+        pooled_dim = embed_dim if attention_values == "embeddings" else feature_dim
+        self.classifier = nn.Linear(pooled_dim * heads, num_classes)
 
     def forward(
         self, token_ids: torch.Tensor, mask: torch.Tensor, *, attend_mask: torch.Tensor | None = None
@@ -158,6 +190,7 @@ class PooledClassifier(nn.Module):
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, x, mask)  # [B, T]
         if self.bigram_embedding is not None:
             x = x + self.bigram_embedding(bigram_ids(token_ids, mask, self.bigram_buckets))  # [B, T, E]
+        values = x if self.attention_values == "embeddings" else None  # [B, T, E]
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]
         elif isinstance(self.encoder, TransformerEncoder):
@@ -165,6 +198,6 @@ class PooledClassifier(nn.Module):
         elif self.encoder is not None:
             x = self.encoder(x, mask)
         attend = attend if self.attendable is None else attend & self.attendable[token_ids]
-        pooled = pool(self.pooling, x, attend, scale)
+        pooled = pool(self.pooling, x, attend, scale, values)
         encoded = () if self.encoder is None else (EncodedStates(x, mask),)
         return PooledClassifierOutput(self.classifier(self.dropout(pooled.context)), pooled, encoded)

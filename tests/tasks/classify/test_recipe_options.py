@@ -25,13 +25,15 @@ SMALL = {"label_names": ["a", "b"], "embed_dim": 8, "hidden": 4, "dropout": 0.0}
 
 def test_the_options_round_trip_through_the_checkpoint_config():
     config = ClassifierConfig(
-        model="pooled", attention_distribution="entmax15", task_scaling="feat", encoder_diversity=0.25, **SMALL
-    )
+        model="pooled", attention_distribution="entmax15", task_scaling="feat", encoder_diversity=0.25,
+        attention_values="embeddings", **SMALL,
+    )  # fmt: skip
     values = json.loads(json.dumps(config.to_dict()))
     assert {k: values[k] for k in RECIPE_BEFORE_OPTIONS} == {
         "attention_distribution": "entmax15",
         "task_scaling": "feat",
         "encoder_diversity": 0.25,
+        "attention_values": "embeddings",
     }
     assert ClassifierConfig.from_dict(values) == config
 
@@ -44,6 +46,7 @@ def test_a_config_written_before_the_options_reads_as_todays_recipe():
         "attention_distribution": "softmax",
         "task_scaling": "none",
         "encoder_diversity": 0.0,
+        "attention_values": "states",
     }
 
 

@@ -3,7 +3,8 @@ options probed on them (issue #38) — a table of :class:`Recipe` objects, read 
 
 A recipe is today's training command of its row plus some options (and, for ``attend-all``, minus ``--attend
 content``). The options are the model options of ``attnkit train classify``: ``--attention-distribution``,
-``--task-scaling`` (TaSc), ``--encoder-diversity`` (Diversity LSTM's penalty). The best combination is built from
+``--task-scaling`` (TaSc), ``--encoder-diversity`` (Diversity LSTM's penalty), ``--attention-values embeddings``
+(the states score, the words' own embeddings are averaged). The best combination is built from
 the probes (:func:`combine`), never chosen on test.
 """
 
@@ -22,7 +23,7 @@ class Recipe:
     Attributes:
         name: how tables and ``--recipes`` name it.
         options: added to the row's command.
-        family: the idea it belongs to (``distribution``, ``scaling``, ``diversity``, ``attend``), so that the
+        family: the idea it belongs to (``distribution``, ``scaling``, ``diversity``, ``attend``, ``values``), so the
             combination takes at most one recipe of each; ``None`` for today's recipe.
         remove: options (with their value) taken out of the row's command.
         needs_encoder: only for models whose attention reads an encoder's states (the diversity penalty).
@@ -81,6 +82,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe("tasc-conv", ("--task-scaling", "conv"), "scaling"),
         Recipe("diversity", ("--encoder-diversity", "0.5"), "diversity", needs_encoder=True),
         Recipe("attend-all", (), "attend", remove=("--attend", "content")),
+        Recipe("embedding-values", ("--attention-values", "embeddings"), "values"),
     )
 }
 

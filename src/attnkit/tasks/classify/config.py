@@ -17,7 +17,7 @@ from torch import nn
 from attnkit.distributions import Distribution, Entmax15, Softmax, Sparsemax, Uniform
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
 from attnkit.models.padding import PADDING_MODES
-from attnkit.models.pooled import build_pooling
+from attnkit.models.pooled import ATTENTION_VALUES, build_pooling
 from attnkit.pooling import AttentionPooling, ConvTaskScaling, FeatTaskScaling, LinTaskScaling, TaskScaling
 from attnkit.training.config_io import JsonConfig
 
@@ -55,6 +55,7 @@ RECIPE_BEFORE_OPTIONS: dict[str, Any] = {
     "attention_distribution": "softmax",
     "task_scaling": "none",
     "encoder_diversity": 0.0,
+    "attention_values": "states",
 }
 
 
@@ -101,6 +102,8 @@ class ClassifierConfig(JsonConfig):
     attention_distribution: str = "softmax"
     task_scaling: str = "none"
     encoder_diversity: float = 0.0
+    # what the attention averages: the encoder's states, or the words' own embeddings (the states still score them)
+    attention_values: str = "states"
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
     text_column: str = "text"
     label_column: str = "label"
@@ -145,6 +148,10 @@ class ClassifierConfig(JsonConfig):
         if self.attention_padding == "renormalised" and self.attention_distribution != "softmax":
             raise ValueError("attention_padding 'renormalised' is a softmax renormalised after the fact: it takes no "
                              f"attention_distribution {self.attention_distribution!r}")  # fmt: skip
+        if self.attention_values not in ATTENTION_VALUES:
+            raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {self.attention_values!r}")
+        if self.attention_values != "states" and not attention:
+            raise ValueError(f"attention_values acts on attention pooling, not {self.pooling} pooling")
         if self.encoder_diversity and self.model == "pooled" and self.encoder == "none":
             raise ValueError("encoder_diversity keeps an encoder's states apart: give the pooled model an encoder")
 
@@ -164,6 +171,7 @@ class ClassifierConfig(JsonConfig):
             "attention_distribution": "uniform" if self.uniform_attention else self.attention_distribution,
             "task_scaling": self.task_scaling,
             "encoder_diversity": self.encoder_diversity,
+            "attention_values": self.attention_values,
             "attend": self.attend,
             "attention_padding": self.attention_padding,
         }
@@ -192,6 +200,7 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         attend_content_only=config.attend == "content",
         distribution=lambda: _distribution(config),
         task_scaling=_task_scaling(config, vocab_size),
+        attention_values=config.attention_values,
     )
 
 
@@ -214,6 +223,7 @@ def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         bigram_buckets=config.bigram_buckets,
         attend_content_only=config.attend == "content",
         task_scaling=_task_scaling(config, vocab_size),
+        attention_values=config.attention_values,
     )
 
 
@@ -272,6 +282,7 @@ def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
         attention_distribution=args.attention_distribution,
         task_scaling=args.task_scaling,
         encoder_diversity=args.encoder_diversity,
+        attention_values=args.attention_values,
     )
     check_embeddings(args.embeddings, config.embed_dim)
     return config

@@ -17,6 +17,7 @@ from attnkit.tasks.options import non_negative_float
 
 __all__ = ["add_recipe_arguments", "recipe_lines", "recipe_section"]
 
+_VALUES = {"states": "the encoder's states", "embeddings": "the words' own embeddings (scored by the encoder's states)"}
 _TASC_SHADING = "; the shading shows the attention weights before the per-word scores multiply them"
 
 
@@ -54,6 +55,15 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "that attention over them cannot hide the decision; HAN: both BiGRUs; pooled: needs an encoder (default 0: "
         "off)",
     )
+    faithful.add_argument(
+        "--attention-values",
+        choices=["states", "embeddings"],
+        default="states",
+        help="what every attention pooling averages: states (the encoder's, default) or embeddings (each word's own "
+        "input vector, while the encoder's states still choose the weights: a weight then multiplies one word and "
+        "nothing of its neighbours, as Tutek & Snajder 2020 ask of attention that explains; HAN: the sentence "
+        "attention averages the sentence vectors so made)",
+    )
 
 
 def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
@@ -65,6 +75,7 @@ def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
         f"attention distribution: {recipe['attention_distribution']}",
         f"task scaling (TaSc): {scaling}" + ("" if scaling == "none" else _TASC_SHADING),
         f"encoder diversity (conicity penalty): {'off' if not diversity else f'λ = {diversity:g}'}",
+        f"attention averages: {_VALUES[recipe.get('attention_values', 'states')]}",
         f"attends to: {'content words only' if recipe['attend'] == 'content' else 'every token'}",
     ]
 

@@ -63,6 +63,7 @@ ADDED_LATER = {
     "attention_distribution": "softmax",
     "task_scaling": "none",
     "encoder_diversity": 0.0,
+    "attention_values": "states",
     "distill_from": None,
     "distill_beam": None,
     "distill_gold": False,
