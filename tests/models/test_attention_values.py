@@ -155,3 +155,28 @@ def test_the_config_builds_it_refuses_it_without_attention_and_old_configs_read_
     assert RECIPE_BEFORE_OPTIONS["attention_values"] == "states"
     legacy = {k: v for k, v in ClassifierConfig(**small).to_dict().items() if k != "attention_values"}
     assert ClassifierConfig.from_dict(legacy).attention_values == "states"
+
+
+@pytest.mark.parametrize("family", ["han", "pooled"])
+def test_attention_contributions_decompose_the_predicted_logit_exactly(family):
+    """Σ_i c_i = (logit_ŷ − mean logit) − (b_ŷ − mean b): the method ranks words by their exact part."""
+    from attnkit.tasks.classify.faithfulness import value_contributions
+
+    torch.manual_seed(1)
+    if family == "han":
+        model = han("sparsemax")
+        ids = torch.randint(1, V, (1, 2, 4))
+        out = model(ids, ids != 0, torch.ones(1, 2, dtype=torch.bool))
+        weights = (out.sentences.weights[0, :, None] * out.words.weights[0]).reshape(1, -1)  # [1, T]
+        flat = ids.reshape(-1)
+    else:
+        model = pooled(heads=2)
+        flat = torch.randint(1, V, (7,))
+        out = model(flat[None], torch.ones(1, 7, dtype=torch.bool))
+        weights = out.pooling.weights[0]  # [H, T]
+    label = int(out.logits.argmax())
+    parts = value_contributions(model, flat, model.embedding(flat), weights, label)["attention_contribution"]
+    logits, bias = out.logits[0].detach(), model.classifier.bias.detach()
+    torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))
+    plain = HierarchicalAttentionClassifier(V, 3, embed_dim=E, word_hidden=5, sentence_hidden=6)
+    assert value_contributions(plain, flat, plain.embedding(flat), weights[:1], label) == {}

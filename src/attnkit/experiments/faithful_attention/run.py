@@ -31,9 +31,11 @@ __all__ = ["ACCURACY_SLACK", "FAITHFUL_SHARE", "choose", "recipe_named", "run_fa
 ACCURACY_SLACK = 1.0  # points of validation accuracy a recipe may lose against today's and still be chosen
 FAITHFUL_SHARE = 0.9  # attention's AOPC comprehensiveness as a share of IG's that counts as faithful (issue #38)
 FLIP_SLACK = 0.05  # attention's flip fraction may exceed IG's by this much
-# scaled_attention: |attention x task score| of TaSc models (what their pooling multiplies); absent for the others
-PROBE_METHODS = ("attention", "scaled_attention", "integrated_gradients", "random")
-CONFIRM_METHODS = ("attention", "scaled_attention", "integrated_gradients", "leave_one_out", "random")
+# scaled_attention: |attention x task score| of TaSc models (what their pooling multiplies); attention_contribution:
+# attention x each word's part of the logit, for --attention-values embeddings models; absent for the others
+_OWN = ("attention", "scaled_attention", "attention_contribution")
+PROBE_METHODS = (*_OWN, "integrated_gradients", "random")
+CONFIRM_METHODS = (*_OWN, "integrated_gradients", "leave_one_out", "random")
 STEPS = 16  # integrated gradients' steps, as in the faithfulness experiment
 VALID_FRACTION = 0.1  # the training command's default validation share
 
@@ -80,7 +82,12 @@ def _figures(summary: dict) -> dict:
     def share(name: str) -> float | None:
         return means[name]["aopc_comprehensiveness"] / ig if name in means and ig else None
 
-    return {"means": means, "share_of_ig": share("attention"), "scaled_share_of_ig": share("scaled_attention")}
+    return {
+        "means": means,
+        "share_of_ig": share("attention"),
+        "scaled_share_of_ig": share("scaled_attention"),
+        "contribution_share_of_ig": share("attention_contribution"),
+    }
 
 
 def probe(row: Row, recipe: Recipe, paths: ExperimentPaths, documents: int, threads, device) -> dict:

@@ -8,10 +8,13 @@ COMMAND = "attnkit experiment faithful-attention --data fine-foods --only han"
 INTRO = """Which training recipe makes a classifier's attention the explanation (issue #38)? Each row's recipe today
 and the options of `attnkit train classify` — `--attention-distribution sparsemax|entmax15`, `--task-scaling
 lin|feat|conv` (TaSc, Chrysostomou & Aletras 2021), `--encoder-diversity 0.5` (Diversity LSTM's penalty,
-Mohankumar et al. 2020), `--attend all` instead of `content` — are **probed on validation with one seed**: the
+Mohankumar et al. 2020), `--attention-values embeddings` (the states score, the words' own embeddings are
+averaged), `--attend all` instead of `content` — are **probed on validation with one seed**: the
 validation accuracy and, on {documents} sampled validation documents, attention's AOPC comprehensiveness as a share
 of integrated gradients' (IG from 16 steps, doubled until the completeness delta is within 5 % of the prediction's
-change; for TaSc models also that of |α·s|, the weights their pooling multiplies: `scaled_attention`) and both flip
+change; for TaSc models also that of |α·s|, the weights their pooling multiplies: `scaled_attention`; for models
+whose attention averages the word embeddings, `--attention-values embeddings`, also that of α·part, each word's
+attention times its own part of the predicted class's logit: `attention_contribution`) and both flip
 fractions (deletion; `random` is the mean of 10 seeded draws). The options that raised that share without
 costing more than 1 point of validation accuracy are combined (one per family) and probed too. The recommended
 recipe is chosen from these validation figures alone: faithful (≥ 0.9× IG's comprehensiveness, flip fraction ≤
@@ -52,8 +55,8 @@ def _share(value: float | None) -> str:
 def _probe_table(row: dict) -> list[str]:
     lines = [
         "| recipe (probe, seed 0) | valid acc. | attention comp. | IG comp. | attention / IG | \\|α·s\\| / IG "
-        "| attention flips | IG flips | random comp. | minutes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| α·part / IG | attention flips | IG flips | random comp. | minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in row["probe"].items():
         means = result["means"]
@@ -61,7 +64,7 @@ def _probe_table(row: dict) -> list[str]:
         lines.append(
             f"| {name}{chosen} | {result['valid_accuracy']:.2f} | {means['attention']['aopc_comprehensiveness']:.3f} "
             f"| {means['integrated_gradients']['aopc_comprehensiveness']:.3f} | {_share(result['share_of_ig'])} "
-            f"| {_share(result.get('scaled_share_of_ig'))} "
+            f"| {_share(result.get('scaled_share_of_ig'))} | {_share(result.get('contribution_share_of_ig'))} "
             f"| {means['attention']['flip_fraction']:.2f} | {means['integrated_gradients']['flip_fraction']:.2f} "
             f"| {means['random']['aopc_comprehensiveness']:.3f} | {result['minutes']:.1f} |"
         )

@@ -187,6 +187,10 @@ METHODS: dict[str, Method] = {
     for method in (
         AttentionScores("attention", "the model's own attention", shaded=True, superlative="most-attended"),
         AttentionScores("scaled_attention", "TaSc models: |attention x task score|, what the pooling multiplies"),
+        AttentionScores(
+            "attention_contribution",
+            "--attention-values embeddings models: attention x each word's own part of the predicted class's logit",
+        ),
         AttentionScores("rollout", "attention rollout through a Transformer encoder", shaded=True),
         AttentionScores("flow", "attention flow through a Transformer encoder", shaded=True),
         Gradients("gradient_x_input", "gradient x embedding", gradient=True),

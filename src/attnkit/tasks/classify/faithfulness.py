@@ -113,14 +113,38 @@ def task_scaled(model: nn.Module, ids: torch.Tensor, attention: torch.Tensor) ->
     """``{"scaled_attention": |attention x s|}`` for a model with TaSc (``s`` its task scores of the words ``ids
     [T]``, non-contextual by construction, so scored here apart from their documents; the pooling multiplies each
     state by ``attention x s``, and a negative ``s`` matters as much as a positive one); ``{}`` without TaSc."""
-    scaling = getattr(model, "task_scaling", None)
-    if scaling is None:
+    if getattr(model, "task_scaling", None) is None:
         return {}
-    device = next(model.parameters()).device
-    words = ids[None].to(device)  # [1, T]
+    return {"scaled_attention": (attention * _task_scores(model, ids)).abs()}
+
+
+def value_contributions(
+    model: nn.Module, ids: torch.Tensor, values: torch.Tensor, weights: torch.Tensor, label: int
+) -> dict[str, torch.Tensor]:
+    """``{"attention_contribution": [T]}`` for a model whose attention averages the words' own embeddings
+    (``attention_values == "embeddings"``); ``{}`` otherwise. There the predicted class's logit, against the mean of
+    all logits, is exactly ``Σ_i c_i`` + a constant, with ``c_i = Σ_h weights[h, i] · s_i · (w_label,h − w̄_h) ·
+    values[i]`` (``s`` TaSc's scores, 1 without): each word's part of the decision, through its attention weight.
+
+    Args:
+        ids: the words ``[T]``. values: what the attention averages ``[T, E]``. weights: the attention ``[H, T]``
+            (HAN: one row, word × sentence weight). label: the predicted class.
+    """
+    if getattr(model, "attention_values", "states") != "embeddings":
+        return {}
+    classifier = model.classifier.weight.detach().float().cpu()  # [C, H·E]
+    direction = (classifier[label] - classifier.mean(0)).view(weights.shape[0], -1)  # [H, E]
+    signed = torch.ones(ids.shape[0]) if getattr(model, "task_scaling", None) is None else _task_scores(model, ids)
+    parts = (weights * (direction @ values.detach().float().cpu().T)).sum(0)  # [T]
+    return {"attention_contribution": parts * signed}
+
+
+def _task_scores(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """TaSc's signed scores of the words ``ids [T]`` -> ``[T]``."""
+    words = ids[None].to(next(model.parameters()).device)  # [1, T]
     with torch.no_grad():
-        scores = scaling(words, model.embedding(words), torch.ones_like(words, dtype=torch.bool))  # [1, T]
-    return {"scaled_attention": (attention * scores[0].float().cpu()).abs()}
+        scores = model.task_scaling(words, model.embedding(words), torch.ones_like(words, dtype=torch.bool))
+    return scores[0].float().cpu()
 
 
 class _ClassifierSubject(abc.ABC):
@@ -206,8 +230,13 @@ class PooledSubject(_ClassifierSubject):
         from attnkit.explain.faithfulness.methods import attention_flow
         from attnkit.explain.rollout import attention_rollout
 
-        pooling = self._output.pooling.weights[0].float().mean(0).cpu()  # [T]
+        heads = self._output.pooling.weights[0].float().cpu()  # [H, T]
+        pooling = heads.mean(0)  # [T]
         scores = {"attention": pooling, **task_scaled(self.model, self.ids, pooling)}
+        if getattr(self.model, "attention_values", "states") == "embeddings":
+            with torch.no_grad():
+                values = self._embed(*(t.to(self.device) for t in self._whole()))[0]  # [T, E]
+            scores.update(value_contributions(self.model, self.ids, values, heads, self.label))
         if isinstance(self.model.encoder, TransformerEncoder):
             layers = self.encoder_attention()  # L × [H, T, T]
             rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
@@ -317,7 +346,12 @@ class HanSubject(_ClassifierSubject):
         """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
         words, sentences = self._levels()
         attention = words * sentences[self.sentence_of]  # [T]
-        return {"attention": attention, **task_scaled(self.model, self.flat_ids, attention)}
+        scores = {"attention": attention, **task_scaled(self.model, self.flat_ids, attention)}
+        if getattr(self.model, "attention_values", "states") == "embeddings":
+            with torch.no_grad():
+                values = self.model.embedding(self.flat_ids.to(self.device))  # [T, E]
+            scores.update(value_contributions(self.model, self.flat_ids, values, attention[None], self.label))
+        return scores
 
     def attention_details(self) -> dict[str, list]:
         """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
