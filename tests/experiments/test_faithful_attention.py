@@ -11,7 +11,7 @@ import pytest
 from attnkit.cli import build_parser, main
 from attnkit.experiments.faithful_attention import RECIPES, ROWS, choose, render_faithful_attention
 from attnkit.experiments.faithful_attention.recipes import Recipe, combine
-from attnkit.experiments.faithful_attention.run import _combination, train_argv
+from attnkit.experiments.faithful_attention.run import _combination, explanation, train_argv
 
 
 def commands() -> list[list[str]]:
@@ -61,6 +61,20 @@ def test_with_no_faithful_recipe_the_largest_share_among_accurate_ones_is_chosen
     probes = {"today": probe(80.0, 0.2), "sparsemax": probe(79.5, 0.3), "tasc-lin": probe(75.0, 0.35)}
     name, reason = choose(probes)
     assert name == "sparsemax" and "no recipe faithful" in reason
+
+
+def test_a_model_is_judged_by_its_own_attention_explanation_where_it_has_one():
+    """An --attention-values embeddings model explains by attention x each word's part (its flips count too)."""
+    values = probe(79.5, 0.15)
+    values["means"]["attention_contribution"] = {"aopc_comprehensiveness": 0.42, "flip_fraction": 0.22}
+    values["contribution_share_of_ig"] = 0.42 / 0.4
+    probes = {"today": probe(80.0, 0.2), "embedding-values": values, "sparsemax": probe(80.0, 0.3)}
+    assert explanation(values) == ("attention_contribution", 0.42 / 0.4)
+    assert explanation(probes["today"]) == ("attention", 0.5)
+    name, reason = choose(probes)
+    assert name == "embedding-values" and "faithful on validation" in reason
+    values["means"]["attention_contribution"]["flip_fraction"] = 0.3  # flips later than IG + 0.05: not faithful
+    assert choose(probes) == ("embedding-values", choose(probes)[1]) and "no recipe faithful" in choose(probes)[1]
 
 
 def test_the_combination_takes_the_best_gaining_recipe_of_each_family():

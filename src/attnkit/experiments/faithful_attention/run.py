@@ -26,7 +26,15 @@ from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run
 from attnkit.experiments.faithful_attention.recipes import RECIPES, ROWS, Recipe, Row, combine
 from attnkit.training.run_report import in_percent
 
-__all__ = ["ACCURACY_SLACK", "FAITHFUL_SHARE", "choose", "recipe_named", "run_faithful_attention", "train_argv"]
+__all__ = [
+    "ACCURACY_SLACK",
+    "FAITHFUL_SHARE",
+    "choose",
+    "explanation",
+    "recipe_named",
+    "run_faithful_attention",
+    "train_argv",
+]
 
 ACCURACY_SLACK = 1.0  # points of validation accuracy a recipe may lose against today's and still be chosen
 FAITHFUL_SHARE = 0.9  # attention's AOPC comprehensiveness as a share of IG's that counts as faithful (issue #38)
@@ -116,9 +124,27 @@ def probe(row: Row, recipe: Recipe, paths: ExperimentPaths, documents: int, thre
     }
 
 
+# The attention explanation a recipe's model gives, its own first: what its pooling multiplies (TaSc) or each word's
+# attention times its own part of the logit (--attention-values embeddings); else the attention weights.
+_EXPLANATIONS = (
+    ("attention_contribution", "contribution_share_of_ig"),
+    ("scaled_attention", "scaled_share_of_ig"),
+    ("attention", "share_of_ig"),
+)
+
+
+def explanation(result: dict) -> tuple[str, float | None]:
+    """The method that explains a probe's model through its attention, and its share of IG's comprehensiveness."""
+    for method, share in _EXPLANATIONS:
+        if result.get(share) is not None:
+            return method, result[share]
+    return "attention", None
+
+
 def _faithful(result: dict) -> bool:
-    means, share = result["means"], result["share_of_ig"]
-    flips_ok = means["attention"]["flip_fraction"] <= means["integrated_gradients"]["flip_fraction"] + FLIP_SLACK
+    method, share = explanation(result)
+    means = result["means"]
+    flips_ok = means[method]["flip_fraction"] <= means["integrated_gradients"]["flip_fraction"] + FLIP_SLACK
     return share is not None and share >= FAITHFUL_SHARE and flips_ok
 
 
@@ -127,14 +153,15 @@ def choose(probes: dict[str, dict]) -> tuple[str, str]:
 
     Accurate: validation accuracy within :data:`ACCURACY_SLACK` points of today's. Among accurate recipes, the
     faithful ones (attention ≥ :data:`FAITHFUL_SHARE` of IG's comprehensiveness, flip fraction ≤ IG's + 0.05) win,
-    the most accurate first; with none faithful, the one whose attention holds the largest share of IG's."""
+    the most accurate first; with none faithful, the one whose attention holds the largest share of IG's. A model's
+    attention explanation is :func:`explanation`'s: its own attention-derived method where it has one."""
     today = probes["today"]["valid_accuracy"]
     accurate = {name: result for name, result in probes.items() if result["valid_accuracy"] >= today - ACCURACY_SLACK}
     faithful = {name: result for name, result in accurate.items() if _faithful(result)}
     if faithful:
         name = max(faithful, key=lambda n: (faithful[n]["valid_accuracy"], faithful[n]["share_of_ig"]))
         return name, "faithful on validation and the most accurate of the faithful recipes"
-    name = max(accurate, key=lambda n: accurate[n]["share_of_ig"] or 0.0)
+    name = max(accurate, key=lambda n: explanation(accurate[n])[1] or 0.0)
     return name, "no recipe faithful on validation: the accurate one whose attention holds most of IG's"
 
 
