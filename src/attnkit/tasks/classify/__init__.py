@@ -6,7 +6,7 @@
 | :mod:`~attnkit.tasks.classify.data` | built-in data sets and labelled files (``load_data``), ``--delimiter``, the data summary |
 | :mod:`~attnkit.tasks.classify.encoding` | texts -> ids -> batches per model family; ``Prediction`` |
 | :mod:`~attnkit.tasks.classify.objective` | the objective ``fit`` trains on: cross-entropy and accuracy |
-| :mod:`~attnkit.tasks.classify.training` | ``train_classifier`` |
+| :mod:`~attnkit.tasks.classify.training` | ``train_classifier``, one trainer over rows in memory (``InMemoryRows``) or streamed |
 | :mod:`~attnkit.tasks.classify.inference` | ``load_classifier`` -> ``Classifier`` (``predict``, ``evaluate``) |
 | :mod:`~attnkit.tasks.classify.ensemble` | ``ClassifierEnsemble``: several classifiers' probabilities averaged |
 | :mod:`~attnkit.tasks.classify.recipe` | the faithful-attention options of ``train classify`` and the report part that states them |
@@ -20,7 +20,7 @@
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.classify.demo` | ``attnkit demo``: HAN on fine-food reviews against TF-IDF, explained and checked |
 | :mod:`~attnkit.tasks.classify.streamed_command` | when ``train classify`` streams its file, and that run |
-| :mod:`~attnkit.tasks.classify.streamed_training` | training on a file read as a stream (``--streaming``) |
+| :mod:`~attnkit.tasks.classify.streamed_rows` | ``StreamedRows``: a training file read as a stream (``--streaming``) |
 """
 
 from attnkit.tasks.classify import commands, demo

@@ -21,11 +21,12 @@ def streams(args: argparse.Namespace) -> bool:
 
 def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars: int | None = None):
     """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
-    checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are what the
-    in-memory trainer takes too (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
+    checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are the trainer's,
+    as for rows in memory (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
     texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
     from attnkit.data.classify.text_stream import TextFileStream
-    from attnkit.tasks.classify.streamed_training import train_classifier_streamed
+    from attnkit.tasks.classify.streamed_rows import StreamedRows
+    from attnkit.tasks.classify.training import train_classifier
     from attnkit.tasks.train_setup import scan_bytes
 
     if not Path(args.data).exists():
@@ -47,6 +48,5 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
         sample_bytes=scan_bytes(args),
     )
     with start.plan.writing():
-        return train_classifier_streamed(
-            stream, start.config, start.fit_config, test_path=args.test, init_from=start.init, **options
-        )
+        rows = StreamedRows(stream, test_path=args.test)
+        return train_classifier(rows, start.config, start.fit_config, init_from=start.init, **options)

@@ -3,20 +3,23 @@
     data = load_data("fine-foods")
     report = train_classifier(data, ClassifierConfig(model="han"), FitConfig(epochs=5), out_dir="runs/ff")
 
-The validation split is carved from the training data (stratified, deterministic); the test split is only
+One trainer over rows in memory (:class:`InMemoryRows`: validation carved from the training split, stratified and
+deterministic) or streamed (:class:`~attnkit.tasks.classify.streamed_rows.StreamedRows`). The test split is only
 ever used for the final evaluation. A run directory holds ``best/`` and ``last/`` (safetensors + ``config.json`` +
 ``tokenizer.json``), ``tokenizer/`` (the run's own copy, reused by ``resume``) and ``metrics.json``.
 
 Shape glossary:
-    B  documents   C  classes
+    B  documents   C  classes   S  sentences   W  words of a sentence   T  tokens
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -29,40 +32,57 @@ from attnkit.tasks.classify.embedding_init import initialise_embeddings, resumed
 from attnkit.tasks.classify.encoding import TextEncoder, make_batches
 from attnkit.tasks.classify.objective import classification_objective, evaluate_encoded
 from attnkit.training.init_from import InitFrom
-from attnkit.training.loop import FitConfig, FitResult, fit
+from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
 __all__ = [
     "TOKENIZER_DIR",
+    "ClassifierRows",
+    "InMemoryRows",
     "checkpoint_config",
     "fit_classifier",
-    "placed_model",
     "prepared_model",
-    "run_report",
-    "run_tokenizer",
     "train_classifier",
+    "validation_split",
 ]
 
 TOKENIZER_DIR = "tokenizer"
 
 
-def run_tokenizer(
-    directory: Path, *, resume: bool, init_from: InitFrom | None, build: Callable[[], TextTokenizer]
-) -> TextTokenizer:
-    """The run's tokeniser, by one rule for in-memory and streamed data: its own copy in ``directory`` when resuming
-    and it exists; else ``init_from``'s (the vocabulary its weights were trained with); else ``build()`` (from the
-    training texts). A new one is saved in ``directory`` (by rank 0)."""
-    if resume and (directory / TextTokenizer.FILENAME).exists():
-        return TextTokenizer.load(directory)
-    tokenizer = build() if init_from is None else TextTokenizer.load(init_from.checkpoint)
-    if replica()[0] == 0:
-        tokenizer.save(directory)
-    return tokenizer
+class ClassifierRows(Protocol):
+    """Labelled rows :func:`train_classifier` trains on. It calls ``open``, ``tokenizer`` (unless the run has one),
+    ``describe``, ``batches``, and after training ``test_metrics`` and ``details``."""
+
+    name: str
+    texts: list[str]  # what self-trained vectors learn from
+
+    def open(self, config: ClassifierConfig) -> tuple[list[str], bool]:
+        """``(label_names, punctuated)`` of the rows, read as ``config``'s tokeniser options need."""
+
+    def tokenizer(self, config: ClassifierConfig) -> TextTokenizer:
+        """A new tokeniser of the training rows."""
+
+    def describe(self) -> None:
+        """Say what was read (rank 0)."""
+
+    def batches(
+        self, encoder: TextEncoder, *, batch_size: int, bucketed: bool, seed: int
+    ) -> tuple[Callable, Callable | None]:
+        """``(train, valid)``: ``epoch -> batches`` of this rank's training rows and of its validation shard
+        (``[B, S, W]`` or ``[B, T]`` ids, ``[B]`` labels); valid None: no validation."""
+
+    def test_metrics(
+        self, model: nn.Module, encoder: TextEncoder, *, batch_size: int, precision: str
+    ) -> dict[str, float] | None:
+        """Accuracy, loss and count of ``model`` on the test rows (None: there are none)."""
+
+    def details(self, *, bucketed: bool) -> dict:
+        """What ``metrics.json``'s details say of the rows."""
 
 
 def train_classifier(
-    data: TextClassificationData,
+    data: TextClassificationData | ClassifierRows,
     config: ClassifierConfig,
     fit_config: FitConfig,
     *,
@@ -76,81 +96,124 @@ def train_classifier(
     init_from: InitFrom | None = None,
     load_seconds: float | None = None,
 ) -> TrainReport:
-    """Train ``config``'s model on ``data``'s training split; keep the best checkpoint by validation accuracy.
+    """Train ``config``'s model on ``data``'s training rows; keep the best checkpoint by validation accuracy.
 
-    ``config``'s ``label_names`` and ``punctuated`` are taken from ``data`` (the report carries the config the
-    checkpoint stores; ``config`` itself is not changed). The model trains on ``device`` (``"auto"``: CUDA when
-    available; see :func:`~attnkit.runtime.devices.resolve_device`) in ``fit_config.precision``. Writes
-    ``out_dir/best``, ``out_dir/last`` and ``out_dir/metrics.json`` (its details hold ``load_seconds``, the time the
-    caller spent reading ``data``, when given); returns the
-    :class:`~attnkit.training.run_report.TrainReport`. ``init_from`` starts from a checkpoint's weights and
-    tokeniser (``config`` must be its config; ``data`` must have its labels, in its order). The validation
-    split is ``valid_fraction`` of the training split, carved with ``valid_seed`` (default: ``fit_config.seed``);
-    ``valid_fraction=0`` trains on the whole training split without validation and keeps the last epoch (or the
-    average of the last ``fit_config.average_last``): a recipe chosen on a validation split, refitted on all the
-    data, which needs a schedule that does not watch validation (``fit_config.schedule`` cosine or inverse-sqrt).
+    ``data`` is a loaded data set, read as :class:`InMemoryRows` with ``valid_fraction``, ``valid_seed`` (default
+    ``fit_config.seed``) and ``load_seconds``, or any :class:`ClassifierRows`. ``config``'s ``label_names`` and
+    ``punctuated`` are taken from the rows (the report carries the config the checkpoint stores). The model trains
+    on ``device`` (``"auto"``: CUDA when available) in ``fit_config.precision``. Writes ``out_dir/best``,
+    ``out_dir/last`` and ``out_dir/metrics.json``; returns the :class:`~attnkit.training.run_report.TrainReport`.
+    ``init_from`` starts from a checkpoint's weights and tokeniser (``config`` must be its config; the rows must
+    have its labels, in its order). Under torchrun each rank trains on its own share of the rows.
+
+    Raises:
+        ValueError: ``init_from``'s labels are not the rows'; as the rows' ``open``.
     """
+    if isinstance(data, TextClassificationData):
+        seed = fit_config.seed if valid_seed is None else valid_seed
+        data = InMemoryRows(data, valid_fraction=valid_fraction, seed=seed, load_seconds=load_seconds)
     out_dir = Path(out_dir)
-    rank, world = replica()
-    if init_from is not None and list(config.label_names) != list(data.label_names):
+    label_names, punctuated = data.open(config)
+    if init_from is not None and list(config.label_names) != list(label_names):
         raise ValueError(
-            f"--init-from {init_from.given}: its labels {config.label_names} are not {data.name}'s {data.label_names}"
+            f"--init-from {init_from.given}: its labels {config.label_names} are not {data.name}'s {label_names}"
         )
-    config = dataclasses.replace(config, label_names=list(data.label_names), punctuated=data.punctuated)
-    split_seed = fit_config.seed if valid_seed is None else valid_seed
-    train_idx, valid_idx = validation_split(data, valid_fraction, split_seed)
-    train_texts = [data.train_texts[i] for i in train_idx]
-    tokenizer = run_tokenizer(
-        out_dir / TOKENIZER_DIR,
-        resume=resume,
-        init_from=init_from,
-        build=lambda: TextTokenizer.train(
-            train_texts, kind=config.tokenizer, vocab_size=config.vocab_size, min_frequency=config.min_frequency
-        ),
-    )
+    build = functools.partial(data.tokenizer, config)
+    tokenizer = run_tokenizer(out_dir / TOKENIZER_DIR, resume=resume, init_from=init_from, build=build)
+    data.describe()
+    config = dataclasses.replace(config, label_names=list(label_names), punctuated=punctuated)
     encoder = TextEncoder(config, tokenizer)
-
-    def dataset(texts: list[str], labels: list[int]) -> EncodedDataset:
-        return EncodedDataset(encoder.encode(texts), labels)
-
-    train_set = dataset(train_texts, [data.train_labels[i] for i in train_idx])
-    # validation: each DDP rank scores its own disjoint shard; fit sums the counts across ranks
-    shard = valid_idx[rank::world]
-    valid_set = dataset([data.train_texts[i] for i in shard], [data.train_labels[i] for i in shard])
-    collate = encoder.collate()  # [B, S, W] word ids for the HAN, [B, T] for the pooled model
-    train_batches = make_batches(
-        train_set,
-        collate,
-        batch_size,
-        shuffle=True,
-        bucketed=bucketed,
-        seed=fit_config.seed,
-        num_replicas=world,
-        rank=rank,
-    )
-    valid_batches = make_batches(valid_set, collate, 2 * batch_size, shuffle=False) if valid_idx else None
-
+    train_batches, valid_batches = data.batches(encoder, batch_size=batch_size, bucketed=bucketed, seed=fit_config.seed)
     model, config = prepared_model(
-        config, tokenizer, device, fit_config, out_dir=out_dir, resume=resume, init_from=init_from, texts=train_texts
+        config, tokenizer, device, fit_config, out_dir=out_dir, resume=resume, init_from=init_from, texts=data.texts
     )
     result = fit_classifier(
         model, config, train_batches, valid_batches, fit_config, out_dir=out_dir, resume=resume, init_from=init_from
     )
-    test_metrics = None
-    if data.test_texts:  # fit has left the best epoch's weights in the model
-        test_metrics = evaluate_encoded(
-            model, encoder, data.test_texts, data.test_labels, batch_size=2 * batch_size, precision=fit_config.precision
-        )
-    details = {
-        "train_documents": len(train_idx),
-        "valid_documents": len(valid_idx),
-        "valid_seed": split_seed,
-        "bucketed": bucketed,
-    }
-    if load_seconds is not None:
-        details["load_seconds"] = round(load_seconds, 2)
-    return run_report(result, test_metrics, model, config, details, out_dir=out_dir, data=data.name,
-                      fit_config=fit_config, batch_size=batch_size, init_from=init_from)  # fmt: skip
+    test_metrics = data.test_metrics(model, encoder, batch_size=2 * batch_size, precision=fit_config.precision)
+    details = data.details(bucketed=bucketed) | ({} if init_from is None else {"init_from": init_from.record()})
+    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
+    write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
+    return report
+
+
+@dataclasses.dataclass
+class InMemoryRows:
+    """A loaded data set's rows for :func:`train_classifier`: ``valid_fraction`` of its training split carved for
+    validation with ``seed`` (:func:`validation_split`; 0: none, the last epoch is kept), its test split scored
+    after training; ``load_seconds``, the time spent reading it, goes to ``metrics.json``'s details."""
+
+    data: TextClassificationData
+    valid_fraction: float = 0.1
+    seed: int = 0
+    load_seconds: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.data.name
+
+    @functools.cached_property
+    def split(self) -> tuple[list[int], list[int]]:
+        """``(train, valid)`` indices into the training split."""
+        return validation_split(self.data, self.valid_fraction, self.seed)
+
+    @functools.cached_property
+    def texts(self) -> list[str]:
+        return [self.data.train_texts[i] for i in self.split[0]]
+
+    def open(self, config: ClassifierConfig) -> tuple[list[str], bool]:
+        return self.data.label_names, self.data.punctuated
+
+    def tokenizer(self, config: ClassifierConfig) -> TextTokenizer:
+        kind, size, frequency = config.tokenizer, config.vocab_size, config.min_frequency
+        return TextTokenizer.train(self.texts, kind=kind, vocab_size=size, min_frequency=frequency)
+
+    def describe(self) -> None:
+        """Nothing: the command has said what it read."""
+
+    def batches(
+        self, encoder: TextEncoder, *, batch_size: int, bucketed: bool, seed: int
+    ) -> tuple[Callable, Callable | None]:
+        rank, world = replica()
+        train_idx, valid_idx = self.split
+        train_set = EncodedDataset(encoder.encode(self.texts), [self.data.train_labels[i] for i in train_idx])
+        shard = valid_idx[rank::world]  # each DDP rank scores its own disjoint shard; fit sums the counts
+        texts = [self.data.train_texts[i] for i in shard]
+        valid_set = EncodedDataset(encoder.encode(texts), [self.data.train_labels[i] for i in shard])
+        collate = encoder.collate()
+        train = make_batches(train_set, collate, batch_size, shuffle=True, bucketed=bucketed, seed=seed,
+                             num_replicas=world, rank=rank)  # fmt: skip
+        return train, make_batches(valid_set, collate, 2 * batch_size, shuffle=False) if valid_idx else None
+
+    def test_metrics(
+        self, model: nn.Module, encoder: TextEncoder, *, batch_size: int, precision: str
+    ) -> dict[str, float] | None:
+        if not self.data.test_texts:  # fit has left the best epoch's weights in the model
+            return None
+        return evaluate_encoded(model, encoder, self.data.test_texts, self.data.test_labels, batch_size=batch_size,
+                                precision=precision)  # fmt: skip
+
+    def details(self, *, bucketed: bool) -> dict:
+        train_idx, valid_idx = self.split
+        details = {"train_documents": len(train_idx), "valid_documents": len(valid_idx), "valid_seed": self.seed,
+                   "bucketed": bucketed}  # fmt: skip
+        if self.load_seconds is not None:
+            details["load_seconds"] = round(self.load_seconds, 2)
+        return details
+
+
+def run_tokenizer(
+    directory: Path, *, resume: bool, init_from: InitFrom | None, build: Callable[[], TextTokenizer]
+) -> TextTokenizer:
+    """The run's tokeniser: its own copy in ``directory`` when resuming and it exists; else ``init_from``'s (the
+    vocabulary its weights were trained with); else ``build()`` (from the training texts). A new one is saved in
+    ``directory`` (by rank 0)."""
+    if resume and (directory / TextTokenizer.FILENAME).exists():
+        return TextTokenizer.load(directory)
+    tokenizer = build() if init_from is None else TextTokenizer.load(init_from.checkpoint)
+    if replica()[0] == 0:
+        tokenizer.save(directory)
+    return tokenizer
 
 
 def prepared_model(
@@ -164,11 +227,18 @@ def prepared_model(
     init_from: InitFrom | None,
     texts: list[str],
 ) -> tuple[nn.Module, ClassifierConfig]:
-    """The model a run trains and the config its checkpoints store, by one rule for in-memory and streamed data:
-    :func:`placed_model`, with the pre-trained vectors ``config.embeddings`` names copied in (``texts``: what
+    """The model a run trains and the config its checkpoints store: ``config``'s untrained model for ``tokenizer``'s
+    vocabulary, seeded by ``fit_config.seed``, its word attention limited to content words when ``config.attend``
+    says so, on ``device``, with the pre-trained vectors ``config.embeddings`` names copied in (``texts``: what
     self-trained vectors learn from) unless the run resumes (its checkpoint's weights replace any initialisation,
     and the config keeps the vectors' settings its first start recorded) or starts from ``init_from``."""
-    model = placed_model(config, tokenizer, device, seed=fit_config.seed)
+    torch.manual_seed(fit_config.seed)
+    model = build_classifier(config, tokenizer.vocab_size)
+    if config.attend == "content":
+        from attnkit.tasks.classify.attended_words import content_word_table
+
+        model.attendable.copy_(content_word_table(tokenizer))
+    place_model(model, device)
     if config.embeddings == "random":
         return model, config
     if resume and (out_dir / "last").exists():
@@ -178,28 +248,6 @@ def prepared_model(
     return model, config
 
 
-def run_report(
-    result: FitResult,
-    test_metrics: dict[str, float] | None,
-    model: nn.Module,
-    config: ClassifierConfig,
-    details: dict,
-    *,
-    out_dir: Path,
-    data: str,
-    fit_config: FitConfig,
-    batch_size: int,
-    init_from: InitFrom | None,
-) -> TrainReport:
-    """The run's :class:`~attnkit.training.run_report.TrainReport` (``details`` with ``init_from``'s record), written
-    to ``out_dir/metrics.json``: the tail every classifier run shares, in memory or streamed."""
-    if init_from is not None:
-        details = {**details, "init_from": init_from.record()}
-    report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
-    write_metrics(out_dir, report, task=KIND, data=data, fit_config=fit_config, batch_size=batch_size)
-    return report
-
-
 def validation_split(data: TextClassificationData, valid_fraction: float, seed: int) -> tuple[list[int], list[int]]:
     """``(train, valid)`` indices into ``data``'s training split: ``valid_fraction`` of each label carved for
     validation with ``seed`` (:func:`~attnkit.data.classification.stratified_split`), or, for ``valid_fraction``
@@ -207,21 +255,6 @@ def validation_split(data: TextClassificationData, valid_fraction: float, seed: 
     if valid_fraction == 0:
         return list(range(len(data.train_texts))), []
     return stratified_split(data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=seed)
-
-
-def placed_model(
-    config: ClassifierConfig, tokenizer: TextTokenizer, device: str | torch.device, *, seed: int
-) -> nn.Module:
-    """``config``'s untrained model for ``tokenizer``'s vocabulary, seeded by ``seed``, its word attention limited
-    to content words when ``config.attend`` says so, on ``device`` (what the in-memory and streamed trainers share)."""
-    torch.manual_seed(seed)
-    model = build_classifier(config, tokenizer.vocab_size)
-    if config.attend == "content":
-        from attnkit.tasks.classify.attended_words import content_word_table
-
-        model.attendable.copy_(content_word_table(tokenizer))
-    place_model(model, device)
-    return model
 
 
 def fit_classifier(
