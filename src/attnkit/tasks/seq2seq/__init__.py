@@ -7,7 +7,7 @@
 | :mod:`~attnkit.tasks.seq2seq.objective` | the objective ``fit`` trains on: label-smoothed loss, decoded metrics |
 | :mod:`~attnkit.tasks.seq2seq.metrics` | edit distance, WER/PER with several references, BLEU and chrF |
 | :mod:`~attnkit.tasks.seq2seq.scoring` | how decoded outputs are scored: ``SEQUENCE`` (WER/PER) or ``TEXT`` (BLEU/chrF) |
-| :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq`` |
+| :mod:`~attnkit.tasks.seq2seq.training` | ``train_seq2seq``, one trainer over pairs in memory (``InMemoryPairs``) or streamed |
 | :mod:`~attnkit.tasks.seq2seq.inference` | ``load_seq2seq`` -> ``LoadedSeq2Seq`` (``translate``, ``evaluate``), ensembles |
 | :mod:`~attnkit.tasks.seq2seq.explain` | the alignment report |
 | :mod:`~attnkit.tasks.seq2seq.faithfulness` | the faithfulness adapter: an emitted token over its source tokens (``LoadedSeq2Seq.faithfulness``) |
@@ -16,7 +16,7 @@
 | :mod:`~attnkit.tasks.seq2seq.commands` | the command hooks (``attnkit train seq2seq``, evaluate, predict, explain) |
 | :mod:`~attnkit.tasks.seq2seq.translate_command` | ``attnkit translate`` |
 | :mod:`~attnkit.tasks.seq2seq.streamed_command` | when ``train seq2seq`` streams its pair file, and that run |
-| :mod:`~attnkit.tasks.seq2seq.streamed_training` | training on pairs read as a stream (``--streaming``) |
+| :mod:`~attnkit.tasks.seq2seq.streamed_pairs` | ``StreamedPairs``: a pair file read as a stream (``--streaming``) |
 | :mod:`~attnkit.tasks.seq2seq.distill` | knowledge distillation: a student trained on its teachers' beam outputs (``--distill-from``) |
 | :mod:`~attnkit.tasks.seq2seq.ctranslate2` | CTranslate2 export and decoding; ``attnkit export`` (``ctranslate2.command``) |
 """

@@ -42,11 +42,12 @@ def streams(args: argparse.Namespace) -> bool:
 def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
     """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
     checked) holds the config, the ``--init-from`` checkpoint (its weights and tokenisers) and guards every write;
-    ``options`` are what the in-memory trainer takes too (:func:`attnkit.tasks.seq2seq.commands.trainer_options`).
+    ``options`` are the trainer's, as for pairs in memory (:func:`attnkit.tasks.seq2seq.commands.trainer_options`).
     Returns the :class:`TrainReport`."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
     from attnkit.tasks.seq2seq.data import LEVELS
-    from attnkit.tasks.seq2seq.streamed_training import train_seq2seq_streamed
+    from attnkit.tasks.seq2seq.streamed_pairs import StreamedPairs
+    from attnkit.tasks.seq2seq.training import train_seq2seq
 
     for name, level in (("--source-level", args.source_level), ("--target-level", args.target_level)):
         if level not in LEVELS:
@@ -66,15 +67,8 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
         sample_bytes=scan_bytes(args),
     )
     with start.plan.writing():
-        report = train_seq2seq_streamed(
-            stream,
-            start.config,
-            start.fit_config,
-            valid_path=args.valid,
-            test_path=args.test,
-            init_from=start.init,
-            **options,
-        )
+        pairs = StreamedPairs(stream, valid_path=args.valid, test_path=args.test)
+        report = train_seq2seq(pairs, start.config, start.fit_config, init_from=start.init, **options)
     if report.details.get("bad_rows_skipped"):
         say(f"skipped {report.details['bad_rows_skipped']:,} bad rows")
     return report
