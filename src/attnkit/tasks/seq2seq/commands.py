@@ -201,7 +201,7 @@ def _distillation(args: argparse.Namespace, start):
 
 
 def trainer_options(args: argparse.Namespace) -> dict:
-    """What the in-memory and the streamed trainer both take from the arguments (run directory, batching,
+    """What the trainer takes from the arguments for pairs in memory and streamed alike (run directory, batching,
     vocabulary, length limits, device)."""
     return {
         "out_dir": args.out,
