@@ -36,16 +36,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = [
-    "TOKENIZER_DIR",
-    "ClassifierRows",
-    "InMemoryRows",
-    "checkpoint_config",
-    "fit_classifier",
-    "prepared_model",
-    "train_classifier",
-    "validation_split",
-]
+__all__ = ["TOKENIZER_DIR", "ClassifierRows", "InMemoryRows", "train_classifier", "validation_split"]
 
 TOKENIZER_DIR = "tokenizer"
 

@@ -53,15 +53,7 @@ from attnkit.training.loop import FitConfig, fit
 from attnkit.training.precision import place_model
 from attnkit.training.run_report import TrainReport, count_parameters, replica, write_metrics
 
-__all__ = [
-    "TOKENIZER_DIR",
-    "InMemoryPairs",
-    "PairSource",
-    "fit_seq2seq",
-    "run_config",
-    "run_tokenizers",
-    "train_seq2seq",
-]
+__all__ = ["TOKENIZER_DIR", "InMemoryPairs", "PairSource", "run_config", "run_tokenizers", "train_seq2seq"]
 
 TOKENIZER_DIR = "tokenizers"
 TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
