@@ -175,8 +175,8 @@ def test_attention_contributions_decompose_the_predicted_logit_exactly(family):
         out = model(flat[None], torch.ones(1, 7, dtype=torch.bool))
         weights = out.pooling.weights[0]  # [H, T]
     label = int(out.logits.argmax())
-    parts = value_contributions(model, flat, model.embedding(flat), weights, label)["attention_contribution"]
+    parts = value_contributions(model, flat, lambda: model.embedding(flat), weights, label)["attention_contribution"]
     logits, bias = out.logits[0].detach(), model.classifier.bias.detach()
     torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))
     plain = HierarchicalAttentionClassifier(V, 3, embed_dim=E, word_hidden=5, sentence_hidden=6)
-    assert value_contributions(plain, flat, plain.embedding(flat), weights[:1], label) == {}
+    assert value_contributions(plain, flat, lambda: plain.embedding(flat), weights[:1], label) == {}

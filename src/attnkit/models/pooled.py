@@ -26,6 +26,7 @@ __all__ = [
     "PooledClassifierOutput",
     "bigram_ids",
     "build_pooling",
+    "logit_parts",
     "pool",
 ]
 
@@ -83,6 +84,25 @@ def pool(
     average when there are some (only attention poolings take them)."""
     given = {name: value for name, value in (("scale", scale), ("values", values)) if value is not None}
     return pooling(x, mask, **given)
+
+
+def logit_parts(
+    classifier: nn.Linear, weights: torch.Tensor, values: torch.Tensor, label: int, scale: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Each position's exact part of class ``label``'s logit against the mean logit, for a linear ``classifier``
+    over the heads' attention-weighted ``values``: ``c_t = Σ_h weights[h, t] · scale[t] · (w_label,h − w̄_h) ·
+    values[t]``, so that ``Σ_t c_t = (logit_label − mean logit) − (b_label − mean b)``.
+
+    Args:
+        classifier: reads ``[H·E]``. weights: ``[H, T]``. values: ``[T, E]``. scale: TaSc's ``[T]`` (optional).
+
+    Returns:
+        ``[T]`` float32 on the CPU (positive: for ``label``).
+    """
+    matrix = classifier.weight.detach().float().cpu()  # [C, H·E]
+    direction = (matrix[label] - matrix.mean(0)).view(weights.shape[0], -1)  # [H, E]
+    parts = (weights.float().cpu() * (direction @ values.detach().float().cpu().T)).sum(0)  # [T]
+    return parts if scale is None else parts * scale.float().cpu()
 
 
 def _attention(pooling: nn.Module) -> nn.Module:

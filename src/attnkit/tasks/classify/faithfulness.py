@@ -19,7 +19,7 @@ Shape glossary:
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import BatchedGradientInputs, Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
-from attnkit.models.pooled import bigram_ids
+from attnkit.models.pooled import bigram_ids, logit_parts
 from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
 __all__ = [
@@ -110,33 +110,24 @@ CHUNK = 256  # erased variants per forward
 
 
 def task_scaled(model: nn.Module, ids: torch.Tensor, attention: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``{"scaled_attention": |attention x s|}`` for a model with TaSc (``s`` its task scores of the words ``ids
-    [T]``, non-contextual by construction, so scored here apart from their documents; the pooling multiplies each
-    state by ``attention x s``, and a negative ``s`` matters as much as a positive one); ``{}`` without TaSc."""
+    """``{"scaled_attention": |attention x s|}`` with TaSc (``s`` the task scores of the words ``ids [T]``, scored
+    apart from their documents: non-contextual; the pooling multiplies each state by ``attention x s``); ``{}``."""
     if getattr(model, "task_scaling", None) is None:
         return {}
     return {"scaled_attention": (attention * _task_scores(model, ids)).abs()}
 
 
 def value_contributions(
-    model: nn.Module, ids: torch.Tensor, values: torch.Tensor, weights: torch.Tensor, label: int
+    model: nn.Module, ids: torch.Tensor, values: Callable[[], torch.Tensor], weights: torch.Tensor, label: int
 ) -> dict[str, torch.Tensor]:
-    """``{"attention_contribution": [T]}`` for a model whose attention averages the words' own embeddings
-    (``attention_values == "embeddings"``); ``{}`` otherwise. There the predicted class's logit, against the mean of
-    all logits, is exactly ``Σ_i c_i`` + a constant, with ``c_i = Σ_h weights[h, i] · s_i · (w_label,h − w̄_h) ·
-    values[i]`` (``s`` TaSc's scores, 1 without): each word's part of the decision, through its attention weight.
-
-    Args:
-        ids: the words ``[T]``. values: what the attention averages ``[T, E]``. weights: the attention ``[H, T]``
-            (HAN: one row, word × sentence weight). label: the predicted class.
-    """
+    """``{"attention_contribution": [T]}`` (:func:`~attnkit.models.pooled.logit_parts` of the words ``ids [T]``,
+    ``values() [T, E]``, attention ``weights [H, T]``; HAN: one row, word × sentence weight) for a model whose
+    attention averages the words' own embeddings; ``{}`` otherwise."""
     if getattr(model, "attention_values", "states") != "embeddings":
         return {}
-    classifier = model.classifier.weight.detach().float().cpu()  # [C, H·E]
-    direction = (classifier[label] - classifier.mean(0)).view(weights.shape[0], -1)  # [H, E]
-    signed = torch.ones(ids.shape[0]) if getattr(model, "task_scaling", None) is None else _task_scores(model, ids)
-    parts = (weights * (direction @ values.detach().float().cpu().T)).sum(0)  # [T]
-    return {"attention_contribution": parts * signed}
+    signed = None if getattr(model, "task_scaling", None) is None else _task_scores(model, ids)
+    with torch.no_grad():
+        return {"attention_contribution": logit_parts(model.classifier, weights, values(), label, signed)}
 
 
 def _task_scores(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -233,10 +224,8 @@ class PooledSubject(_ClassifierSubject):
         heads = self._output.pooling.weights[0].float().cpu()  # [H, T]
         pooling = heads.mean(0)  # [T]
         scores = {"attention": pooling, **task_scaled(self.model, self.ids, pooling)}
-        if getattr(self.model, "attention_values", "states") == "embeddings":
-            with torch.no_grad():
-                values = self._embed(*(t.to(self.device) for t in self._whole()))[0]  # [T, E]
-            scores.update(value_contributions(self.model, self.ids, values, heads, self.label))
+        embedded = (t.to(self.device) for t in self._whole())  # the values [T, E] are computed only where needed
+        scores.update(value_contributions(self.model, self.ids, lambda: self._embed(*embedded)[0], heads, self.label))
         if isinstance(self.model.encoder, TransformerEncoder):
             layers = self.encoder_attention()  # L × [H, T, T]
             rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
@@ -346,12 +335,9 @@ class HanSubject(_ClassifierSubject):
         """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
         words, sentences = self._levels()
         attention = words * sentences[self.sentence_of]  # [T]
-        scores = {"attention": attention, **task_scaled(self.model, self.flat_ids, attention)}
-        if getattr(self.model, "attention_values", "states") == "embeddings":
-            with torch.no_grad():
-                values = self.model.embedding(self.flat_ids.to(self.device))  # [T, E]
-            scores.update(value_contributions(self.model, self.flat_ids, values, attention[None], self.label))
-        return scores
+        embedded = lambda: self.model.embedding(self.flat_ids.to(self.device))  # noqa: E731  [T, E], where needed
+        parts = value_contributions(self.model, self.flat_ids, embedded, attention[None], self.label)
+        return {"attention": attention, **task_scaled(self.model, self.flat_ids, attention), **parts}
 
     def attention_details(self) -> dict[str, list]:
         """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""
