@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnkit.tasks.classify.data import data_summary
 from attnkit.tasks.classify.recipe import add_recipe_arguments
@@ -26,6 +27,9 @@ from attnkit.tasks.options import (
 )
 from attnkit.tasks.train_setup import add_scan_option
 
+if TYPE_CHECKING:
+    from attnkit.data.classification import TextClassificationData
+
 DESCRIPTION = "Train a document classifier (HAN or pooled); validation is carved from the training split."
 EXAMPLES = """examples:
   attnkit train classify --data fine-foods --model han --out runs/ff
@@ -39,8 +43,18 @@ EXAMPLES = """examples:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``attnkit train classify``."""
-    data = parser.add_argument_group("data")
+    """The options of ``attnkit train classify``, one small function per group (a new option is one line there)."""
+    _add_data_arguments(parser.add_argument_group("data"))
+    model = parser.add_argument_group("model")
+    _add_attention_arguments(model)
+    add_recipe_arguments(parser)
+    _add_network_arguments(model)
+    _add_fit_arguments(add_training_options(parser, epochs=10, batch_size=32, lr=2e-3))
+    add_runtime_options(parser)
+
+
+def _add_data_arguments(data: argparse._ArgumentGroup) -> None:
+    """What is read: the data set, its columns and how it streams."""
     data.add_argument(
         "--data",
         required=True,
@@ -74,7 +88,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                     "counted by their lines, not read before the first step (a bad row or a new label there "
                     "stops the first epoch with one error)")  # fmt: skip
     data.add_argument("--delimiter", type=delimiter_option, default=None, help=DELIMITER_HELP)
-    model = parser.add_argument_group("model")
+
+
+def _add_attention_arguments(model: argparse._ArgumentGroup) -> None:
+    """The model family and what its attention may weigh."""
     model.add_argument("--model", choices=["han", "pooled"], default="han", help="default: han")
     model.add_argument("--encoder", choices=["none", "bigru", "transformer"], default="bigru", help="pooled only")
     model.add_argument(
@@ -101,7 +118,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="every attention pooling weighs the real tokens equally (Wiegreffe & Pinter's baseline: if this "
         "model is as accurate, the learned attention was not needed; see attnkit.explain.faithfulness.baselines)",
     )
-    add_recipe_arguments(parser)
+
+
+def _add_network_arguments(model: argparse._ArgumentGroup) -> None:
+    """The encoder, the embeddings and the tokens kept per document."""
     model.add_argument(
         "--unpacked-rnn",
         action="store_true",
@@ -137,7 +157,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--max-tokens", type=positive_int, default=800, help="pooled: tokens kept per document")
     model.add_argument("--max-sentences", type=positive_int, default=30, help="HAN: sentences kept per document")
     model.add_argument("--max-words", type=positive_int, default=50, help="HAN: words kept per sentence")
-    fit = add_training_options(parser, epochs=10, batch_size=32, lr=2e-3)
+
+
+def _add_fit_arguments(fit: argparse._ArgumentGroup) -> None:
+    """The classifier's training options beside the shared ones (validation split, loss, batches)."""
     fit.add_argument(
         "--valid-fraction",
         type=valid_fraction,
@@ -157,14 +180,12 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "--label-smoothing", type=non_negative_float, default=0.0, help="of the training loss (default 0: none)"
     )
     fit.add_argument("--random-batches", action="store_true", help="random instead of length-bucketed batches")
-    add_runtime_options(parser)
 
 
 def train(args: argparse.Namespace) -> int:
     """Handler of ``attnkit train classify``."""
     from attnkit.data.classification import data_set_names
     from attnkit.tasks.classify.config import KIND, ClassifierConfig, config_from_args
-    from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.streamed_command import streams, train_streamed
     from attnkit.tasks.classify.training import TOKENIZER_DIR, train_classifier
     from attnkit.tasks.run.plan import train_writes
@@ -193,22 +214,7 @@ def train(args: argparse.Namespace) -> int:
     if start.streamed:
         _summarise(train_streamed(args, start, options, max_chars=document_chars(config)))
         return 0
-    started = time.monotonic()
-    data = load_data(
-        args.data,
-        test_path=args.test,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        delimiter=args.delimiter,
-        max_chars=document_chars(config),
-    )
-    if args.limit is not None:  # the first N training rows
-        data = dataclasses.replace(
-            data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]
-        )
-    load_seconds = time.monotonic() - started
-    say(f"read {args.data} in {load_seconds:.1f} s")
-    say(data_summary(args.data, data, args.valid_fraction))
+    data, load_seconds = _read_in_memory(args, max_chars=document_chars(config))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
     with start.plan.writing():
@@ -224,6 +230,30 @@ def train(args: argparse.Namespace) -> int:
         )
     _summarise(report)
     return 0
+
+
+def _read_in_memory(args: argparse.Namespace, *, max_chars: int) -> tuple[TextClassificationData, float]:
+    """The labelled texts of ``--data`` (the first ``--limit`` training rows), said with their summary, and the
+    seconds reading took."""
+    from attnkit.tasks.classify.data import load_data
+
+    started = time.monotonic()
+    data = load_data(
+        args.data,
+        test_path=args.test,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        delimiter=args.delimiter,
+        max_chars=max_chars,
+    )
+    if args.limit is not None:  # the first N training rows
+        data = dataclasses.replace(
+            data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]
+        )
+    load_seconds = time.monotonic() - started
+    say(f"read {args.data} in {load_seconds:.1f} s")
+    say(data_summary(args.data, data, args.valid_fraction))
+    return data, load_seconds
 
 
 def trainer_options(args: argparse.Namespace) -> dict:
