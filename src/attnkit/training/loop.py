@@ -153,8 +153,29 @@ def fit(
     """
     context = init_distributed()
     _check_arguments(objective, valid_batches, config, resume=resume, checkpoint_dir=checkpoint_dir, context=context)
+    was_training = objective.model.training
+    session, resumed_from = _open_session(
+        objective, config, context, checkpoint_dir, resume=resume, model_config=model_config,
+        extra_files=extra_files, init_from=init_from,
+    )  # fmt: skip
+    reason = session.train(train_batches, valid_batches)
+    return _close_session(session, reason, was_training=was_training, resumed_from=resumed_from)
+
+
+def _open_session(
+    objective: Objective,
+    config: FitConfig,
+    context: DistributedContext,
+    checkpoint_dir: str | Path | None,
+    *,
+    resume: bool,
+    model_config: dict | None,
+    extra_files: dict[str, str | Path] | None,
+    init_from: str | Path | None,
+) -> tuple[FitSession, int | None]:
+    """The session a sitting trains with (device, optimiser, clock, reporter, the resumed or initial state), and
+    the epoch it resumed from (None for a new run)."""
     model = objective.model
-    was_training = model.training
     device = _training_device(model, context)
     check_precision(config.precision, device)
     scaler = grad_scaler(device, config.precision)
@@ -193,26 +214,30 @@ def fit(
         objective, train_model, optimizer, _schedule(config, run), scaler, reporter, run, checkpoints, config,
         context, device, clock, out_of_time,
     )  # fmt: skip
-    reason = session.train(train_batches, valid_batches)
+    return session, resumed_from
 
+
+def _close_session(session: FitSession, reason: str, *, was_training: bool, resumed_from: int | None) -> FitResult:
+    """Leave the best weights in the model (and in ``best/``), report the stop, and the result of the run."""
+    model, run, checkpoints = session.model, session.run, session.checkpoints
     if run.best_weights is not None:
         model.load_state_dict(run.best_weights)
     if checkpoints is not None and run.best_epoch is not None:
         checkpoints.refresh_best(model, run)
     model.train(was_training)
     paused = None if run.position is None else (run.position["epoch"], run.position["batches"])
-    reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics, paused=paused)
+    session.reporter.finish(reason, run.epoch, run.best_epoch, run.best_metrics, paused=paused)
     return FitResult(
         best_epoch=run.best_epoch,
         best_metrics=dict(run.best_metrics),
         history=list(run.history),
-        wall_time=clock(),
+        wall_time=session.clock(),
         stopped_early=reason != "epochs",
         stop_reason=reason,
         resumed_from=resumed_from,
-        device=str(device),
+        device=str(session.device),
         paused_epoch=session.paused,
-        world_size=context.world_size,
+        world_size=session.context.world_size,
     )
 
 
