@@ -54,27 +54,43 @@ def shaded_text_figure(
         fontsize: points.
         dpi: pixels per inch of the ``Figure``.
     """
-    # Over 60 lines by its documented keyword options; the drawing itself is one pass, 50 lines.
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-    from matplotlib.figure import Figure
+    if len(rows) != len(weights):
+        raise ValueError(f"weights: {len(weights)} row(s) for {len(rows)} row(s) of tokens")
+    shades = [row_intensities(row) for row in weights] if intensities is None else list(intensities)
+    placed, right, bottom = _layout(rows, shades, markers, title, wrap_points=72 * width_inches, fontsize=fontsize)
+    return _draw(placed, right, bottom, scale_label=scale_label, fontsize=fontsize, dpi=dpi)
+
+
+Placed = tuple[float, float, str, float, bool]  # x, y (points from the top), text, intensity, label?
+
+
+def _text_width(text: str, size: float) -> float:
+    """The width in points of ``text`` set at ``size`` points."""
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import text_to_path
 
-    if len(rows) != len(weights):
-        raise ValueError(f"weights: {len(weights)} row(s) for {len(rows)} row(s) of tokens")
-    font = FontProperties(size=fontsize)
-    wrap_points = 72 * width_inches
-    placed: list[tuple[float, float, str, float, bool]] = []  # x, y (points from the top), text, intensity, label?
+    return text_to_path.get_text_width_height_descent(text, FontProperties(size=size), ismath=False)[0]
+
+
+def _layout(
+    rows: Sequence[Sequence[str]],
+    shades: Sequence[torch.Tensor],
+    markers: torch.Tensor | None,
+    title: str | None,
+    *,
+    wrap_points: float,
+    fontsize: float,
+) -> tuple[list[Placed], float, float]:
+    """Where each piece of text goes: the title, each row's label and its tokens wrapped at ``wrap_points``; with
+    the rightmost and the lowest point the text reaches."""
+    placed: list[Placed] = []
     marker_intensity = row_intensities(markers) if markers is not None else None
     y, right = MARGIN + fontsize, 0.0
     if title:
         placed.append((MARGIN, y, title, 0.0, True))
-        title_font = FontProperties(size=0.8 * fontsize)
-        right = MARGIN + text_to_path.get_text_width_height_descent(plain(title), title_font, ismath=False)[0]
+        right = MARGIN + _text_width(plain(title), 0.8 * fontsize)
         y += LINE * fontsize * 1.15
-    shades = [row_intensities(row) for row in weights] if intensities is None else list(intensities)
-    for index, tokens in enumerate(rows):  # len(rows) == len(weights), checked above
+    for index, tokens in enumerate(rows):  # len(rows) == len(weights), checked by the caller
         if marker_intensity is not None:
             placed.append((MARGIN, y, f"{float(markers[index]):.2f}", float(marker_intensity[index]), False))
         else:
@@ -82,19 +98,29 @@ def shaded_text_figure(
         x = MARGIN + LABEL_WIDTH
         for token, intensity in zip(tokens, shades[index].tolist(), strict=True):
             text = visible(token) if not str(token).strip() else str(token)
-            width = text_to_path.get_text_width_height_descent(text, font, ismath=False)[0]
+            width = _text_width(text, fontsize)
             if x + width > wrap_points - MARGIN and x > MARGIN + LABEL_WIDTH:
                 x, y = MARGIN + LABEL_WIDTH, y + LINE * fontsize
             placed.append((x, y, text, intensity, False))
             x += width + GAP + 0.4 * fontsize  # the box's padding on both sides
             right = max(right, x)
         y += LINE * fontsize * 1.15
+    return placed, right, y
+
+
+def _draw(placed: list[Placed], right: float, bottom: float, *, scale_label: str, fontsize: float, dpi: int):
+    """The ``Figure`` of the placed text, with the colour bar and its caption below it."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
+    from matplotlib.font_manager import FontProperties
+
     bar_points, bar_width, bar_bottom = 48.0, 150.0, 24.0  # the bar's band, its length, its bottom edge
     caption = f"1 = {scale_label}"  # beside the bar, so a long label neither covers the 0 nor leaves the figure
     caption_font = FontProperties(size=0.75 * fontsize)
-    caption_width = text_to_path.get_text_width_height_descent(plain(caption), caption_font, ismath=False)[0]
+    caption_width = _text_width(plain(caption), 0.75 * fontsize)
     caption_x = MARGIN + bar_width + 0.6 * fontsize
-    height_points = y + bar_points
+    height_points = bottom + bar_points
     width_points = max(right + MARGIN, caption_x + caption_width + MARGIN)
     figure = Figure(figsize=(width_points / 72, height_points / 72), dpi=dpi)
     axes = figure.add_axes((0.0, 0.0, 1.0, 1.0))
