@@ -77,35 +77,12 @@ def han_section(
         caption: show the caption and colour scale (the first document of a page).
         unknown: optional, per sentence, which words the model read as ``[UNK]`` (marked ``attn-unk``).
     """
-    # Over 60 lines by its documented keyword options; the section is built in 44 lines.
     if word_shading not in ("document", "sentence"):
         raise ValueError(f"word_shading: expected 'document' or 'sentence', got {word_shading!r}")
     figures.begin_section()
-    rows = _weight_rows(word_weights, name="word_weights")
-    if len(rows) < len(sentences):
-        raise ValueError(f"word_weights: {len(rows)} row(s) for {len(sentences)} sentence(s)")
-    for index in range(len(sentences), len(rows)):
-        if rows[index].numel() and rows[index].max() > 1e-6:
-            raise ValueError(f"word_weights[{index}]: padding sentence (beyond the {len(sentences)} given) has weight")
-    sentence_w = check_length(
-        sentences, as_weights(sentence_weights, name="sentence_weights", ndim=1), name="sentence_weights"
-    )
-    sentence_intensity = row_intensities(sentence_w)
-    lines, word_rows = [], []
-    for index, words in enumerate(sentences):
-        word_rows.append(check_length(words, rows[index], name=f"word_weights[{index}]"))
+    word_rows, sentence_w = _han_weights(sentences, word_weights, sentence_weights)
     shades = _word_shades(word_rows, sentence_w, word_shading)  # S rows of [W_s] in [0, 1]
-    for index, words in enumerate(sentences):
-        word_w = word_rows[index]
-        weight, intensity = sentence_w[index].item(), sentence_intensity[index].item()
-        marker = shaded_span(
-            f"{weight:.2f}", weight, intensity, css_class="attn-sentence", extra_attributes=f'data-sentence="{index}"'
-        )
-        lines.append(
-            f'<div class="attn-sentence-row">{marker}'
-            f'<span class="attn-words">{shaded_tokens(words, word_w, shades[index], _flags(unknown, index))}</span>'
-            "</div>"
-        )
+    lines = _han_lines(sentences, word_rows, sentence_w, shades, unknown)
     scale = captions.HAN_SCALE if word_shading == "document" else captions.HAN_SENTENCE_SCALE
     if figures.active() and sentences:
         figure_title = f"{title}: {_predicted(label_names, probabilities)}"
@@ -122,6 +99,46 @@ def han_section(
     if unknown is not None and any(any(row) for row in unknown):
         legend += caption_html(UNKNOWN_NOTE)
     return Section(title, f'{header}\n{legend}\n<div class="attn-document">\n{document}\n</div>')
+
+
+def _han_weights(
+    sentences: Sequence[Sequence[str]], word_weights: Sequence[WeightsLike] | WeightsLike, sentence_weights: WeightsLike
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The word weights as ``S`` rows ``[W_s]`` and the sentence weights ``[S]``, cut to the given words; raises
+    ``ValueError`` on too few rows, weighted padding or lengths that do not match."""
+    rows = _weight_rows(word_weights, name="word_weights")
+    if len(rows) < len(sentences):
+        raise ValueError(f"word_weights: {len(rows)} row(s) for {len(sentences)} sentence(s)")
+    for index in range(len(sentences), len(rows)):
+        if rows[index].numel() and rows[index].max() > 1e-6:
+            raise ValueError(f"word_weights[{index}]: padding sentence (beyond the {len(sentences)} given) has weight")
+    sentence_w = check_length(
+        sentences, as_weights(sentence_weights, name="sentence_weights", ndim=1), name="sentence_weights"
+    )
+    word_rows = [
+        check_length(words, rows[index], name=f"word_weights[{index}]") for index, words in enumerate(sentences)
+    ]
+    return word_rows, sentence_w
+
+
+def _han_lines(
+    sentences: Sequence[Sequence[str]],
+    word_rows: list[torch.Tensor],
+    sentence_w: torch.Tensor,
+    shades: list[torch.Tensor],
+    unknown: Sequence[Sequence[bool]] | None,
+) -> list[str]:
+    """One HTML row per sentence: its shaded weight marker, then its shaded words."""
+    sentence_intensity = row_intensities(sentence_w)
+    lines = []
+    for index, words in enumerate(sentences):
+        weight, intensity = sentence_w[index].item(), sentence_intensity[index].item()
+        marker = shaded_span(
+            f"{weight:.2f}", weight, intensity, css_class="attn-sentence", extra_attributes=f'data-sentence="{index}"'
+        )
+        tokens = shaded_tokens(words, word_rows[index], shades[index], _flags(unknown, index))
+        lines.append(f'<div class="attn-sentence-row">{marker}<span class="attn-words">{tokens}</span></div>')
+    return lines
 
 
 def pooling_section(
