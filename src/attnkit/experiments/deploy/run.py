@@ -21,9 +21,12 @@ import statistics
 import tempfile
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnkit.experiments.common import ExperimentPaths, read_json, write_json
+
+if TYPE_CHECKING:
+    from attnkit.experiments.processes import Side
 
 __all__ = ["DECODERS", "run_deploy"]
 
@@ -54,11 +57,9 @@ def run_deploy(
         ValueError: ``data`` is not the task the checkpoint was trained on, bad ``beam``/``threads``/``rounds``,
             or a checkpoint CTranslate2 cannot take (an RNN). ExportError: CTranslate2 is not installed.
     """
-    # Over 60 lines on purpose: the experiment's steps (export, decode, score, time, record) in the order they run.
     import torch
 
     from attnkit.experiments.processes import Side, compare_processes
-    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq
     from attnkit.training.checkpointing import resolve_checkpoint
@@ -78,18 +79,7 @@ def run_deploy(
         "native int8": Side("attnkit.experiments.deploy.sides:native", {**native, "quantize": "int8"}, warmup=0),
     }
     with tempfile.TemporaryDirectory(prefix="attnkit-deploy-") as tmp:
-        for weights in ("float32", "int8"):
-            exported = export_ctranslate2(
-                loaded.model,
-                loaded.source_tokenizer,
-                loaded.target_tokenizer,
-                Path(tmp) / weights,
-                quantization=None if weights == "float32" else weights,
-                model_config=loaded.config.to_dict(),
-                source=str(resolved),
-            )
-            recipe = {"directory": str(exported), "sources": sources, "beam": beam, "batch_size": batch_size}
-            sides[f"ctranslate2 {weights}"] = Side("attnkit.experiments.deploy.sides:ctranslate2", recipe, warmup=0)
+        sides.update(_ctranslate2_sides(loaded, resolved, Path(tmp), sources, beam=beam, batch_size=batch_size))
         timings = compare_processes(sides, rounds=rounds, threads=threads)
     section = {
         "command": _command(data, str(checkpoint), beam, threads, rounds),
@@ -108,14 +98,44 @@ def run_deploy(
         "versions": {"torch": torch.__version__, "ctranslate2": _ctranslate2_version()},
         "rows": _rows(timings.results, timings.samples, references, loaded),
     }
+    _record(paths, data, section)
+    return section
+
+
+def _ctranslate2_sides(
+    loaded, resolved: Path, directory: Path, sources: list[str], *, beam: int, batch_size: int
+) -> dict[str, Side]:
+    """The checkpoint exported to CTranslate2 twice under ``directory`` (float32 and int8 weights), and the
+    process :class:`~attnkit.experiments.processes.Side` that decodes each export."""
+    from attnkit.experiments.processes import Side
+    from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
+
+    sides = {}
+    for weights in ("float32", "int8"):
+        exported = export_ctranslate2(
+            loaded.model,
+            loaded.source_tokenizer,
+            loaded.target_tokenizer,
+            directory / weights,
+            quantization=None if weights == "float32" else weights,
+            model_config=loaded.config.to_dict(),
+            source=str(resolved),
+        )
+        recipe = {"directory": str(exported), "sources": sources, "beam": beam, "batch_size": batch_size}
+        sides[f"ctranslate2 {weights}"] = Side("attnkit.experiments.deploy.sides:ctranslate2", recipe, warmup=0)
+    return sides
+
+
+def _record(paths: ExperimentPaths, data: str, section: dict[str, Any]) -> None:
+    """Write ``section`` as dataset ``data``'s part of ``docs/results/deploy.json`` (keeping the other datasets')
+    and re-render ``docs/results.md``."""
+    from attnkit.experiments.report import render_results
+
     summary_path = paths.results / "deploy.json"
     summary = read_json(summary_path) or {}
     summary[data] = section
     write_json(summary_path, summary)
-    from attnkit.experiments.report import render_results
-
     render_results(paths)
-    return section
 
 
 def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], references, loaded) -> dict[str, dict]:
