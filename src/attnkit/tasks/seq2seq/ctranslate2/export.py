@@ -110,21 +110,9 @@ def export_ctranslate2(
         ValueError: an RNN or otherwise unsupported model (one line saying why), tokenisers that do not fit it, a
             bad ``quantization`` or ``max_positions``. ExportError: ``out_dir`` is taken, or CTranslate2 is missing.
     """
-    # Over 60 lines by its documented steps; the code, 47 lines, follows them in order.
-    if quantization not in QUANTIZATIONS:
-        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
-    if max_positions < 1:
-        raise ValueError(f"max_positions must be >= 1, got {max_positions}")
-    describe_transformer(model)  # refuses RNNs and what CTranslate2 cannot run, before anything else
-    source_tokens, target_tokens = _token_list(source_tokenizer, "source"), _token_list(target_tokenizer, "target")
-    for side, tokens, embedding in (
-        ("source", source_tokens, model.source_embedding),
-        ("target", target_tokens, model.target_embedding),
-    ):
-        if len(tokens) != embedding.num_embeddings:
-            raise ValueError(
-                f"{side}_tokenizer has {len(tokens)} ids but the model's {side} embedding has {embedding.num_embeddings}"
-            )
+    source_tokens, target_tokens = _checked_tokens(
+        model, source_tokenizer, target_tokenizer, quantization, max_positions
+    )
     ctranslate2 = _ctranslate2()
     out_dir = Path(out_dir)
     remove_stale_partials(out_dir)
@@ -139,12 +127,7 @@ def export_ctranslate2(
         spec.save(str(partial))
         tokenizer_files = [p.name for p in save_tokenizers(partial, source_tokenizer, target_tokenizer)]
         manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "kind": KIND,
-            "attnkit_version": _attnkit_version(),
-            "ctranslate2_version": ctranslate2.__version__,
-            "quantization": quantization,
+            **_manifest_head(ctranslate2.__version__, quantization),
             "model": description,
             "model_config_sha256": json_sha256(description),
             "weights_sha256": weights_sha256(model),
@@ -158,6 +141,44 @@ def export_ctranslate2(
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return out_dir
+
+
+def _checked_tokens(
+    model: TransformerSeq2Seq,
+    source_tokenizer: Tokenizer,
+    target_tokenizer: Tokenizer,
+    quantization: str | None,
+    max_positions: int,
+) -> tuple[list[str], list[str]]:
+    """The source and target token lists of an export, once the options, the model and the tokenisers are checked
+    to fit one another (raises ``ValueError`` naming what does not)."""
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
+    if max_positions < 1:
+        raise ValueError(f"max_positions must be >= 1, got {max_positions}")
+    describe_transformer(model)  # refuses RNNs and what CTranslate2 cannot run, before anything else
+    source_tokens, target_tokens = _token_list(source_tokenizer, "source"), _token_list(target_tokenizer, "target")
+    for side, tokens, embedding in (
+        ("source", source_tokens, model.source_embedding),
+        ("target", target_tokens, model.target_embedding),
+    ):
+        if len(tokens) != embedding.num_embeddings:
+            raise ValueError(
+                f"{side}_tokenizer has {len(tokens)} ids but the model's {side} embedding has {embedding.num_embeddings}"
+            )
+    return source_tokens, target_tokens
+
+
+def _manifest_head(ctranslate2_version: str, quantization: str | None) -> dict[str, Any]:
+    """The first entries of an export's manifest: its format, the versions that wrote it, the weights' type."""
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": KIND,
+        "attnkit_version": _attnkit_version(),
+        "ctranslate2_version": ctranslate2_version,
+        "quantization": quantization,
+    }
 
 
 def _attnkit_version() -> str:
