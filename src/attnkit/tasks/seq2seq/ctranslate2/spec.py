@@ -211,22 +211,41 @@ def transformer_spec(
 
     The description (:func:`describe_transformer`) gains ``"identity_layers"`` and ``"max_positions"``.
     """
-    # Over 60 lines on purpose: one weight mapping, read beside CTranslate2's TransformerSpec, line for line.
+    description = describe_transformer(model)
+    encoder_layers, decoder_layers = list(model.encoder_layers), list(model.decoder_layers)
+    spec, encoder, decoder = _empty_spec(description, len(encoder_layers), len(decoder_layers))
+    encoder.embeddings[0].weight = _array(model.source_embedding.weight)  # [V_src, D]
+    decoder.embeddings.weight = _array(model.target_embedding.weight)  # [V_tgt, D]
+    positions, dim = description["positions"], description["dim"]
+    rows = description["max_len"] if positions == "learned" else max_positions
+    if positions != "rotary":
+        base = description["positions_base"]
+        encoder.position_encodings.encodings = _position_table(model.source_positions, rows, dim, base)
+        decoder.position_encodings.encodings = _position_table(model.target_positions, rows, dim, base)
+    identity = _set_layers(encoder, decoder, model, description)
+    decoder.projection.weight = _array(model.output.weight)  # [V_tgt, D]
+    if model.output.bias is not None:
+        decoder.projection.bias = _array(model.output.bias)
+    spec.register_source_vocabulary(list(source_tokens))
+    spec.register_target_vocabulary(list(target_tokens))
+    description.update(identity_layers=identity, max_positions=None if positions == "rotary" else rows)
+    return spec, description
+
+
+def _empty_spec(description: dict[str, Any], encoder_layers: int, decoder_layers: int) -> tuple[Any, Any, Any]:
+    """``(TransformerSpec, its encoder spec, its decoder spec)`` shaped as ``description`` says, with attnkit's
+    specials in its config and no weight set yet (an empty stack gets one layer, made an identity later)."""
     from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 
-    description = describe_transformer(model)
-    dim, heads, ff_dim = description["dim"], description["heads"], description["ff_dim"]
-    positions, pre_norm = description["positions"], description["norm_first"]
     rotary = {"rotary_dim": 0, "rotary_interleave": True, "rotary_base": description["positions_base"]}
     options = {
-        "pre_norm": pre_norm,
+        "pre_norm": description["norm_first"],
         "activation": getattr(common_spec.Activation, ACTIVATIONS[description["activation"]]),
-        **(rotary if positions == "rotary" else {}),
+        **(rotary if description["positions"] == "rotary" else {}),
     }
-    encoder_layers, decoder_layers = list(model.encoder_layers), list(model.decoder_layers)
-    encoder = ct2.TransformerEncoderSpec(max(1, len(encoder_layers)), heads, **options)
-    decoder = ct2.TransformerDecoderSpec(max(1, len(decoder_layers)), heads, **options)
+    encoder = ct2.TransformerEncoderSpec(max(1, encoder_layers), description["heads"], **options)
+    decoder = ct2.TransformerDecoderSpec(max(1, decoder_layers), description["heads"], **options)
     spec = ct2.TransformerSpec(encoder, decoder)
     config = {
         "layer_norm_epsilon": description["layer_norm_eps"],
@@ -239,14 +258,14 @@ def transformer_spec(
     }
     for key, value in config.items():
         setattr(spec.config, key, value)
+    return spec, encoder, decoder
 
-    encoder.embeddings[0].weight = _array(model.source_embedding.weight)  # [V_src, D]
-    decoder.embeddings.weight = _array(model.target_embedding.weight)  # [V_tgt, D]
-    rows = description["max_len"] if positions == "learned" else max_positions
-    if positions != "rotary":
-        base = description["positions_base"]
-        encoder.position_encodings.encodings = _position_table(model.source_positions, rows, dim, base)
-        decoder.position_encodings.encodings = _position_table(model.target_positions, rows, dim, base)
+
+def _set_layers(encoder: Any, decoder: Any, model: TransformerSeq2Seq, description: dict[str, Any]) -> dict[str, int]:
+    """Copy every layer's weights (and the final norms of a pre-norm model) into the encoder and decoder specs; an
+    empty stack's one layer becomes an identity. Returns which stacks are identities (``{"encoder": 0|1, ...}``)."""
+    dim, ff_dim = description["dim"], description["ff_dim"]
+    encoder_layers, decoder_layers = list(model.encoder_layers), list(model.decoder_layers)
     for layer_spec, layer in zip(encoder.layer, encoder_layers, strict=False):
         _set_attention(layer_spec.self_attention, layer.attention, layer.norm_attention, cross=False)
         _set_ffn(layer_spec.ffn, layer, layer.norm_ff)
@@ -254,18 +273,11 @@ def transformer_spec(
         _set_attention(layer_spec.self_attention, layer.self_attention, layer.norm_self, cross=False)
         _set_attention(layer_spec.attention, layer.cross_attention, layer.norm_cross, cross=True)
         _set_ffn(layer_spec.ffn, layer, layer.norm_ff)
-    identity = {"encoder": int(not encoder_layers), "decoder": int(not decoder_layers)}
     if not encoder_layers:
         _set_identity_layer(encoder.layer[0], dim, ff_dim, cross=False)
     if not decoder_layers:
         _set_identity_layer(decoder.layer[0], dim, ff_dim, cross=True)
-    if pre_norm:
+    if description["norm_first"]:
         _set_norm(encoder.layer_norm, model.encoder_norm, dim)
         _set_norm(decoder.layer_norm, model.decoder_norm, dim)
-    decoder.projection.weight = _array(model.output.weight)  # [V_tgt, D]
-    if model.output.bias is not None:
-        decoder.projection.bias = _array(model.output.bias)
-    spec.register_source_vocabulary(list(source_tokens))
-    spec.register_target_vocabulary(list(target_tokens))
-    description.update(identity_layers=identity, max_positions=None if positions == "rotary" else rows)
-    return spec, description
+    return {"encoder": int(not encoder_layers), "decoder": int(not decoder_layers)}
