@@ -33,59 +33,23 @@ def run_seq2seq_experiment(
     device: str = "auto",
 ) -> dict:
     """Train (or reuse) the experiment's runs (all, or those named in ``runs``), write and return its JSON."""
-    # Over 60 lines on purpose: the table's runs, then its ensembles and decodings, recorded in the order they happen.
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    runs, ensembles, with_peer = _selection(name, runs)
     experiment = EXPERIMENTS[name]
-    peers = [experiment.peer] if experiment.peer else []
-    unknown = sorted(set(runs or []) - set(experiment.runs) - set(experiment.ensembles) - set(peers))
-    if unknown:
-        known = [*experiment.runs, *experiment.ensembles, *peers]
-        raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(known)}")
-    with_peer = bool(peers) and (runs is None or experiment.peer in runs)
-    ensembles = [run for run in runs or experiment.ensembles if run in experiment.ensembles]
-    runs = [run for run in runs or experiment.runs if run in experiment.runs]
-    for ensemble in ensembles:  # an ensemble needs its members trained first
-        runs += [member for member in experiment.ensembles[ensemble] if member not in runs]
     summary_path = paths.results / f"{name}.json"
-    summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+    summary = _read_summary(summary_path, experiment)
     if with_peer:
-        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+        summary = _read_summary(summary_path, experiment)
         summary["peer"] = _peer_row(experiment, paths, summary.get("peer"))
         write_json(summary_path, summary)
     for run in runs:
-        out = paths.runs / name / slug(run)
-        argv = experiment.train_argv(run, out)
-        processes = experiment.processes.get(run, 1)
-        metrics = ensure_run(argv, out, threads=threads, processes=processes, device=device)
-        row = {
-            "command": command_line(argv, processes),
-            "test": metrics["test"],
-            "best_valid": metrics["best_valid"],
-            "best_epoch": metrics["best_epoch"],
-            "epochs_run": metrics["epochs_run"],
-            "minutes": round(metrics["train_seconds"] / 60, 1),
-            "num_parameters": metrics["num_parameters"],
-        }
-        if name == "bible":
-            row["bleu_by_length"] = bleu_by_length(out / "best")
-        previous = summary["runs"].get(run, {})
-        curve = validation_curve(out, _curve_metric(experiment))
-        if curve or (previous.get("command") == row["command"] and previous.get("curve")):
-            row["curve"] = curve or previous["curve"]
-        if experiment.beam > 1:
-            same = previous.get("command") == row["command"] and previous.get("beam") == experiment.beam
-            row["beam"] = experiment.beam
-            row["test_beam"] = (
-                previous["test_beam"] if same and "test_beam" in previous else _beam_test(out, experiment.beam)
-            )
+        row = _run_row(experiment, paths, run, summary["runs"].get(run, {}), threads=threads, device=device)
         # re-read just before writing: another `experiment NAME --only ...` process may have added its row meanwhile
-        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+        summary = _read_summary(summary_path, experiment)
         summary["runs"][run] = row
         write_json(summary_path, summary)
     for ensemble in ensembles:
         members = experiment.ensembles[ensemble]
-        summary = {**(read_json(summary_path) or {"runs": {}}), **_header(experiment, name)}
+        summary = _read_summary(summary_path, experiment)
         outs = [paths.runs / name / slug(member) for member in members]
         summary["runs"][ensemble] = _ensemble_row(experiment, outs, summary["runs"], ensemble)
         write_json(summary_path, summary)
@@ -100,6 +64,68 @@ def run_seq2seq_experiment(
 
     render_results(paths)
     return summary
+
+
+def _selection(name: str, runs: list[str] | None) -> tuple[list[str], list[str], bool]:
+    """``(runs to train, ensembles to decode, whether the peer runs)`` of experiment ``name`` for ``runs`` (None:
+    all); an ensemble's members join the runs. Raises ``ValueError`` on an unknown experiment or run."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown seq2seq experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
+    experiment = EXPERIMENTS[name]
+    peers = [experiment.peer] if experiment.peer else []
+    unknown = sorted(set(runs or []) - set(experiment.runs) - set(experiment.ensembles) - set(peers))
+    if unknown:
+        known = [*experiment.runs, *experiment.ensembles, *peers]
+        raise ValueError(f"{name} has no run {', '.join(unknown)}; its runs: {', '.join(known)}")
+    with_peer = bool(peers) and (runs is None or experiment.peer in runs)
+    ensembles = [run for run in runs or experiment.ensembles if run in experiment.ensembles]
+    runs = [run for run in runs or experiment.runs if run in experiment.runs]
+    for ensemble in ensembles:  # an ensemble needs its members trained first
+        runs += [member for member in experiment.ensembles[ensemble] if member not in runs]
+    return runs, ensembles, with_peer
+
+
+def _read_summary(path: Path, experiment: Seq2SeqExperiment) -> dict:
+    """The experiment's JSON as it stands on disk (no rows yet when there is none), under today's header."""
+    return {**(read_json(path) or {"runs": {}}), **_header(experiment, experiment.name)}
+
+
+def _run_row(
+    experiment: Seq2SeqExperiment,
+    paths: ExperimentPaths,
+    run: str,
+    previous: dict,
+    *,
+    threads: int | None,
+    device: str,
+) -> dict:
+    """Train (or reuse) ``run`` and return its row; what is costly to recompute (the validation curve, the beam
+    decoding) is kept from the ``previous`` row while its command is unchanged."""
+    out = paths.runs / experiment.name / slug(run)
+    argv = experiment.train_argv(run, out)
+    processes = experiment.processes.get(run, 1)
+    metrics = ensure_run(argv, out, threads=threads, processes=processes, device=device)
+    row = {
+        "command": command_line(argv, processes),
+        "test": metrics["test"],
+        "best_valid": metrics["best_valid"],
+        "best_epoch": metrics["best_epoch"],
+        "epochs_run": metrics["epochs_run"],
+        "minutes": round(metrics["train_seconds"] / 60, 1),
+        "num_parameters": metrics["num_parameters"],
+    }
+    if experiment.name == "bible":
+        row["bleu_by_length"] = bleu_by_length(out / "best")
+    curve = validation_curve(out, _curve_metric(experiment))
+    if curve or (previous.get("command") == row["command"] and previous.get("curve")):
+        row["curve"] = curve or previous["curve"]
+    if experiment.beam > 1:
+        same = previous.get("command") == row["command"] and previous.get("beam") == experiment.beam
+        row["beam"] = experiment.beam
+        row["test_beam"] = (
+            previous["test_beam"] if same and "test_beam" in previous else _beam_test(out, experiment.beam)
+        )
+    return row
 
 
 def _curve_metric(experiment: Seq2SeqExperiment) -> str:
