@@ -11,6 +11,7 @@ Shape glossary:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -52,31 +53,8 @@ def train_vision(
     (``config`` must be its config; ``data`` must have its labels and image shape).
     """
     out_dir = Path(out_dir)
-    rank, world = replica()
-    if init_from is not None and (
-        list(config.label_names) != list(data.label_names) or list(config.image_shape) != list(data.image_shape)
-    ):
-        raise ValueError(f"--init-from {init_from.given}: its labels or image shape are not {data.name}'s")
-    config = dataclasses.replace(
-        config, dataset=data.name, label_names=list(data.label_names), image_shape=list(data.image_shape)
-    )
-    labels = data.train_labels.tolist()
-    train_idx, valid_idx = stratified_split(
-        image_keys(len(labels)), labels, test_fraction=valid_fraction, seed=fit_config.seed
-    )
-    train_images, train_labels = data.train_images[train_idx], data.train_labels[train_idx]
-    shard = valid_idx[rank::world]
-    train_batches = image_batches(
-        train_images,
-        train_labels,
-        batch_size,
-        shuffle=True,
-        seed=fit_config.seed,
-        max_shift=max_shift,
-        num_replicas=world,
-        rank=rank,
-    )
-    valid_batches = image_batches(data.train_images[shard], data.train_labels[shard], 4 * batch_size, shuffle=False)
+    config = _data_config(config, data, init_from)
+    train_batches, valid_batches, counts = _batches(data, batch_size, valid_fraction, max_shift, fit_config.seed)
 
     torch.manual_seed(fit_config.seed)
     model = build_vision_model(config)
@@ -95,9 +73,45 @@ def train_vision(
     test_metrics = evaluate_vision(
         model, data.test_images, data.test_labels, batch_size=4 * batch_size, precision=fit_config.precision
     )
-    details = {"max_shift": max_shift, "train_images": len(train_idx), "valid_images": len(valid_idx)}
+    details = {"max_shift": max_shift, **counts}
     if init_from is not None:
         details["init_from"] = init_from.record()
     report = TrainReport(result, test_metrics, out_dir / "best", count_parameters(model), config, details)
     write_metrics(out_dir, report, task=KIND, data=data.name, fit_config=fit_config, batch_size=batch_size)
     return report
+
+
+def _data_config(config: VisionConfig, data: ImageClassificationData, init_from: InitFrom | None) -> VisionConfig:
+    """``config`` with ``data``'s name, labels and image shape; refuses an ``init_from`` checkpoint whose labels or
+    image shape are not ``data``'s."""
+    if init_from is not None and (
+        list(config.label_names) != list(data.label_names) or list(config.image_shape) != list(data.image_shape)
+    ):
+        raise ValueError(f"--init-from {init_from.given}: its labels or image shape are not {data.name}'s")
+    return dataclasses.replace(
+        config, dataset=data.name, label_names=list(data.label_names), image_shape=list(data.image_shape)
+    )
+
+
+def _batches(
+    data: ImageClassificationData, batch_size: int, valid_fraction: float, max_shift: int, seed: int
+) -> tuple[Callable, Callable, dict[str, int]]:
+    """This rank's training batches (shuffled, shifted by up to ``max_shift`` pixels) and validation batches, carved
+    from the training images by a stratified split seeded by ``seed``; with the two splits' sizes."""
+    rank, world = replica()
+    labels = data.train_labels.tolist()
+    train_idx, valid_idx = stratified_split(image_keys(len(labels)), labels, test_fraction=valid_fraction, seed=seed)
+    train_images, train_labels = data.train_images[train_idx], data.train_labels[train_idx]
+    shard = valid_idx[rank::world]
+    train_batches = image_batches(
+        train_images,
+        train_labels,
+        batch_size,
+        shuffle=True,
+        seed=seed,
+        max_shift=max_shift,
+        num_replicas=world,
+        rank=rank,
+    )
+    valid_batches = image_batches(data.train_images[shard], data.train_labels[shard], 4 * batch_size, shuffle=False)
+    return train_batches, valid_batches, {"train_images": len(train_idx), "valid_images": len(valid_idx)}
