@@ -82,6 +82,21 @@ class TransformerDecodingState:
     fast: FastStepWeights | None = None
 
 
+def _check_options(
+    positions: PositionScheme, dim: int, heads: int, share_embeddings: bool, source_vocab: int, target_vocab: int
+) -> None:
+    """Refuse the options a :class:`TransformerSeq2Seq` cannot be built with, naming them."""
+    if not isinstance(positions, PositionScheme):
+        raise TypeError(f"positions must be a PositionScheme (position_scheme(name) maps a name), got {positions!r}")
+    if dim % heads:
+        raise ValueError(f"dim={dim} is not divisible by heads={heads}")
+    if share_embeddings and source_vocab != target_vocab:
+        raise ValueError(
+            f"share_embeddings needs one vocabulary; got source_vocab_size={source_vocab}, "
+            f"target_vocab_size={target_vocab}"
+        )
+
+
 class TransformerSeq2Seq(nn.Module):
     """Encoder-decoder Transformer; ``forward`` for teacher forcing, ``start_decoding``/``decode_step`` for inference.
 
@@ -116,19 +131,8 @@ class TransformerSeq2Seq(nn.Module):
         tie_output: bool = True,
         padding_idx: int = 0,
     ) -> None:
-        # Over 60 lines by its keyword options and their checks; each submodule is built once, in order.
         super().__init__()
-        if not isinstance(positions, PositionScheme):
-            raise TypeError(
-                f"positions must be a PositionScheme (position_scheme(name) maps a name), got {positions!r}"
-            )
-        if dim % heads:
-            raise ValueError(f"dim={dim} is not divisible by heads={heads}")
-        if share_embeddings and source_vocab_size != target_vocab_size:
-            raise ValueError(
-                f"share_embeddings needs one vocabulary; got source_vocab_size={source_vocab_size}, "
-                f"target_vocab_size={target_vocab_size}"
-            )
+        _check_options(positions, dim, heads, share_embeddings, source_vocab_size, target_vocab_size)
         self.dim, self.heads, self.position_scheme = dim, heads, positions
         self.source_embedding = nn.Embedding(source_vocab_size, dim, padding_idx=padding_idx)
         self.target_embedding = (
@@ -140,29 +144,21 @@ class TransformerSeq2Seq(nn.Module):
                 embedding.weight[padding_idx].zero_()
         self.embed_scale = math.sqrt(dim)
         self.source_positions, self.target_positions = positions.added(dim, max_len)
+
+        def layer_options() -> dict:  # each layer gets its own rotary module
+            return {
+                "ff_dim": ff_dim,
+                "dropout": dropout,
+                "attention_dropout": attention_dropout,
+                "norm_first": norm_first,
+                "rotary": positions.rotary(dim // heads),
+            }
+
         self.encoder_layers = nn.ModuleList(
-            TransformerEncoderLayer(
-                dim,
-                heads,
-                ff_dim=ff_dim,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                norm_first=norm_first,
-                rotary=positions.rotary(dim // heads),
-            )
-            for _ in range(encoder_layers)
+            TransformerEncoderLayer(dim, heads, **layer_options()) for _ in range(encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            TransformerDecoderLayer(
-                dim,
-                heads,
-                ff_dim=ff_dim,
-                dropout=dropout,
-                attention_dropout=attention_dropout,
-                norm_first=norm_first,
-                rotary=positions.rotary(dim // heads),
-            )
-            for _ in range(decoder_layers)
+            TransformerDecoderLayer(dim, heads, **layer_options()) for _ in range(decoder_layers)
         )
         self.encoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(dim) if norm_first else nn.Identity()
