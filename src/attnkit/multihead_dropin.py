@@ -139,13 +139,8 @@ class TorchSignature:
         key = query if key is None else key
         value = key if value is None else value
         query, key, value = (self._batch_first_layout(t, unbatched) for t in (query, key, value))
-        if unbatched and key_padding_mask is not None:
-            key_padding_mask = key_padding_mask[None]  # [1, S]
         shape = (query.shape[0], self.num_heads, query.shape[1], key.shape[1])
-        if key_padding_mask is not None and key_padding_mask.dtype == torch.bool:
-            from_torch_mask(key_padding_mask, "key_padding_mask", shape)  # its shape checked, in torch's terms
-            # attnkit's key_mask: padded keys skip their projections, as attnkit's own calls do
-            key_mask, key_padding_mask = ~key_padding_mask, None
+        key_mask, key_padding_mask = _bool_padding_as_key_mask(key_padding_mask, key_mask, unbatched, shape)
         allowed, bias = from_torch_masks(key_padding_mask, attn_mask, is_causal, shape)
         out = super().forward(  # attnkit's forward: attn_mask there is True = attend
             query,
@@ -158,6 +153,10 @@ class TorchSignature:
             attn_bias=bias,
             need_weights=need_weights,
         )
+        return self._torch_layout(out, average_attn_weights, unbatched)
+
+    def _torch_layout(self, out: AttentionOutput, average_attn_weights: bool, unbatched: bool) -> AttentionOutput:
+        """attnkit's ``[B, L, E]`` output and ``[B, H, L, S]`` weights in the layout torch returns them."""
         output, weights = out  # [B, L, E], [B, H, L, S] or None
         if weights is not None and average_attn_weights:
             weights = weights.mean(dim=1)  # [B, L, S]
@@ -174,3 +173,20 @@ class TorchSignature:
         if tensor.dim() != 3:
             raise ValueError(f"query, key and value must all be 3-D (batched) or 2-D, got {tuple(tensor.shape)}")
         return tensor if self.batch_first else tensor.transpose(0, 1)
+
+
+def _bool_padding_as_key_mask(
+    key_padding_mask: torch.Tensor | None,
+    key_mask: torch.Tensor | None,
+    unbatched: bool,
+    shape: tuple[int, int, int, int],
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(key_mask, key_padding_mask)``: a bool ``key_padding_mask [B, S]`` (True = padding; ``[S]`` unbatched),
+    checked against ``shape [B, H, L, S]``, becomes attnkit's ``key_mask`` (True = attend), so that padded keys skip
+    their projections as in attnkit's own calls; a float one stays torch's, to be added to the scores."""
+    if unbatched and key_padding_mask is not None:
+        key_padding_mask = key_padding_mask[None]  # [1, S]
+    if key_padding_mask is not None and key_padding_mask.dtype == torch.bool:
+        from_torch_mask(key_padding_mask, "key_padding_mask", shape)  # its shape checked, in torch's terms
+        return ~key_padding_mask, None
+    return key_mask, key_padding_mask
