@@ -33,8 +33,7 @@ from attnkit.multihead_dropin import TorchSignature
 from attnkit.multihead_fast import merge_heads, split_heads
 from attnkit.multihead_torch import (
     from_torch_masks,
-    key_mask_from_padding,
-    refuse_mixed_conventions,
+    key_mask_of_call,
     rename_torch_state_dict,
     to_torch_state_dict,
 )
@@ -155,11 +154,7 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or None)``.
         """
-        refuse_mixed_conventions(
-            {"key_padding_mask": key_padding_mask},
-            {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask},
-        )
-        key_mask = key_mask_from_padding(key_mask, key_padding_mask)
+        key_mask = key_mask_of_call(key_mask, key_padding_mask, query_mask=query_mask, attn_mask=attn_mask)
         key, value = self._check_call(query, key, value, query_mask, cache, key_value)
         steps = multihead_fast.steps(self)  # the one rule: fast twins, or the readable references
         extras = cache is not None or attn_mask is not None or attn_bias is not None or need_weights

@@ -24,6 +24,7 @@ __all__ = [
     "from_torch_mask",
     "from_torch_masks",
     "key_mask_from_padding",
+    "key_mask_of_call",
     "refuse_mixed_conventions",
     "rename_torch_state_dict",
     "to_torch_state_dict",
@@ -151,6 +152,22 @@ def combine_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:
     for b in present[1:]:
         total = total + b
     return total
+
+
+def key_mask_of_call(
+    key_mask: torch.Tensor | None,
+    key_padding_mask: torch.Tensor | None,
+    *,
+    query_mask: torch.Tensor | None,
+    attn_mask: torch.Tensor | None,
+) -> torch.Tensor | None:
+    """attnkit's ``key_mask`` ``[B, Tk]`` for a call of attnkit's multi-head forward, which may name the padding in
+    torch's polarity (``key_padding_mask``) but then none of attnkit's masks (see :func:`refuse_mixed_conventions`)."""
+    refuse_mixed_conventions(
+        {"key_padding_mask": key_padding_mask},
+        {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask},
+    )
+    return key_mask_from_padding(key_mask, key_padding_mask)
 
 
 def key_mask_from_padding(key_mask: torch.Tensor | None, key_padding_mask: torch.Tensor | None) -> torch.Tensor | None:
