@@ -85,19 +85,13 @@ def train_epoch(
     generators' state of that moment, so it goes on as if never interrupted.
     Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
     that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
-    Under DDP the gradients are reduced across ranks only on the batch that completes a step.
-
-    The loss is computed under autocast in ``config.precision`` (the backward pass runs outside it, as torch
-    recommends). With a ``scaler`` (fp16) the loss is scaled before backward and the gradients unscaled before
-    clipping; a step whose gradients hold inf/NaN is skipped by the scaler (which lowers its scale) and still
-    counts as a step. Without one a non-finite gradient norm raises ``FloatingPointError``.
+    Under DDP the gradients are reduced across ranks only on the batch that completes a step. Precision and fp16's
+    ``scaler``: see :func:`_backward` and :func:`_step`.
     """
     start = start or EpochStart()
     model = _plain(train_model)
     model.train()
-    rest = remaining_batches(batches, start.batches)
-    if start.random is not None:
-        set_random_state(start.random)
+    rest = _resumed(batches, start)
     loss_sum, count, steps, pending = start.loss_sum, start.batches, start.steps, 0
     with reporter.epoch_bar(epoch, batch_count(batches), done=start.batches) as bar:
         for batch, last in _mark_last(rest):
@@ -134,7 +128,10 @@ def _backward(
     pending: int,
     boundary: bool,
 ) -> float:
-    """One batch's forward and backward pass (gradients kept local under DDP unless it completes a step); its loss."""
+    """One batch's forward and backward pass (gradients kept local under DDP unless it completes a step); its loss.
+
+    The loss is computed under autocast in ``config.precision`` (the backward pass runs outside it, as torch
+    recommends); with a ``scaler`` (fp16) it is scaled before backward."""
     with nullcontext() if boundary else _no_sync(train_model):
         with autocast(device, config.precision):
             loss = objective.loss(to_device(batch, device))
@@ -160,7 +157,10 @@ def _step(
     problem: str,
 ) -> None:
     """The optimiser step ``step`` of the run over ``pending`` batches' gradients: unscaled, averaged, clipped;
-    ``problem`` is the message of a non-finite gradient norm (``{}`` for the norm)."""
+    ``problem`` is the message of a non-finite gradient norm (``{}`` for the norm).
+
+    With a ``scaler`` (fp16) a step whose gradients hold inf/NaN is skipped by the scaler (which lowers its scale)
+    and still counts as a step; without one a non-finite gradient norm raises ``FloatingPointError``."""
     parameters = [p for p in model.parameters() if p.requires_grad]
     if scaler is not None:
         scaler.unscale_(optimizer)
@@ -178,6 +178,14 @@ def _step(
     else:  # skips the step when unscale_ found inf/NaN gradients, then adjusts the scale
         scaler.step(optimizer)
         scaler.update()
+
+
+def _resumed(batches: Iterable[Batch], start: EpochStart) -> Iterator[Batch]:
+    """The epoch's batches from ``start``: those done skipped, then this rank's generators put back as they were."""
+    rest = remaining_batches(batches, start.batches)
+    if start.random is not None:
+        set_random_state(start.random)
+    return rest
 
 
 def remaining_batches(batches: Iterable[Batch], skip: int) -> Iterator[Batch]:
