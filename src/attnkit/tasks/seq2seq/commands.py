@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnkit.tasks.options import add_runtime_options, add_training_options, positive_int, say
 from attnkit.tasks.seq2seq.data_options import add_pair_file_arguments
@@ -19,6 +20,10 @@ from attnkit.tasks.seq2seq.distill.options import EXAMPLES as DISTILL_EXAMPLES
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
 from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
+
+if TYPE_CHECKING:
+    from attnkit.data.seq2seq import Seq2SeqData
+    from attnkit.tasks.seq2seq.distill.student import Distillation
 
 ATTENTIONS = ("luong-dot", "luong-general", "luong-concat", "local-m", "local-p", "bahdanau", "none")
 
@@ -126,7 +131,6 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.data.seq2seq import data_set_names
     from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.seq2seq.config import KIND, config_from_args
-    from attnkit.tasks.seq2seq.data import load_data, subset
     from attnkit.tasks.seq2seq.training import TOKENIZER_DIR, train_seq2seq
     from attnkit.tasks.train_setup import start_training
 
@@ -149,6 +153,30 @@ def train(args: argparse.Namespace) -> int:
     distill = _distillation(args, start)
     if start.streamed:
         return _report(train_streamed(args, start, options))
+    data, distill, load_seconds = _read_in_memory(args, distill)
+    if args.label_smoothing:
+        say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
+    with start.plan.writing():
+        report = train_seq2seq(
+            data,
+            start.config,
+            start.fit_config,
+            strict=args.strict,
+            init_from=start.init,
+            load_seconds=load_seconds,
+            distill=distill,
+            **options,
+        )
+    return _report(report)
+
+
+def _read_in_memory(
+    args: argparse.Namespace, distill: Distillation | None
+) -> tuple[Seq2SeqData, Distillation | None, float]:
+    """The pairs of ``--data`` (the first ``--limit`` of them), said with their sizes; ``distill`` holding out every
+    source of the whole data set; and the seconds reading took."""
+    from attnkit.tasks.seq2seq.data import load_data, subset
+
     started = time.monotonic()
     data = load_data(
         args.data,
@@ -170,20 +198,7 @@ def train(args: argparse.Namespace) -> int:
         f"{data.name}: {sizes['train']} training, {sizes['valid']} validation, {sizes['test']} test pairs "
         f"({data.source_level} -> {data.target_level})"
     )
-    if args.label_smoothing:
-        say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
-    with start.plan.writing():
-        report = train_seq2seq(
-            data,
-            start.config,
-            start.fit_config,
-            strict=args.strict,
-            init_from=start.init,
-            load_seconds=load_seconds,
-            distill=distill,
-            **options,
-        )
-    return _report(report)
+    return data, distill, load_seconds
 
 
 def _distillation(args: argparse.Namespace, start):
