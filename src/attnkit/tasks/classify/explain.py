@@ -40,39 +40,42 @@ def classifier_report(
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
     sections: list[Section] = [] if recipe is None else [Section(*recipe_section(recipe))]
     for number, (prediction, gold) in enumerate(zip(predictions, true_labels, strict=True), start=1):
-        probabilities = [prediction.probabilities[name] for name in label_names]
-        heading = f"Document {number}"
-        if prediction.sentences is not None:
-            sections.append(
-                han_section(
-                    prediction.sentences,
-                    prediction.word_weights,
-                    prediction.sentence_weights,
-                    label_names=label_names,
-                    probabilities=probabilities,
-                    true_label=gold,
-                    title=heading,
-                    word_shading=word_shading,
-                    caption=number == 1,
-                    unknown=getattr(prediction, "unknown_words", None),
-                )
-            )
-        else:
-            sections.append(
-                pooling_section(
-                    prediction.tokens,
-                    prediction.token_weights,
-                    label_names=label_names,
-                    probabilities=probabilities,
-                    true_label=gold,
-                    title=heading,
-                    caption=number == 1,
-                    unknown=getattr(prediction, "unknown_tokens", None),
-                )
-            )
+        sections.append(_prediction_section(prediction, number, gold, label_names, word_shading))
         if faithfulness is not None:
             from attnkit.explain.faithfulness.panel import faithfulness_panel
 
             section = sections[-1]
             sections[-1] = Section(section.title, section.body + "\n" + faithfulness_panel(faithfulness[number - 1]))
     return write_report(path, sections, title=title)
+
+
+def _prediction_section(
+    prediction: Any, number: int, gold: str | None, label_names: Sequence[str], word_shading: str
+) -> Section:
+    """Document ``number``'s section: a HAN document, or a pooled classifier's token rows (the caption and colour
+    scale on the first document only)."""
+    probabilities = [prediction.probabilities[name] for name in label_names]
+    heading = f"Document {number}"
+    if prediction.sentences is not None:
+        return han_section(
+            prediction.sentences,
+            prediction.word_weights,
+            prediction.sentence_weights,
+            label_names=label_names,
+            probabilities=probabilities,
+            true_label=gold,
+            title=heading,
+            word_shading=word_shading,
+            caption=number == 1,
+            unknown=getattr(prediction, "unknown_words", None),
+        )
+    return pooling_section(
+        prediction.tokens,
+        prediction.token_weights,
+        label_names=label_names,
+        probabilities=probabilities,
+        true_label=gold,
+        title=heading,
+        caption=number == 1,
+        unknown=getattr(prediction, "unknown_tokens", None),
+    )
