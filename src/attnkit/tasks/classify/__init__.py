@@ -18,6 +18,7 @@
 | :mod:`~attnkit.tasks.classify.attended_words` | the words a classifier attended to most |
 | :mod:`~attnkit.tasks.classify.baselines` | the TF-IDF + logistic-regression peer |
 | :mod:`~attnkit.tasks.classify.commands` | the command hooks (``attnkit train classify``, evaluate, predict, explain) |
+| :mod:`~attnkit.tasks.classify.train_options` | the options of ``train classify``, one function per group |
 | :mod:`~attnkit.tasks.classify.demo` | ``attnkit demo``: HAN on fine-food reviews against TF-IDF, explained and checked |
 | :mod:`~attnkit.tasks.classify.streamed_command` | when ``train classify`` streams its file, and that run |
 | :mod:`~attnkit.tasks.classify.streamed_rows` | ``StreamedRows``: a training file read as a stream (``--streaming``) |
