@@ -15,7 +15,7 @@ here still work, with a warning.
 import warnings
 from typing import Any
 
-from attnkit.training.checkpointing._read import (
+from attnkit.training.checkpointing._format import (
     CONFIG_FILE,
     FORMAT,
     FORMAT_VERSION,
@@ -23,15 +23,16 @@ from attnkit.training.checkpointing._read import (
     STATE_TENSORS_FILE,
     WEIGHTS_FILE,
     CheckpointError,
+)
+from attnkit.training.checkpointing._read import (
     load_model_weights,
     read_config,
     read_config_of_kind,
     read_metadata,
     read_trainer_state,
-    recover_checkpoint,
     resolve_checkpoint,
-    save_checkpoint,
 )
+from attnkit.training.checkpointing._write import recover_checkpoint, save_checkpoint
 
 __all__ = [
     "CONFIG_FILE",

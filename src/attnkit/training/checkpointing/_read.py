@@ -19,7 +19,7 @@ and the directory are fsynced, and only then is it moved into place: the old dir
 ``.<name>.old``, the new one renamed to ``<name>``, the parent fsynced, the old one deleted. A reader never sees a
 half-written checkpoint; a process killed between the two renames leaves the previous checkpoint in
 ``.<name>.old``, which :func:`recover_checkpoint` (called by every save and by ``fit(..., resume=True)``) moves
-back. The writing lives in :mod:`attnkit.training.checkpointing._write`; this module reads, and re-exports the writer.
+back. The writing lives in :mod:`attnkit.training.checkpointing._write`; this module reads.
 
 One rule for the paths users give (:func:`resolve_checkpoint`): a checkpoint directory means itself, a run directory
 (holding ``best/``) means its ``best/``, a name that is no path here but a shipped model's (:mod:`attnkit.pretrained`)
@@ -50,24 +50,14 @@ from attnkit.training.checkpointing._format import (
     CheckpointError,
 )
 from attnkit.training.checkpointing._state_codec import decode_state
-from attnkit.training.checkpointing._write import recover_checkpoint, save_checkpoint
 
 __all__ = [
-    "CONFIG_FILE",
-    "FORMAT",
-    "FORMAT_VERSION",
-    "STATE_JSON_FILE",
-    "STATE_TENSORS_FILE",
-    "WEIGHTS_FILE",
-    "CheckpointError",
     "load_model_weights",
     "read_config",
     "read_config_of_kind",
     "read_metadata",
     "read_trainer_state",
-    "recover_checkpoint",
     "resolve_checkpoint",
-    "save_checkpoint",
 ]
 
 RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
