@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from attnkit.masks import check_mask
@@ -41,3 +44,26 @@ def guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, to
     if host_reads_are_free(has_key) and bool(has_key.all()):
         return mask, None
     return mask | ~has_key, has_key
+
+
+def forward_in_compute_dtype(
+    ctx: Any,
+    scores: torch.Tensor,
+    kept: torch.Tensor | None,
+    forward: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
+) -> torch.Tensor:
+    """An exact sparse distribution's autograd ``forward``: ``forward(scores, kept)`` in :func:`compute_dtype`, its
+    weights saved for the backward pass (which returns gradients in ``ctx.input_dtype``), returned in the scores'
+    dtype."""
+    weights = forward(scores.to(compute_dtype(scores.dtype)), kept)
+    ctx.save_for_backward(weights)
+    ctx.input_dtype = scores.dtype
+    return weights.to(scores.dtype)
+
+
+def reference_rows(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the row-at-a-time references walk: ``scores [..., Tk]`` as rows ``[R, Tk]`` and the kept mask of each
+    row ``[R, Tk]`` (all True without ``mask``)."""
+    flat = scores.reshape(-1, scores.shape[-1])
+    kept = full_mask(scores, mask)
+    return flat, torch.ones_like(flat, dtype=torch.bool) if kept is None else kept.reshape(flat.shape)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import compute_dtype, full_mask
+from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
 from attnkit.functional.sparsemax import _row_max, _sorted_kept
 
 
@@ -29,10 +29,7 @@ def _entmax15_forward(z: torch.Tensor, kept: torch.Tensor | None) -> torch.Tenso
 class _Entmax15(torch.autograd.Function):
     @staticmethod
     def forward(ctx, scores: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
-        weights = _entmax15_forward(scores.to(compute_dtype(scores.dtype)), kept)
-        ctx.save_for_backward(weights)
-        ctx.input_dtype = scores.dtype
-        return weights.to(scores.dtype)
+        return forward_in_compute_dtype(ctx, scores, kept, _entmax15_forward)
 
     @staticmethod
     def backward(ctx, grad_weights: torch.Tensor):
@@ -64,9 +61,7 @@ def entmax15_reference(scores: torch.Tensor, mask: torch.Tensor | None = None, i
     ``S = {i : z_i/2 > tau}``; on that support ``sum_S (x_i - tau)^2 = 1`` has the closed form
     ``tau = mean_S(x) - sqrt((1 - |S| var_S(x)) / |S|)``, through which autograd differentiates.
     """
-    flat = scores.reshape(-1, scores.shape[-1])
-    kept = full_mask(scores, mask)
-    kept = torch.ones_like(flat, dtype=torch.bool) if kept is None else kept.reshape(flat.shape)
+    flat, kept = reference_rows(scores, mask)
     rows = []
     for z, keep in zip(flat, kept, strict=True):
         out = torch.zeros_like(z)

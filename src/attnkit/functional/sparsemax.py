@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import compute_dtype, full_mask
+from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
 
 
 def _sorted_kept(z: torch.Tensor, kept: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,10 +48,7 @@ def _sparsemax_forward(z: torch.Tensor, kept: torch.Tensor | None) -> torch.Tens
 class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, scores: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
-        weights = _sparsemax_forward(scores.to(compute_dtype(scores.dtype)), kept)
-        ctx.save_for_backward(weights)
-        ctx.input_dtype = scores.dtype
-        return weights.to(scores.dtype)
+        return forward_in_compute_dtype(ctx, scores, kept, _sparsemax_forward)
 
     @staticmethod
     def backward(ctx, grad_weights: torch.Tensor):
@@ -81,9 +78,7 @@ def sparsemax_reference(scores: torch.Tensor, mask: torch.Tensor | None = None) 
     For each row: sort the kept scores ``z_(1) >= z_(2) >= ...``; the support size ``k*`` is the largest
     ``k`` with ``1 + k z_(k) > sum_{j<=k} z_(j)``; ``tau = (sum_{j<=k*} z_(j) - 1) / k*``.
     """
-    flat = scores.reshape(-1, scores.shape[-1])
-    kept = full_mask(scores, mask)
-    kept = torch.ones_like(flat, dtype=torch.bool) if kept is None else kept.reshape(flat.shape)
+    flat, kept = reference_rows(scores, mask)
     rows = []
     for z, keep in zip(flat, kept, strict=True):
         out = torch.zeros_like(z)
