@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from attnkit.data.inputs import as_texts
-from attnkit.tasks.classify.inference import Classifier
+from attnkit.tasks.classify.inference import Classifier, labelled_texts
 
 __all__ = ["ClassifierEnsemble"]
 
@@ -68,12 +68,7 @@ class ClassifierEnsemble:
         """
         from attnkit.tasks.classify.report import classification_report
 
-        texts = as_texts(texts)
-        if len(labels) != len(texts):
-            raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
-        if not texts:
-            raise ValueError("nothing to evaluate: no texts")
-        gold = self.label_ids(labels)
+        texts, gold = labelled_texts(texts, labels, self.label_ids)
         probabilities = self.probabilities(texts, batch_size=batch_size)  # [N, C]
         report = classification_report(gold, probabilities.argmax(-1).tolist(), self.label_names)
         picked = probabilities[torch.arange(len(gold)), torch.tensor(gold)]  # [N]

@@ -11,7 +11,7 @@ Shape glossary:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,20 @@ from attnkit.training.checkpointing import (
     resolve_checkpoint,
 )
 
-__all__ = ["Classifier", "Prediction", "load_classifier", "predict_texts"]
+__all__ = ["Classifier", "Prediction", "labelled_texts", "load_classifier", "predict_texts"]
+
+
+def labelled_texts(
+    texts: Sequence[str], labels: Sequence[str], label_ids: Callable[[Sequence[str]], list[int]]
+) -> tuple[list[str], list[int]]:
+    """The texts to evaluate (checked by :func:`~attnkit.data.inputs.as_texts`) and the class ids of their gold
+    ``labels``. Raises ``ValueError`` when the two lengths differ or there is no text."""
+    texts = as_texts(texts)
+    if len(labels) != len(texts):
+        raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
+    if not texts:
+        raise ValueError("nothing to evaluate: no texts")
+    return texts, label_ids(labels)
 
 
 @dataclass
@@ -107,12 +120,7 @@ class Classifier:
         """
         from attnkit.tasks.classify.report import classification_report
 
-        texts = as_texts(texts)
-        if len(labels) != len(texts):
-            raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
-        if not texts:
-            raise ValueError("nothing to evaluate: no texts")
-        gold = self.label_ids(labels)
+        texts, gold = labelled_texts(texts, labels, self.label_ids)
         metrics = evaluate_encoded(
             self.model, self.encoder, texts, gold, batch_size=batch_size, precision=self.precision
         )
