@@ -25,6 +25,7 @@ __all__ = [
     "InputRecord",
     "RunManifest",
     "differences",
+    "file_sha256",
     "input_record",
     "read_manifest",
     "remembered_sha256",

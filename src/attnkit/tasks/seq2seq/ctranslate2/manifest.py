@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
+from attnkit.tasks.run.manifest import file_sha256
 from attnkit.tasks.seq2seq.ctranslate2.probe import MANIFEST_FILE
 from attnkit.training.config_io import JsonConfig
 
@@ -97,15 +98,6 @@ class ExportManifest(JsonConfig):
 def json_sha256(value: Any) -> str:
     """SHA-256 of ``value`` as canonical JSON (sorted keys, no spaces)."""
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of the file's bytes, read 1 MiB at a time."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def weights_sha256(model: torch.nn.Module) -> str:
