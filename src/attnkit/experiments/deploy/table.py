@@ -41,14 +41,20 @@ SHARED_PROCESS = (
 )
 
 
+def _heading(data: str, section: dict) -> tuple[str, tuple[str, str], tuple[str, str]]:
+    """A section's title line, the labels of its two metrics and their keys in a row."""
+    scoring = scoring_named(section["metrics"])
+    first, second = scoring.labels
+    title = f"### {data}: {section['data']} ({section['count']:,} sources, {section['decoding']})"
+    return title, (first, second), scoring.headline
+
+
 def _table(data: str, section: dict) -> list[str]:
     if "timing" not in section:  # recorded before issue #24: every decoder timed in one process
         return _scores_only(data, section)
-    scoring = scoring_named(section["metrics"])
-    first, second = scoring.labels
-    keys = scoring.headline
+    title, (first, second), keys = _heading(data, section)
     lines = [
-        f"### {data}: {section['data']} ({section['count']:,} sources, {section['decoding']})",
+        title,
         "",
         f"`{section['command']}` — {section['threads']} thread(s) per decoder, batches of {section['batch_size']} "
         f"sources sorted by length; {section['timing']} ({section['date']}; "
@@ -69,11 +75,9 @@ def _table(data: str, section: dict) -> list[str]:
 
 
 def _scores_only(data: str, section: dict) -> list[str]:
-    scoring = scoring_named(section["metrics"])
-    first, second = scoring.labels
-    keys = scoring.headline
+    title, (first, second), keys = _heading(data, section)
     lines = [
-        f"### {data}: {section['data']} ({section['count']:,} sources, {section['decoding']})",
+        title,
         "",
         f"`{section['command']}` ({section['date']}; torch {section['versions']['torch']}, CTranslate2 "
         f"{section['versions']['ctranslate2']}). {SHARED_PROCESS}",
