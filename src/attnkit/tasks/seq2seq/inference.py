@@ -72,6 +72,12 @@ class Translation:
     token_ids: list[int] | None = None
     n_best: list[Translation] = field(default_factory=list)
 
+    @classmethod
+    def best_of(cls, n_best: list[Translation], attention: torch.Tensor | None = None) -> Translation:
+        """The translation of a source: the first (best) of its ``n_best`` hypotheses, with them behind it."""
+        first = n_best[0]
+        return cls(first.source, first.text, first.score, attention, first.token_ids, n_best)
+
 
 @dataclass
 class LoadedSeq2Seq:
@@ -329,9 +335,8 @@ def _translations(
             for rank, (ids, steps, score) in enumerate(zip(all_tokens[row], lengths[row], scores[row], strict=True))
             if rank == 0 or score != float("-inf")  # -inf: a filler slot (fewer possible hypotheses)
         ]
-        first = n_best[0]
         attention = None if weights is None else weights[row, : lengths[row][0], ..., : source_lengths[row]]
-        results.append(Translation(text, first.text, first.score, attention, first.token_ids, n_best))
+        results.append(Translation.best_of(n_best, attention))
     return results
 
 

@@ -67,11 +67,10 @@ class LoadedExport:
             texts, beam_size=beam_size, num_hypotheses=num_hypotheses, max_len=max_len,
             length_penalty=length_penalty, batch_size=batch_size,
         )  # fmt: skip
-        results = []
-        for source, hypotheses in zip(texts, found, strict=True):
-            n_best = [Translation(source, h.text, h.score, None, list(h.token_ids)) for h in hypotheses]
-            results.append(Translation(source, n_best[0].text, n_best[0].score, None, n_best[0].token_ids, n_best))
-        return results
+        return [
+            Translation.best_of([Translation(source, h.text, h.score, None, list(h.token_ids)) for h in hypotheses])
+            for source, hypotheses in zip(texts, found, strict=True)
+        ]
 
     def evaluate(
         self, sources: Sequence[str], targets: Sequence[str | Sequence[str]], **options: Any
