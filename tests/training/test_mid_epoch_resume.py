@@ -5,7 +5,6 @@ the cache keeps no temporary folder (the kill -9 of a process is in test_resume_
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from _toy_training import run
 from safetensors.torch import load_file
 
 import attnkit.training._epoch as epoch_module
+from _labelled_csv import write_csv
 from attnkit.cli import main
 from attnkit.training.checkpointing import read_metadata
 from attnkit.training.loop import FitConfig
@@ -22,18 +22,6 @@ FAST = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-s
 
 class Killed(BaseException):
     """Stands for a kill: nothing in attnkit catches it, so the run stops where it was."""
-
-
-def write_csv(path: Path, rows: int, *, seed: int = 0) -> Path:
-    generator = random.Random(seed)
-    cues = {"pos": "good great fine", "neg": "bad awful poor"}
-    lines = ["text,label"]
-    for _ in range(rows):
-        label = generator.choice(["pos", "neg"])
-        words = generator.choices([*cues[label].split(), "the", "film", "was", "a"], k=generator.randint(2, 12))
-        lines.append(f"{' '.join(words)},{label}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,21 +13,10 @@ import pytest
 import torch.distributed as dist
 from safetensors.torch import load_file
 
+from _labelled_csv import write_csv
 from attnkit.cli import main
 
 FAST = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-size", "8", "--threads", "1"]
-
-
-def write_csv(path: Path, rows: int, *, seed: int = 0) -> Path:
-    generator = random.Random(seed)
-    cues = {"pos": "good great fine", "neg": "bad awful poor"}
-    lines = ["text,label"]
-    for _ in range(rows):
-        label = generator.choice(["pos", "neg"])
-        words = generator.choices([*cues[label].split(), "the", "film", "was", "a"], k=generator.randint(2, 12))
-        lines.append(f"{' '.join(words)},{label}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture(autouse=True)
