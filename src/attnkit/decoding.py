@@ -262,8 +262,7 @@ def beam_search(
     Returns:
         :class:`DecodeOutput` with ``K = beam_size``, hypotheses sorted by normalised score.
     """
-    # Over 60 lines on purpose: the search is one loop, read top to bottom beside the paragraph above; split into
-    # helpers it would pass its dozen tensors of state back and forth.
+    # Long on purpose: one loop over a dozen tensors of state, read top to bottom beside the paragraph above.
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
     if length_penalty < 0:
