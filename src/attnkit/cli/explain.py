@@ -17,6 +17,7 @@ from attnkit.cli.faithfulness import add_erasure_options
 from attnkit.explain.faithfulness.methods import PANEL_STEPS
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import (
+    CHECKPOINT_HELP,
     FILE_HELP,
     add_file_column_option,
     add_runtime_options,
@@ -46,11 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--checkpoint",
-        required=True,
-        help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
-    )
+    parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text to explain (text models; repeatable)")
     source.add_argument("--file", help=f"text models: {FILE_HELP}; vision: a .npy array or a picture")

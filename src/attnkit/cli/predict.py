@@ -7,6 +7,7 @@ import argparse
 
 from attnkit.tasks import registered_tasks, task_for_checkpoint
 from attnkit.tasks.options import (
+    CHECKPOINT_HELP,
     FILE_HELP,
     add_file_column_option,
     add_runtime_options,
@@ -36,11 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--checkpoint",
-        required=True,
-        help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
-    )
+    parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--text", action="append", help="a text (repeatable)")
     source.add_argument("--file", help=FILE_HELP + " (vision: a .npy array or a picture)")

@@ -319,6 +319,7 @@ def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[st
     return lines if keep_blank else [line for line in lines if line.strip()]
 
 
+CHECKPOINT_HELP = "a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)"
 FILE_HELP = (
     "the inputs: a CSV/TSV/JSONL/Parquet file gives its text column (a classifier's, as evaluate reads it; a "
     "seq2seq model's source column; --column to choose), any other file one text per line"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from attnkit.tasks.options import add_runtime_options, positive_int
+from attnkit.tasks.options import CHECKPOINT_HELP, add_runtime_options, positive_int
 
 EXAMPLES = """examples:
   attnkit export --checkpoint runs/g2p-tf --format ctranslate2 --out exports/g2p-tf
@@ -26,11 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--checkpoint",
-        required=True,
-        help="a run directory (meaning its best/), a checkpoint or a shipped model's name (attnkit models)",
-    )
+    parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     parser.add_argument("--format", choices=["ctranslate2"], default="ctranslate2", help="(default ctranslate2)")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="float32", help="weight type (default float32)")
     parser.add_argument(
