@@ -19,6 +19,7 @@ from attnkit.experiments.common import ExperimentPaths
 from attnkit.experiments.faithfulness import seq2seq as faithfulness_transformer
 from attnkit.experiments.faithfulness.table import render_faithfulness
 from attnkit.pretrained import read_card
+from attnkit.tasks.run.manifest import file_sha256
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
 NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]
@@ -200,7 +201,7 @@ def test_an_existing_path_wins_over_a_shipped_models_name(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     shutil.copytree(tiny_dates, tmp_path / "dates-transformer")  # a run named like the shipped model
     name, identity = faithfulness_transformer.resolve_model("dates-transformer")
-    ours = faithfulness_transformer._sha256(tmp_path / "dates-transformer" / "best" / "model.safetensors")
+    ours = file_sha256(tmp_path / "dates-transformer" / "best" / "model.safetensors")
     assert name == "dates-transformer" and identity == [["sha256", ours]]  # the run's weights, not the shipped ones
 
 

@@ -237,6 +237,7 @@ def resolve_model(checkpoint: str | None) -> tuple[str, list]:
             not a seq2seq Transformer trained on dates (a classifier, an RNN, another data set's), in one line.
     """
     from attnkit.pretrained import shipped_path
+    from attnkit.tasks.run.manifest import file_sha256
     from attnkit.training.checkpointing import read_config_of_kind, resolve_checkpoint
 
     if checkpoint is None:
@@ -255,17 +256,7 @@ def resolve_model(checkpoint: str | None) -> tuple[str, list]:
     weights = sorted(path.rglob("model.safetensors"))
     if not weights:
         raise ValueError(f"--checkpoint {checkpoint}: no trained model there")
-    return checkpoint or DATES_MODEL, [["sha256", _sha256(w)] for w in weights]
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return checkpoint or DATES_MODEL, [["sha256", file_sha256(w)] for w in weights]
 
 
 def run_dates_transformer(
