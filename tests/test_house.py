@@ -29,6 +29,7 @@ LAYERS = {
     "models": 4,
     "decoding": 4,
     "decoding_threads": 4,
+    "_beams": 4,
     "data": 5,
     "runtime": 5,
     "pretrained": 5,

@@ -14,7 +14,8 @@ readable reference that runs the model's full teacher-forced ``forward`` over th
 tests prove both give the same tokens and scores.
 
 Hypotheses are scored by ``log P(y) / length ** length_penalty`` (``length`` counts ``<eos>``;
-``length_penalty=0`` ranks by raw log-probability, ``1`` by mean log-probability per token).
+``length_penalty=0`` ranks by raw log-probability, ``1`` by mean log-probability per token). The beam search's
+live and finished hypotheses are kept by :mod:`attnkit._beams`.
 
 Shape glossary:
     B  sources in the batch   K  hypotheses returned per source (beam size)   N  decoder rows = B·K
@@ -29,6 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
+
+from attnkit._beams import Beams, Hypothesis, normalise
 
 __all__ = [
     "DEFAULT_BOS_ID",
@@ -125,10 +128,6 @@ class DecodeOutput:
         return self.tokens[:, 0]
 
 
-def _normalise(log_probs: torch.Tensor, lengths: torch.Tensor, length_penalty: float) -> torch.Tensor:
-    return log_probs / lengths.to(log_probs.dtype).clamp(min=1) ** length_penalty
-
-
 def _check_inputs(source_ids: torch.Tensor, source_mask: torch.Tensor, max_len: int | None) -> int:
     if source_ids.dim() != 2 or source_mask.shape != source_ids.shape:
         raise ValueError(
@@ -196,7 +195,7 @@ def greedy(
     return DecodeOutput(
         tokens=out[:, None, :steps],  # [B, 1, T]
         lengths=lengths[:, None],
-        scores=_normalise(log_probs, lengths, length_penalty)[:, None],
+        scores=normalise(log_probs, lengths, length_penalty)[:, None],
         log_probs=log_probs[:, None],
         finished=finished[:, None],
         attention=attention,
@@ -209,24 +208,6 @@ def _greedy_attention(steps_weights: list[torch.Tensor], lengths: torch.Tensor) 
     batch, steps = attention.shape[0], attention.shape[2]
     keep = torch.arange(steps, device=attention.device) < lengths[:, None]  # [B, T]
     return attention * keep.view(batch, 1, steps, *([1] * (attention.dim() - 3))).to(attention.dtype)
-
-
-@dataclass
-class _Hypothesis:
-    score: float
-    log_prob: float
-    tokens: torch.Tensor  # [length]
-    finished: bool
-    weights: torch.Tensor | None  # [length, *W]
-
-
-def _hypothesis(
-    log_prob: torch.Tensor, tokens: torch.Tensor, finished: bool, weights: torch.Tensor | None, length_penalty: float
-) -> _Hypothesis:
-    """A hypothesis scored with the very float32 operations :func:`greedy` uses (so beam 1 equals greedy)."""
-    length = torch.tensor(len(tokens), device=log_prob.device)
-    score = _normalise(log_prob, length, length_penalty)
-    return _Hypothesis(float(score), float(log_prob), tokens, finished, weights)
 
 
 @torch.no_grad()
@@ -262,73 +243,34 @@ def beam_search(
     Returns:
         :class:`DecodeOutput` with ``K = beam_size``, hypotheses sorted by normalised score.
     """
-    # Long on purpose: one loop over a dozen tensors of state, read top to bottom beside the paragraph above.
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
     if length_penalty < 0:
         raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
     max_len = _check_inputs(source_ids, source_mask, max_len)
-    k, batch, device = beam_size, source_ids.shape[0], source_ids.device
-    rows = batch * k
+    k, batch = beam_size, source_ids.shape[0]
     state = model.start_decoding(source_ids, source_mask, beams=k, max_steps=max_len)
-    tokens = torch.full((rows,), bos_id, dtype=torch.long, device=device)  # [N]
-    beam_scores = torch.full((batch, k), float("-inf"), device=device)  # [B, k] raw log-probabilities
-    beam_scores[:, 0] = 0.0  # all beams start identical: expand only the first at step 0
-    history = torch.full((rows, max_len), pad_id, dtype=torch.long, device=device)  # [N, T]
-    weight_history: torch.Tensor | None = None  # [N, T, *W]
-    done = [False] * batch
-    hypotheses: list[list[_Hypothesis]] = [[] for _ in range(batch)]
-    source_offsets = torch.arange(batch, device=device)[:, None] * k  # [B, 1]
-    first_ranks = torch.arange(2 * k, device=device) < k  # [2k]
+    beams = Beams.start(batch, k, max_len, bos_id=bos_id, pad_id=pad_id, device=source_ids.device)
+    hypotheses: list[list[Hypothesis]] = [[] for _ in range(batch)]
     for t in range(max_len):
-        logits, weights = model.decode_step(tokens, state, need_weights=need_weights)  # [N, V], [N, *W]
-        step_log_probs = F.log_softmax(logits.float(), dim=-1)  # [N, V]
-        per_beam = min(2 * k, step_log_probs.shape[-1])
-        top_log_probs, top_tokens = step_log_probs.topk(per_beam, dim=-1)  # [N, per_beam]
-        candidates = (beam_scores.view(rows, 1) + top_log_probs).view(batch, k * per_beam)  # [B, k·per_beam]
-        cand_scores, cand_index = candidates.topk(2 * k, dim=-1)  # [B, 2k], best first
-        cand_beam = cand_index // per_beam  # [B, 2k] beam within the source
-        cand_tokens = top_tokens.view(batch, k * per_beam).gather(1, cand_index)  # [B, 2k]
-        cand_rows = source_offsets + cand_beam  # [B, 2k] decoder row
+        logits, weights = model.decode_step(beams.tokens, state, need_weights=need_weights)  # [N, V], [N, *W]
         if need_weights and weights is not None:
-            step_weights = weights[:, None]  # [N, 1, *W]
-            weight_history = step_weights if weight_history is None else torch.cat([weight_history, step_weights], 1)
-        is_eos = cand_tokens == eos_id  # [B, 2k]
-        finishing = is_eos & first_ranks & torch.isfinite(cand_scores)
-        for b, j in finishing.nonzero().tolist():
-            if done[b]:
-                continue
-            row = int(cand_rows[b, j])
-            hyp_tokens = torch.cat([history[row, :t], cand_tokens[b, j : j + 1]])
-            hyp_weights = None if weight_history is None else weight_history[row].clone()
-            hypotheses[b].append(_hypothesis(cand_scores[b, j], hyp_tokens, True, hyp_weights, length_penalty))
-        # the k best candidates that do not end in <eos> stay live (there are always k among the 2k)
-        order = torch.arange(2 * k, device=device) + is_eos.long() * 2 * k  # [B, 2k] <eos> ones sort last
-        keep = order.topk(k, dim=-1, largest=False).indices  # [B, k]
-        indices = cand_rows.gather(1, keep).view(rows)  # [N]
-        tokens = cand_tokens.gather(1, keep).view(rows)  # [N]
-        beam_scores = cand_scores.gather(1, keep)  # [B, k]
-        history = history[indices]
-        history[:, t] = tokens
-        if weight_history is not None:
-            weight_history = weight_history[indices]
-        for b in range(batch):
-            done[b] = done[b] or len(hypotheses[b]) >= k
-        if all(done) or t == max_len - 1:
+            beams.add_weights(weights)
+        candidates = beams.candidates(F.log_softmax(logits.float(), dim=-1), eos_id)  # [B, 2k] each
+        done = [len(found) >= k for found in hypotheses]  # a source holding k finished ones takes no more
+        for b, finished in beams.finish(candidates, t, length_penalty, skip=done):
+            hypotheses[b].append(finished)
+        indices = beams.advance(candidates, t)
+        if all(len(found) >= k for found in hypotheses) or t == max_len - 1:
             break
         model.reorder_state(state, indices)
-    steps = t + 1
     for b in range(batch):  # sources cut at max_len: their best live hypotheses, unfinished
-        for i in range(k - len(hypotheses[b])):
-            row = b * k + i
-            hyp_weights = None if weight_history is None else weight_history[row].clone()
-            hyp_tokens = history[row, :steps].clone()
-            hypotheses[b].append(_hypothesis(beam_scores[b, i], hyp_tokens, False, hyp_weights, length_penalty))
-    return _collect(hypotheses, k, pad_id, device, need_weights)
+        hypotheses[b] += beams.unfinished(b, k - len(hypotheses[b]), t + 1, length_penalty)
+    return _collect(hypotheses, k, pad_id, source_ids.device, need_weights)
 
 
 def _collect(
-    hypotheses: list[list[_Hypothesis]], k: int, pad_id: int, device: torch.device, need_weights: bool
+    hypotheses: list[list[Hypothesis]], k: int, pad_id: int, device: torch.device, need_weights: bool
 ) -> DecodeOutput:
     """Sort each source's hypotheses by score and pack the best ``k`` into a :class:`DecodeOutput`."""
     batch = len(hypotheses)
