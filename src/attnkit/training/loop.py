@@ -155,9 +155,15 @@ def fit(
     _check_arguments(objective, valid_batches, config, resume=resume, checkpoint_dir=checkpoint_dir, context=context)
     was_training = objective.model.training
     session, resumed_from = _open_session(
-        objective, config, context, checkpoint_dir, resume=resume, model_config=model_config,
-        extra_files=extra_files, init_from=init_from,
-    )  # fmt: skip
+        objective,
+        config,
+        context,
+        checkpoint_dir,
+        resume=resume,
+        model_config=model_config,
+        extra_files=extra_files,
+        init_from=init_from,
+    )
     reason = session.train(train_batches, valid_batches)
     return _close_session(session, reason, was_training=was_training, resumed_from=resumed_from)
 
