@@ -84,7 +84,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="decode texts with a seq2seq checkpoint",
         description=__doc__.split("\n\n")[1].replace("\n", " ").strip(),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--checkpoint",
