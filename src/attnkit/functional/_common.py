@@ -61,6 +61,14 @@ def forward_in_compute_dtype(
     return weights.to(scores.dtype)
 
 
+def backward_on_support(ctx: Any, grad_weights: torch.Tensor, slope: torch.Tensor) -> torch.Tensor:
+    """An exact sparse distribution's autograd ``backward``: ``slope`` ``[..., Tk]`` is ``d weights / d scores`` on
+    the support up to a constant (0 off it); the gradient ``g·s - (Σ g·s / Σ s)·s`` in ``ctx.input_dtype``."""
+    grad = grad_weights.to(slope.dtype) * slope
+    correction = grad.sum(dim=-1, keepdim=True) / slope.sum(dim=-1, keepdim=True).clamp(min=1e-30)
+    return (grad - correction * slope).to(ctx.input_dtype)
+
+
 def reference_rows(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """What the row-at-a-time references walk: ``scores [..., Tk]`` as rows ``[R, Tk]`` and the kept mask of each
     row ``[R, Tk]`` (all True without ``mask``)."""

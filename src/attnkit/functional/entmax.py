@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
+from attnkit.functional._common import backward_on_support, forward_in_compute_dtype, full_mask, reference_rows
 from attnkit.functional.sparsemax import _row_max, _sorted_kept
 
 
@@ -34,11 +34,8 @@ class _Entmax15(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_weights: torch.Tensor):
         (weights,) = ctx.saved_tensors
-        root = weights.sqrt()  # d weights / d x on the support, up to the constant
-        grad = grad_weights.to(weights.dtype) * root
-        correction = grad.sum(dim=-1, keepdim=True) / root.sum(dim=-1, keepdim=True).clamp(min=1e-30)
-        # d/dz = (1/2) d/dx, and 2·sqrt(w) is dw/dx: the factors cancel.
-        return (grad - correction * root).to(ctx.input_dtype), None
+        # d weights / d x is 2·sqrt(w) on the support, and d/dz = (1/2) d/dx: the factors cancel.
+        return backward_on_support(ctx, grad_weights, weights.sqrt()), None
 
 
 def entmax15(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

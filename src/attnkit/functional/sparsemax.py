@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
+from attnkit.functional._common import backward_on_support, forward_in_compute_dtype, full_mask, reference_rows
 
 
 def _sorted_kept(z: torch.Tensor, kept: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,10 +53,7 @@ class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_weights: torch.Tensor):
         (weights,) = ctx.saved_tensors
-        support = (weights > 0).to(weights.dtype)
-        grad = grad_weights.to(weights.dtype) * support
-        support_mean = grad.sum(dim=-1, keepdim=True) / support.sum(dim=-1, keepdim=True).clamp(min=1)
-        return ((grad - support_mean) * support).to(ctx.input_dtype), None
+        return backward_on_support(ctx, grad_weights, (weights > 0).to(weights.dtype)), None
 
 
 def sparsemax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
