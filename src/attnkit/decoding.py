@@ -42,6 +42,7 @@ __all__ = [
     "StepwiseSeq2Seq",
     "beam_search",
     "check_reorder_indices",
+    "decode",
     "default_max_len",
     "expand_for_beams",
     "greedy",
@@ -267,6 +268,23 @@ def beam_search(
     for b in range(batch):  # sources cut at max_len: their best live hypotheses, unfinished
         hypotheses[b] += beams.unfinished(b, k - len(hypotheses[b]), t + 1, length_penalty)
     return _collect(hypotheses, k, pad_id, source_ids.device, need_weights)
+
+
+def decode(
+    model: StepwiseSeq2Seq,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    *,
+    beam_size: int = 1,
+    max_len: int | None = None,
+    length_penalty: float = 1.0,
+) -> DecodeOutput:
+    """:func:`greedy` when ``beam_size`` is 1, else :func:`beam_search`: ``source_ids`` ``[B, S]`` long,
+    ``source_mask`` ``[B, S]`` bool (True = real token) -> :class:`DecodeOutput` with ``K = beam_size``."""
+    options = {"max_len": max_len, "length_penalty": length_penalty}
+    if beam_size == 1:
+        return greedy(model, source_ids, source_mask, **options)
+    return beam_search(model, source_ids, source_mask, beam_size=beam_size, **options)
 
 
 def _collect(

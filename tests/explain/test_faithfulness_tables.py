@@ -14,7 +14,7 @@ from attnkit.explain.faithfulness import erasure as erasures
 from attnkit.explain.faithfulness import methods as methods_module
 from attnkit.explain.faithfulness.erasure import ERASURES, Erased, Erasure, as_erasure
 from attnkit.explain.faithfulness.evaluate import faithfulness_of
-from attnkit.explain.faithfulness.methods import METHODS, Method, MethodScores, Run, as_methods, parse_methods
+from attnkit.explain.faithfulness.methods import METHODS, Method, MethodScores, Run, as_methods
 
 # ------------------------------------------------------------------------------ a toy method: the units' position
 
@@ -45,7 +45,7 @@ def toy_tables(monkeypatch):
 
 
 def test_a_method_added_to_the_table_is_offered_by_name_and_measured(toy_tables):
-    assert parse_methods("last_first,attention") == ["attention", "last_first"]
+    assert [m.name for m in as_methods(["last_first", "attention"])] == ["attention", "last_first"]
     subject = pooled_subject(pooled_model("bigru"), [3, 4, 5, 6, 7, 8])
     result = faithfulness_of([subject], methods=["last_first", "random"])[0]
     assert list(result.methods) == ["random", "last_first"]  # the table's order

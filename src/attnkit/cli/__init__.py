@@ -31,7 +31,11 @@ EPILOG = """examples:
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, reporting a usage error as one ``attnkit: error:`` line (exit 2) that names the command
-    whose ``--help`` explains it; sub-command parsers are of the same class."""
+    whose ``--help`` explains it, and printing descriptions and examples as written; sub-command parsers are of the
+    same class."""
+
+    def __init__(self, *args, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"attnkit: error: {message} (see: {self.prog} --help)\n")
@@ -43,7 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
         prog="attnkit",
         description="Attention for sequence models: train, evaluate, predict and explain attention models.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="evaluate a checkpoint",
         description="Evaluate a trained model on a built-in data set's test split or on a file.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--checkpoint",

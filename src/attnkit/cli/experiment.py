@@ -35,7 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "interrupted ones), record the figures in docs/results/NAME.json and re-render docs/results.md. deploy trains "
         "nothing: it exports a finished Transformer to CTranslate2 (float32, int8) and scores and times all three.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     names = parser.add_subparsers(dest="name", metavar="NAME", required=True)
     for experiment in EXPERIMENTS.values():
@@ -44,7 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             help=experiment.help,
             description=experiment.help,
             epilog=_examples_of(experiment.name),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         experiment.add_arguments(one)
         _add_shared_arguments(one)

@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Explain a trained model's predictions: a self-contained HTML page (inline CSS and images, "
         f"no script, opens offline). Checkpoint kinds: {kinds}.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     source = parser.add_mutually_exclusive_group()

@@ -73,7 +73,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "comprehensiveness, sufficiency and AOPC; Serrano & Smith's flip fraction; Kendall tau between methods). "
         f"Checkpoint kinds: {kinds}.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     model = parser.add_mutually_exclusive_group(required=True)
     model.add_argument("--checkpoint", help="a run directory (meaning its best/) or a checkpoint")

@@ -22,7 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "does (--checkpoint NAME, attnkit.load('NAME')). Each card gives the test figure the model's own test "
         "re-computes, and the command that trained it.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of the models' cards")
     parser.set_defaults(handler=run)

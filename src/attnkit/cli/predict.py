@@ -35,7 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             "line gives a blank output line (with --json: no object), so the output lines up with the input."
         ),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     source = parser.add_mutually_exclusive_group()

@@ -22,7 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train a model",
         description="Train a model for one task.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tasks = train.add_subparsers(dest="task", metavar="TASK", required=True)
     for task in registered_tasks():
@@ -31,7 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             help=task.help,
             description=task.description or task.help,
             epilog=task.epilog,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         task.add_train_arguments(parser)
         parser.set_defaults(handler=task.train)

@@ -1,8 +1,7 @@
 """A stream's training rows tokenised once and kept on disk as ids, read instead of the text at every later
 epoch (layer 5).
 
-A streamed file used to be read and tokenised again at every epoch, inside the training loop
-(``docs/benchmarks.md``). :class:`EncodedStride` does it once: the first epoch reads this rank's rows from the text, encodes
+:class:`EncodedStride` tokenises a streamed file once: the first epoch reads this rank's rows from the text, encodes
 them a chunk at a time in file order and writes their ids to an entry beside the scan's cache; once the stride has
 been read to its end the entry is committed (a directory renamed into place), and every later epoch, and every
 later run with the same key (a resumed one, a warm re-run), reads the ids instead. This is fairseq's binarised

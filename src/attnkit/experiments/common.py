@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnkit.training.config_io import read_json_value
+
 __all__ = [
     "ExperimentPaths",
     "command_line",
@@ -100,16 +102,9 @@ def read_json(path: Path) -> Any | None:
     """The JSON in ``path``, or None when the file does not exist.
 
     Raises:
-        ValueError: the file is not UTF-8 JSON (one line naming it, with the line and column).
+        ValueError: the file is not UTF-8 JSON (:func:`~attnkit.training.config_io.read_json_value`).
     """
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}:{error.lineno}:{error.colno}: malformed JSON: {error.msg}") from None
+    return read_json_value(path) if path.exists() else None
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -1,9 +1,8 @@
 """Fair timing across runtimes: every side in its own fresh process, processes alternating round by round.
 
 Two runtimes in one process slow each other: torch's OpenMP pool and CTranslate2's (or any other library's) thread
-pool spin and contend for the same cores, so whichever runs second pays for the first one's idle threads. Issue
-#24 measured it: attnkit's cached greedy read 1.14× CTranslate2 float32's throughput in one process and 0.37× with
-each in its own. So a comparison between runtimes is made here as:
+pool spin and contend for the same cores, so whichever runs second pays for the first one's idle threads. So a
+comparison between runtimes is made here as:
 
 * each **side** is a zero-argument function built by a *setup* function (``"module:function"`` plus JSON keyword
   arguments) inside a **fresh Python process** (:mod:`attnkit.experiments.process_worker`), which times it and

@@ -46,19 +46,33 @@ def guard_empty_rows(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, to
     return mask | ~has_key, has_key
 
 
-def forward_in_compute_dtype(
-    ctx: Any,
-    scores: torch.Tensor,
-    kept: torch.Tensor | None,
+def support_function(
+    name: str,
     forward: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor],
-) -> torch.Tensor:
-    """An exact sparse distribution's autograd ``forward``: ``forward(scores, kept)`` in :func:`compute_dtype`, its
-    weights saved for the backward pass (which returns gradients in ``ctx.input_dtype``), returned in the scores'
-    dtype."""
-    weights = forward(scores.to(compute_dtype(scores.dtype)), kept)
-    ctx.save_for_backward(weights)
-    ctx.input_dtype = scores.dtype
-    return weights.to(scores.dtype)
+    slope: Callable[[torch.Tensor], torch.Tensor],
+) -> type[torch.autograd.Function]:
+    """An exact sparse distribution as the autograd function ``name``: ``apply(scores [..., Tk], kept [..., Tk] |
+    None)``.
+
+    ``forward(scores, kept)`` runs in :func:`compute_dtype` and its weights come back in the scores' dtype.
+    ``slope(weights)`` is ``d weights / d scores`` on the support up to a constant (0 off it); the backward pass
+    gives ``g·s - (Σ g·s / Σ s)·s`` in the scores' dtype."""
+
+    def forward_pass(ctx: Any, scores: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
+        weights = forward(scores.to(compute_dtype(scores.dtype)), kept)
+        ctx.save_for_backward(weights)
+        ctx.input_dtype = scores.dtype
+        return weights.to(scores.dtype)
+
+    def backward_pass(ctx: Any, grad_weights: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (weights,) = ctx.saved_tensors
+        s = slope(weights)
+        grad = grad_weights.to(s.dtype) * s
+        correction = grad.sum(dim=-1, keepdim=True) / s.sum(dim=-1, keepdim=True).clamp(min=1e-30)
+        return (grad - correction * s).to(ctx.input_dtype), None
+
+    methods = {"forward": staticmethod(forward_pass), "backward": staticmethod(backward_pass)}
+    return type(name, (torch.autograd.Function,), methods)
 
 
 def reference_rows(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

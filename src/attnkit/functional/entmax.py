@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
+from attnkit.functional._common import full_mask, reference_rows, support_function
 from attnkit.functional.sparsemax import _row_max, _sorted_kept
 
 
@@ -26,19 +26,8 @@ def _entmax15_forward(z: torch.Tensor, kept: torch.Tensor | None) -> torch.Tenso
     return weights if kept is None else weights.masked_fill(~kept, 0.0)
 
 
-class _Entmax15(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, scores: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
-        return forward_in_compute_dtype(ctx, scores, kept, _entmax15_forward)
-
-    @staticmethod
-    def backward(ctx, grad_weights: torch.Tensor):
-        (weights,) = ctx.saved_tensors
-        root = weights.sqrt()  # d weights / d x on the support, up to the constant
-        grad = grad_weights.to(weights.dtype) * root
-        correction = grad.sum(dim=-1, keepdim=True) / root.sum(dim=-1, keepdim=True).clamp(min=1e-30)
-        # d/dz = (1/2) d/dx, and 2·sqrt(w) is dw/dx: the factors cancel.
-        return (grad - correction * root).to(ctx.input_dtype), None
+# d weights / d x is 2·sqrt(w) on the support, and d/dz = (1/2) d/dx: the factors cancel.
+_Entmax15 = support_function("_Entmax15", _entmax15_forward, torch.sqrt)
 
 
 def entmax15(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attnkit.functional._common import forward_in_compute_dtype, full_mask, reference_rows
+from attnkit.functional._common import full_mask, reference_rows, support_function
 
 
 def _sorted_kept(z: torch.Tensor, kept: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,18 +45,7 @@ def _sparsemax_forward(z: torch.Tensor, kept: torch.Tensor | None) -> torch.Tens
     return weights if kept is None else weights.masked_fill(~kept, 0.0)
 
 
-class _Sparsemax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, scores: torch.Tensor, kept: torch.Tensor | None) -> torch.Tensor:
-        return forward_in_compute_dtype(ctx, scores, kept, _sparsemax_forward)
-
-    @staticmethod
-    def backward(ctx, grad_weights: torch.Tensor):
-        (weights,) = ctx.saved_tensors
-        support = (weights > 0).to(weights.dtype)
-        grad = grad_weights.to(weights.dtype) * support
-        support_mean = grad.sum(dim=-1, keepdim=True) / support.sum(dim=-1, keepdim=True).clamp(min=1)
-        return ((grad - support_mean) * support).to(ctx.input_dtype), None
+_Sparsemax = support_function("_Sparsemax", _sparsemax_forward, lambda weights: (weights > 0).to(weights.dtype))
 
 
 def sparsemax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -11,11 +11,10 @@ by PyTorch's own x86/fbgemm kernels, for users who do not export. Its speed-up i
 CTranslate2's (``attnkit experiment deploy``). It never equals float32 token for token (near-ties go the other
 way), and since each call's activations are scaled by that call's range, an output can depend on the other rows of
 its batch (padding included) and on whether the prefix is recomputed or cached: the tests compare int8's fast paths
-with its reference paths on the same rows, and int8 with float32 within a tolerance. In the RNN the only layer
-that sees other rows when cached is the output projection (one step ``[B, D]`` against the whole prefix
-``[B, t, D]`` when recomputed; the recurrent step is the same call in both): with it kept in float32 the cached
-decoding equals recomputation exactly, and with it in int8 the same-prefix logits differ by ~2% of their scale,
-enough to flip near-ties in free-running greedy decoding (``tests/models/test_quantize.py``, issue #24).
+with its reference paths on the same rows, and int8 with float32 within a tolerance. In the RNN the output
+projection is the only layer that sees other rows when cached (a step ``[B, D]`` against the prefix ``[B, t, D]``
+when recomputed): in int8 its cached logits differ from recomputation's by ~2% of their scale, enough to flip
+near-ties in greedy decoding; in float32 the two are equal (``tests/models/test_quantize.py``).
 
 The fast paths that read a projection's ``weight`` in place (packed q/k/v, the decoder's transposed output weight)
 see that a quantised layer holds no float weight (:func:`is_quantized`) and call the layers instead; the

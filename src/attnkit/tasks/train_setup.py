@@ -18,9 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.tasks.options import fit_config_from_args, non_negative_int
+from attnkit.tasks.options import fit_config_from_args, is_main_process, non_negative_int
 
-__all__ = ["STREAM_ABOVE_BYTES", "TrainingStart", "add_scan_option", "scan_bytes", "start_training", "streams_file"]
+__all__ = [
+    "STREAM_ABOVE_BYTES",
+    "TrainingStart",
+    "add_scan_option",
+    "scan_bytes",
+    "start_training",
+    "stream_options",
+    "streams_file",
+]
 
 STREAM_ABOVE_BYTES = 64 * 2**20  # --streaming auto streams training files larger than this
 
@@ -39,6 +47,18 @@ def add_scan_option(group: argparse._ArgumentGroup, learns: str) -> None:
 def scan_bytes(args: argparse.Namespace) -> int | None:
     """``--scan-mb`` in bytes; None for the whole file."""
     return args.scan_mb * 2**20 or None
+
+
+def stream_options(args: argparse.Namespace) -> dict:
+    """What every streamed training file is read with: ``limit``, ``skip_bad_rows``, ``delimiter``, ``progress``
+    (rank 0 only) and ``sample_bytes`` (:func:`scan_bytes`)."""
+    return {
+        "limit": args.limit,
+        "skip_bad_rows": args.skip_bad_rows,
+        "delimiter": args.delimiter,
+        "progress": not args.no_progress and is_main_process(),
+        "sample_bytes": scan_bytes(args),
+    }
 
 
 @dataclass(frozen=True)

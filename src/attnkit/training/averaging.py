@@ -1,12 +1,9 @@
 """Checkpoint averaging: the model that :func:`attnkit.training.loop.fit` validates and ships when
 ``FitConfig.average_last = k > 1`` is the mean of the weights at the end of the last ``k`` validated epochs (layer 5).
 
-Why the average of the last ``k`` epochs' checkpoints and not an exponential moving average: it is what issue #16
-and the Transformer recipe it follows ask for (Vaswani et al. 2017 average the last 5 or 20 checkpoints; Popel &
-Bojar 2018 find it worth about as much as an EMA), it has one option whose meaning does not depend on the number
-of steps per epoch (an EMA's decay does), it costs nothing during the steps (an EMA updates a second copy of every
-parameter at every step), and every model it produces is the plain mean of ``k`` checkpoints, which a reader can
-check by hand. Its cost is ``k - 1`` extra copies of the weights in memory and in ``last/``'s trainer state.
+Not an EMA: the Transformer recipe averages checkpoints (Vaswani et al. 2017), the option does not depend on the
+steps per epoch, the steps pay nothing, and the result is a plain mean. Cost: ``k - 1`` extra copies of the weights
+in memory and in ``last/``'s trainer state.
 
 Training goes on from the epoch's own weights; only validation, selection, ``best/`` and the returned model see
 the average, so selection stays honest: the model that is kept is the model that was validated.

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
-__all__ = ["JsonConfig", "check_json", "describe_hint", "read_json_file", "value_problem"]
+__all__ = ["JsonConfig", "check_json", "describe_hint", "read_json_file", "read_json_value", "value_problem"]
 
 Config = TypeVar("Config", bound="JsonConfig")
 
@@ -63,6 +63,26 @@ def check_json(value: Any, hint: Any, *, label: str) -> Any:
     return _checked(value, hint, where="", label=label)
 
 
+def read_json_value(path: str | Path) -> Any:
+    """The JSON value in ``path``, unchecked.
+
+    Raises:
+        ValueError: one line starting with ``path``: unreadable, not UTF-8, or malformed JSON (with line and column).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read ({error.strerror or error})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}:{error.lineno}:{error.colno}: malformed JSON: {error.msg}") from None
+    except (RecursionError, ValueError) as error:
+        raise ValueError(f"{path}: malformed JSON ({type(error).__name__})") from None
+
+
 def read_json_file(path: str | Path, schema: Any, *, label: str | None = None) -> Any:
     """The JSON in ``path`` as ``schema`` (a :class:`JsonConfig` class, or any annotation with ``label``).
 
@@ -71,18 +91,7 @@ def read_json_file(path: str | Path, schema: Any, *, label: str | None = None) -
             column), or a field the schema refuses (named).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read ({error.strerror or error})") from None
-    try:
-        values = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}:{error.lineno}:{error.colno}: malformed JSON: {error.msg}") from None
-    except (RecursionError, ValueError) as error:
-        raise ValueError(f"{path}: malformed JSON ({type(error).__name__})") from None
+    values = read_json_value(path)
     try:
         if isinstance(schema, type) and issubclass(schema, JsonConfig) and label is None:
             return schema.from_dict(values)

@@ -6,7 +6,7 @@ scored by the same scorer, with the decode time of the whole test split.
 :func:`run_deploy` exports the checkpoint twice (float32 and int8 weights) into a temporary directory, decodes the
 test split with attnkit's cached decoder (float32, and ``--quantize int8``) and with both exports — shortest sources
 first, in batches of ``batch_size``, on ``threads`` threads each — **each decoder in its own fresh process**
-(:mod:`attnkit.experiments.processes`; two runtimes in one process slow each other, issue #24), for ``rounds``
+(:mod:`attnkit.experiments.processes`: two runtimes in one process slow each other), for ``rounds``
 rounds whose order rotates (so slow drift of a shared machine falls on every decoder alike), scores each decoder's
 outputs with
 :func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per

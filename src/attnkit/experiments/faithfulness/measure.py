@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 IG_STEPS = 16  # integrated gradients' steps in every row of the experiment
-TARGET_MINUTES = 10.0  # issue #22: one data set x model within 10 minutes on one core (training not counted)
+TARGET_MINUTES = 10.0  # one data set x model within 10 minutes on one core (training not counted)
 # what a row's measurement may spend at the defaults: the rest of the 10 minutes loads the model and runs the
 # uniform-attention accuracy pass over the test split
 MEASURE_MINUTES = 8.0

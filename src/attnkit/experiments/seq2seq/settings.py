@@ -85,7 +85,7 @@ EXPERIMENTS: dict[str, Seq2SeqExperiment] = {
             "transformer": "--model transformer --batch-size 128 --lr 1e-3 --warmup-steps 600 --label-smoothing 0.1 "
             "--epochs 50 --patience 4 --lr-decay 0.5 --max-minutes 60",
             # Luong's local-p (general score, D = 10: 21 of a verse's ~30 source words) against the luong-general
-            # row above: the same recipe and budget, the window the only change (issue #16)
+            # row above: the same recipe and budget, the window the only change
             "local-p (general)": f"--model rnn --attention local-p {_BIBLE_FIT}",
             # the 60-minute Transformer finished its warm-up in epoch 3 of 3.2: batches of 64 (twice the updates
             # per epoch), warm-up, then cosine annealing over a 2-hour budget on a core of its own

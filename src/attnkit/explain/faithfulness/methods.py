@@ -236,12 +236,6 @@ def as_methods(methods: Sequence[Any] | None) -> list[Method]:
     return table + [m for m in dict.fromkeys(given) if m not in table]
 
 
-def parse_methods(text: str) -> list[str]:
-    """``"attention,random"`` -> ``["attention", "random"]`` (in :data:`METHODS` order, without repeats); a
-    ``ValueError`` names an unknown method and the choices."""
-    return [method.name for method in as_methods([n.strip() for n in text.split(",") if n.strip()])]
-
-
 def method_scores(
     subject: Subject,
     methods: Sequence[Any],

@@ -6,17 +6,15 @@ layer's attentions through :meth:`~attnkit.multihead.MultiHeadAttention.decode_s
 :meth:`~attnkit.multihead.MultiHeadAttention.decode_cross`, then the feed-forward ``nn.Sequential``); the tests hold
 the two to the same tokens and logits within float32 rounding (``tests/models/test_transformer_fast_step.py``).
 
-What the fast step does differently, measured in ``bench.decoding_runtimes`` (issue #24):
+What the fast step does differently (timed in ``bench.decoding_runtimes``):
 
 * every linear map is one of :mod:`attnkit.models.transformer.fast_linear`'s kinds, its weight laid out once: ``addmm`` on
   the weight transposed to ``[Din, Dout]``, or fbgemm's int8 kernel for ``--quantize int8``'s layers (the very
   call of its modules); self-attention's q, k, v are one ``[D, 3D]`` map;
 * no module calls, argument checks, routing or closures per layer: ~30 kernels a layer and nothing else.
 
-The weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights, a few
-milliseconds against a decoding's hundreds of steps). They were once kept between decodings, keyed by every source
-tensor's storage and version counter, but a model trained by ``fit`` and then evaluated decoded with stale weights
-(an update the version counters did not show), so correctness won over the saving. The fast step applies to
+The weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights; kept between
+decodings, an update the version counters did not show would decode with stale weights). The fast step applies to
 models in eval mode whose decoder has no rotary positions, fast-path attentions, and linear layers that are all
 float ``nn.Linear`` or all :func:`attnkit.models.quantize.quantize_model`'s int8 ones (per layer group);
 :func:`fast_step_weights` returns None for any other and ``decode_step`` keeps the modules' path.

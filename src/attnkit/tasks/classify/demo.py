@@ -34,7 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train and explain a HAN on fine-food reviews (a few minutes)",
         description=" ".join(line.strip() for line in __doc__.splitlines()[2:6]),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--data", default="fine-foods", help="a built-in data set name (default: fine-foods)")
     parser.add_argument("--epochs", type=int, default=10)

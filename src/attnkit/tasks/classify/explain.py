@@ -54,28 +54,16 @@ def _prediction_section(
 ) -> Section:
     """Document ``number``'s section: a HAN document, or a pooled classifier's token rows (the caption and colour
     scale on the first document only)."""
-    probabilities = [prediction.probabilities[name] for name in label_names]
-    heading = f"Document {number}"
+    shared = {
+        "label_names": label_names,
+        "probabilities": [prediction.probabilities[name] for name in label_names],
+        "true_label": gold,
+        "title": f"Document {number}",
+        "caption": number == 1,
+    }
     if prediction.sentences is not None:
-        return han_section(
-            prediction.sentences,
-            prediction.word_weights,
-            prediction.sentence_weights,
-            label_names=label_names,
-            probabilities=probabilities,
-            true_label=gold,
-            title=heading,
-            word_shading=word_shading,
-            caption=number == 1,
-            unknown=getattr(prediction, "unknown_words", None),
-        )
-    return pooling_section(
-        prediction.tokens,
-        prediction.token_weights,
-        label_names=label_names,
-        probabilities=probabilities,
-        true_label=gold,
-        title=heading,
-        caption=number == 1,
-        unknown=getattr(prediction, "unknown_tokens", None),
-    )
+        weights = (prediction.sentences, prediction.word_weights, prediction.sentence_weights)
+        unknown = getattr(prediction, "unknown_words", None)
+        return han_section(*weights, word_shading=word_shading, unknown=unknown, **shared)
+    unknown = getattr(prediction, "unknown_tokens", None)
+    return pooling_section(prediction.tokens, prediction.token_weights, unknown=unknown, **shared)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.tasks.options import is_main_process
-
 __all__ = ["streams", "train_streamed"]
 
 
@@ -27,7 +25,7 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
     from attnkit.data.classify.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_rows import StreamedRows
     from attnkit.tasks.classify.training import train_classifier
-    from attnkit.tasks.train_setup import scan_bytes
+    from attnkit.tasks.train_setup import stream_options
 
     if not Path(args.data).exists():
         raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
@@ -35,18 +33,9 @@ def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars:
         raise ValueError(f"--valid-fraction 0: {args.data} is streamed, and a streamed run needs its held-out rows")
     if getattr(args, "valid_seed", None) is not None:
         raise ValueError(f"--valid-seed: {args.data} is streamed, and a streamed file's held-out rows are fixed")
-    stream = TextFileStream(
-        args.data,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        valid_fraction=args.valid_fraction,
-        limit=args.limit,
-        skip_bad_rows=args.skip_bad_rows,
-        progress=not args.no_progress and is_main_process(),
-        delimiter=args.delimiter,
-        max_chars=max_chars,
-        sample_bytes=scan_bytes(args),
-    )
+    columns = {"text_column": args.text_column, "label_column": args.label_column}
+    reading = {"valid_fraction": args.valid_fraction, "max_chars": max_chars, **stream_options(args)}
+    stream = TextFileStream(args.data, **columns, **reading)
     with start.plan.writing():
         rows = StreamedRows(stream, test_path=args.test)
         return train_classifier(rows, start.config, start.fit_config, init_from=start.init, **options)

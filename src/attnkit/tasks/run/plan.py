@@ -53,10 +53,7 @@ RUN_MARKERS = ("metrics.json", "best", "last")
 MAY_CHANGE = ("epochs", "patience", "max_minutes", "device", "threads", "no_progress", "debug", "tensorboard",
               "resume", "overwrite", "no_test", "out", "save_every", "save_every_minutes")  # fmt: skip
 # Options added after runs began to record manifests -> the value that means "as runs were trained before the option
-# existed". --valid-seed: None follows --seed, as the split always did. --scan-mb: 64, its default; it changes only
-# what the first pass of a streamed file (over 64 MB) reads, so every file read in memory is trained the same way.
-# The faithful-attention options of train classify (#38): today's recipe, the only one before they existed. The
-# --distill-* options of train seq2seq (#35): off, as every run before them trained.
+# existed" (--valid-seed None follows --seed; --scan-mb 64 changes only a streamed file's first pass).
 ADDED_LATER = {
     "valid_seed": None,
     "scan_mb": 64,

@@ -19,7 +19,12 @@ from attnkit.tasks.seq2seq.distill.options import BUILTIN, add_distill_arguments
 from attnkit.tasks.seq2seq.distill.options import EXAMPLES as DISTILL_EXAMPLES
 from attnkit.tasks.seq2seq.scoring import scoring_named
 from attnkit.tasks.seq2seq.streamed_command import add_streaming_arguments, streams, train_streamed
-from attnkit.tasks.seq2seq.translate_command import add_decoding_arguments, check_decoding, print_translations
+from attnkit.tasks.seq2seq.translate_command import (
+    add_decoding_arguments,
+    check_decoding,
+    decoding_options,
+    print_translations,
+)
 
 if TYPE_CHECKING:
     from attnkit.data.seq2seq import Seq2SeqData
@@ -302,15 +307,7 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     )
     columns = {"source_column": args.source_column, "target_column": args.target_column, "delimiter": args.delimiter}
     pairs, references, label = evaluation_data(loaded.config, args.data, split=args.split, **columns)
-    metrics = evaluate_seq2seq(
-        loaded,
-        pairs,
-        references,
-        beam_size=args.beam,
-        batch_size=args.batch_size,
-        length_penalty=args.length_penalty,
-        max_len=args.max_len,
-    )
+    metrics = evaluate_seq2seq(loaded, pairs, references, **decoding_options(args))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if getattr(args, "json", False):
         print(
@@ -342,16 +339,7 @@ def evaluate_export(args: argparse.Namespace) -> int:
     scoring = scoring_named(config.metrics)
     columns = {"source_column": args.source_column, "target_column": args.target_column, "delimiter": args.delimiter}
     pairs, references, label = evaluation_data(config, args.data, split=args.split, **columns)
-    metrics = evaluate_ctranslate2(
-        translator,
-        pairs,
-        references,
-        scoring=scoring,
-        beam_size=args.beam,
-        batch_size=args.batch_size,
-        length_penalty=args.length_penalty,
-        max_len=args.max_len,
-    )
+    metrics = evaluate_ctranslate2(translator, pairs, references, scoring=scoring, **decoding_options(args))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     weights = translator.manifest.get("quantization") or "float32"
     if args.json:

@@ -29,7 +29,7 @@ from torch import nn
 from attnkit.data.inputs import as_pairs, as_texts
 from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs, load_tokenizers, make_loader
 from attnkit.data.seq2seq.dataset import Pair
-from attnkit.decoding import beam_search, greedy
+from attnkit.decoding import decode
 from attnkit.models.ensemble import Seq2SeqEnsemble
 from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_inference, resolve_device, to_host
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
@@ -306,12 +306,9 @@ def translate_texts(
             batch = collate_pairs([(ids, None) for ids in source_tokenizer.encode_batch(chunk)])
             source_lengths = batch.source_lengths.tolist()
             batch = batch.to(device)
-            options = {"max_len": max_len, "length_penalty": length_penalty}
+            options = {"beam_size": beam_size, "max_len": max_len, "length_penalty": length_penalty}
             with autocast(device, precision):
-                if beam_size == 1:
-                    out = greedy(model, batch.source_ids, batch.source_mask, **options)
-                else:
-                    out = beam_search(model, batch.source_ids, batch.source_mask, beam_size=beam_size, **options)
+                out = decode(model, batch.source_ids, batch.source_mask, **options)
                 best = out.tokens[:, 0]  # [B, T]
                 weights = None
                 if need_weights:

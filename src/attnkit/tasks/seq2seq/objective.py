@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
-from attnkit.decoding import DecodeOutput, beam_search, greedy
+from attnkit.decoding import DecodeOutput, decode
 from attnkit.tasks.seq2seq.metrics import (
     bleu_from_statistics,
     bleu_statistics,
@@ -168,22 +168,8 @@ class Seq2SeqObjective:
 
     def decode(self, batch: Seq2SeqBatch) -> DecodeOutput:
         """Decode the batch's sources with the objective's decoder settings (the model should be in eval mode)."""
-        if self.beam_size == 1:
-            return greedy(
-                self.model,
-                batch.source_ids,
-                batch.source_mask,
-                max_len=self.max_len,
-                length_penalty=self.length_penalty,
-            )
-        return beam_search(
-            self.model,
-            batch.source_ids,
-            batch.source_mask,
-            beam_size=self.beam_size,
-            max_len=self.max_len,
-            length_penalty=self.length_penalty,
-        )
+        options = {"beam_size": self.beam_size, "max_len": self.max_len, "length_penalty": self.length_penalty}
+        return decode(self.model, batch.source_ids, batch.source_mask, **options)
 
     @torch.no_grad()
     def evaluate_sums(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attnkit.tasks.options import is_main_process, say
-from attnkit.tasks.train_setup import add_scan_option, scan_bytes
+from attnkit.tasks.options import say
+from attnkit.tasks.train_setup import add_scan_option, stream_options
 
 __all__ = ["add_streaming_arguments", "streams", "train_streamed"]
 
@@ -54,18 +54,9 @@ def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
             raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
     if not Path(args.data).exists():
         raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
-    stream = PairFileStream(
-        args.data,
-        source_key=args.source_column,
-        target_key=args.target_column,
-        delimiter=args.delimiter,
-        source_level=args.source_level,
-        target_level=args.target_level,
-        limit=args.limit,
-        skip_bad_rows=args.skip_bad_rows,
-        progress=not args.no_progress and is_main_process(),
-        sample_bytes=scan_bytes(args),
-    )
+    columns = {"source_key": args.source_column, "target_key": args.target_column}
+    levels = {"source_level": args.source_level, "target_level": args.target_level}
+    stream = PairFileStream(args.data, **columns, **levels, **stream_options(args))
     with start.plan.writing():
         pairs = StreamedPairs(stream, valid_path=args.valid, test_path=args.test)
         report = train_seq2seq(pairs, start.config, start.fit_config, init_from=start.init, **options)

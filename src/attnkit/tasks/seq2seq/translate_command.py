@@ -53,6 +53,17 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def decoding_options(args: argparse.Namespace) -> dict:
+    """The decoders' keywords from the decoding options: ``beam_size``, ``batch_size``, ``length_penalty``,
+    ``max_len``."""
+    return {
+        "beam_size": args.beam,
+        "batch_size": args.batch_size,
+        "length_penalty": args.length_penalty,
+        "max_len": args.max_len,
+    }
+
+
 def check_decoding(args: argparse.Namespace) -> None:
     """Refuse decoding options no decoder accepts (before anything is loaded)."""
     if args.beam < 1:
@@ -73,7 +84,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="decode texts with a seq2seq checkpoint",
         description=__doc__.split("\n\n")[1].replace("\n", " ").strip(),
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--checkpoint",
@@ -175,15 +185,7 @@ def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None
     lines = read_texts(args, keep_blank=True) if lines is None else lines
     texts = [line.strip() for line in lines if line.strip()]
     n_best = getattr(args, "n_best", 1)
-    translations = loaded.translate(
-        texts,
-        beam_size=args.beam,
-        batch_size=args.batch_size,
-        length_penalty=args.length_penalty,
-        max_len=args.max_len,
-        need_weights=args.json,
-        num_hypotheses=n_best,
-    )
+    translations = loaded.translate(texts, need_weights=args.json, num_hypotheses=n_best, **decoding_options(args))
     outputs = [
         ([(h.score, h.text) for h in t.n_best], _as_json(t, loaded, n_best) if args.json else None)
         for t in translations
@@ -202,10 +204,7 @@ def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
     translator = load_ctranslate2(args.checkpoint[0], device=device, device_index=index, threads=args.threads or 0)
     target_tok = translator.target_tokenizer
     texts = [line.strip() for line in lines if line.strip()]
-    found = translator.translate(
-        texts, beam_size=args.beam, num_hypotheses=args.n_best, max_len=args.max_len,
-        length_penalty=args.length_penalty, batch_size=args.batch_size,
-    )  # fmt: skip
+    found = translator.translate(texts, num_hypotheses=args.n_best, **decoding_options(args))
     outputs = []
     for source, hypotheses in zip(texts, found, strict=True):
         best = hypotheses[0]

@@ -24,7 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "vocabularies, attnkit's tokenisers and a manifest that refuses tampered files). RNN models are not "
         "supported by CTranslate2's Transformer spec.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--checkpoint", required=True, help=CHECKPOINT_HELP)
     parser.add_argument("--format", choices=["ctranslate2"], default="ctranslate2", help="(default ctranslate2)")
