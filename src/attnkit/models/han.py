@@ -172,8 +172,9 @@ class HierarchicalAttentionClassifier(nn.Module):
             attend = attend & self.attendable[token_ids]
         embedded = self.embedding(token_ids)  # [N, W, E]
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, embedded, word_mask)  # [N, W]
-        encoded = self.word_encoder(self.dropout(embedded), word_mask)  # [N, W, Dw]
-        values = embedded if self.attention_values == "embeddings" else None  # the words themselves, not dropped out
+        embedded = self.dropout(embedded)
+        encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
+        values = embedded if self.attention_values == "embeddings" else None
         pooled = pool(self.word_pooling, encoded, attend, scale, values)  # context [N, Dw or E], weights [N, 1, W]
         return AttentionOutput(pooled.context, pooled.weights[:, 0]), EncodedStates(encoded, word_mask)
 
