@@ -52,10 +52,18 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def _part(result: dict) -> str:
+    """α·part's share of IG's comprehensiveness and, in brackets, its flip fraction ("–" without α·part)."""
+    share = result.get("contribution_share_of_ig")
+    if share is None:
+        return "–"
+    return f"{share:.2f}× ({result['means']['attention_contribution']['flip_fraction']:.2f})"
+
+
 def _probe_table(row: dict) -> list[str]:
     lines = [
         "| recipe (probe, seed 0) | valid acc. | attention comp. | IG comp. | attention / IG | \\|α·s\\| / IG "
-        "| α·part / IG | attention flips | IG flips | random comp. | minutes |",
+        "| α·part / IG (its flips) | attention flips | IG flips | random comp. | minutes |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, result in row["probe"].items():
@@ -64,7 +72,7 @@ def _probe_table(row: dict) -> list[str]:
         lines.append(
             f"| {name}{chosen} | {result['valid_accuracy']:.2f} | {means['attention']['aopc_comprehensiveness']:.3f} "
             f"| {means['integrated_gradients']['aopc_comprehensiveness']:.3f} | {_share(result['share_of_ig'])} "
-            f"| {_share(result.get('scaled_share_of_ig'))} | {_share(result.get('contribution_share_of_ig'))} "
+            f"| {_share(result.get('scaled_share_of_ig'))} | {_part(result)} "
             f"| {means['attention']['flip_fraction']:.2f} | {means['integrated_gradients']['flip_fraction']:.2f} "
             f"| {means['random']['aopc_comprehensiveness']:.3f} | {result['minutes']:.1f} |"
         )
