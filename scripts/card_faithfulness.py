@@ -8,6 +8,7 @@ rendered again and ``docs/results/shipped.json`` records the summary the results
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,10 @@ def measure_faithfulness(folder: Path, *, name: str, data: str, results: Path | 
         classifier = load_classifier(folder, device="cpu")
         dataset = load_data_set(data)
         uniform = uniform_gap(results, name) if results is not None else None
-        return faithfulness_block(classifier, dataset.test_texts, dataset.test_labels, uniform=uniform)
+        block = faithfulness_block(classifier, dataset.test_texts, dataset.test_labels, uniform=uniform)
     finally:
         torch.set_num_threads(threads)
+    return {**block, "measured": datetime.date.today().isoformat()}
 
 
 def published_faithfulness(block: dict[str, Any]) -> dict[str, Any]:

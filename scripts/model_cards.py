@@ -104,8 +104,8 @@ def faithfulness_lines(card: dict[str, Any]) -> list[str]:
         "",
         f"Does the attention explain the prediction? On {block['documents_measured']} test documents (listed in "
         f"`card.json`; drawn with seed {sample['seed']} among the test documents of at most {sample['max_words']} "
-        f"words), erasing by {block['erase']}, integrated gradients from {block['integrated_gradients_steps']} "
-        "steps: mean AOPC comprehensiveness (how much erasing the method's top words lowers the prediction; higher "
+        f"words), erasure `{block['erase']}` (words removed), integrated gradients from "
+        f"{block['integrated_gradients_steps']} steps, on one CPU thread: mean AOPC comprehensiveness (how much erasing the method's top words lowers the prediction; higher "
         "is more faithful) and flip fraction (share of the words erased, in the method's order, when the decision "
         "first changes; lower is more faithful).",
         "",
