@@ -13,6 +13,7 @@ from scripts.ship_model import main as ship_main
 
 from attnkit.cli import main
 from attnkit.experiments.faithfulness.card import card_sample, faithfulness_block, uniform_gap
+from attnkit.experiments.shipped_table import render_shipped
 from attnkit.tasks.classify.inference import load_classifier
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
@@ -57,7 +58,7 @@ def test_the_block_holds_the_sample_the_settings_the_figures_and_the_uniform_gap
     assert block == faithfulness_block(tiny_classifier, texts, labels, uniform=uniform, documents=4, seed=1)
     assert block["documents"] == card_sample(texts, 4, seed=1) and block["documents_measured"] == 4
     assert (block["erase"], block["seed"], block["integrated_gradients_steps"]) == ("delete", 1, 16)
-    assert block["sample"] == {"count": 4, "seed": 1, "max_words": 400, "of": 6}
+    assert block["sample"] == {"count": 4, "seed": 1, "max_words": 200, "of": 6}
     assert sorted(block["methods"]) == ["attention", "integrated_gradients", "random"]  # no contributions here
     for figures in block["methods"].values():
         assert sorted(figures) == ["aopc_comprehensiveness", "flip_fraction"]
@@ -85,3 +86,18 @@ def test_refreshing_a_model_that_is_not_a_classifier_is_refused(capsys):
         refresh_faithfulness("dates-transformer", results=None)
     assert ship_main(["--refresh-faithfulness", "no-such-model"]) == 2
     assert "ship: error: 'no-such-model': not a shipped model's name" in capsys.readouterr().err
+
+
+def test_the_shipped_table_shows_the_figures_shipped_json_records(tmp_path):
+    row = {"kind": "classifier", "data": "r8", "metric": "accuracy", "value": 96.98, "measured": "2026-11-25",
+           "training_minutes": 2.9, "evaluate": "attnkit evaluate ...", "command": "attnkit train ..."}  # fmt: skip
+    figures = {"attention": 0.1396, "integrated_gradients": 0.2696, "random": 0.011}
+    found = {"documents": 16, "aopc_comprehensiveness": figures, "attention_share_of_ig": 0.518}
+    gap = {"mean": -0.27, "low": -1.01, "high": 0.37}
+    table = {"r8": {**row, "faithfulness": {**found, "uniform_difference": gap}}, "g2p": row}
+    (tmp_path / "shipped.json").write_text(json.dumps(table))
+    shown = render_shipped(tmp_path)
+    assert "| r8 | 16 | 0.140 | 0.270 | 0.011 | 52% | -0.27 [-1.01, +0.37] |" in shown
+    assert "| g2p | 16" not in shown
+    (tmp_path / "shipped.json").write_text(json.dumps({"g2p": row}))
+    assert "| name | documents | attention |" not in render_shipped(tmp_path)

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 CARD_DOCUMENTS = 16  # test documents a card measures: its test re-computes them on one CPU thread
-CARD_WORDS = 400  # longest document (whitespace words) sampled: IG's step doubling makes longer ones slow to re-check
+CARD_WORDS = 200  # longest document sampled, in whitespace words: IG doubles its steps on some long ones
 CARD_METHODS = ("attention", "attention_contribution", "integrated_gradients", "random")
 CARD_FIGURES = ("aopc_comprehensiveness", "flip_fraction")
 ERASE = "delete"  # what measure_documents erases by
