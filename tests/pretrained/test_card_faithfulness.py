@@ -101,3 +101,24 @@ def test_the_shipped_table_shows_the_figures_shipped_json_records(tmp_path):
     assert "| g2p | 16" not in shown
     (tmp_path / "shipped.json").write_text(json.dumps({"g2p": row}))
     assert "| name | documents | attention |" not in render_shipped(tmp_path)
+
+
+def test_shipping_a_classifier_writes_its_faithfulness_block(tmp_path, monkeypatch):
+    """A tiny fine-foods classifier shipped to a scratch shelf: its cards and shipped.json carry the block."""
+    import attnkit.pretrained as pretrained
+
+    command = "attnkit train classify --data fine-foods --model pooled --embed-dim 8 --epochs 1 --vocab-size 500"
+    run = tmp_path / "run"
+    argv = [*command.split()[1:], "--max-tokens", "64", "--threads", "1", "--no-progress", "--out", str(run)]
+    assert main(argv) == 0
+    shelf, results = tmp_path / "shelf", tmp_path / "shipped.json"
+    shelf.mkdir()
+    monkeypatch.setattr(pretrained, "SHELF", shelf)
+    argv = [str(run), "tiny", "--data", "fine-foods", "--metric", "accuracy", "--command", command]
+    assert ship_main([*argv, "--shelf", str(shelf), "--results", str(results)]) == 0
+    card = json.loads((shelf / "tiny" / "card.json").read_text())
+    block = card["faithfulness"]
+    assert len(block["documents"]) == 16 and block["sample"]["of"] == 1000 and block["uniform"] is None
+    assert sorted(block["methods"]) == ["attention", "integrated_gradients", "random"]
+    assert "## Faithfulness" in (shelf / "tiny" / "MODEL_CARD.md").read_text()
+    assert json.loads(results.read_text())["tiny"]["faithfulness"] == published_faithfulness(block)
