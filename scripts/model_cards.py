@@ -117,7 +117,10 @@ def faithfulness_lines(card: dict[str, Any]) -> list[str]:
     if share is not None:
         lines.append(f"Attention's comprehensiveness is {share:.0%} of integrated gradients'.")
     if "contribution_share_of_ig" in block:
-        lines.append(f"Attention contributions': {block['contribution_share_of_ig']:.0%} of integrated gradients'.")
+        lines.append(
+            "Attention times each word's own part of the logit (`attention_contribution`): "
+            f"{block['contribution_share_of_ig']:.0%} of integrated gradients' comprehensiveness."
+        )
     uniform = block.get("uniform")
     if uniform:
         gap = uniform["difference"]

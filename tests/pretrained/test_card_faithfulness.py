@@ -21,17 +21,20 @@ NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", 
 UNIFORM = {"accuracy": 96.98, "uniform_accuracy": 97.26, "difference": {"mean": -0.274, "low": -1.005, "high": 0.365}}
 
 
-@pytest.fixture(scope="module")
-def tiny_classifier(tmp_path_factory):
+def train_tiny(root, *options: str):
     """A pooled attention classifier (labels pos / neg) trained for two epochs on a small separable CSV."""
-    root = tmp_path_factory.mktemp("card-faithfulness")
     rows = [(t, "pos") for t in POSITIVE] * 6 + [(t, "neg") for t in NEGATIVE] * 6
     train = root / "train.csv"
     train.write_text("text,label\n" + "\n".join(f'"{text}",{label}' for text, label in rows) + "\n")
     argv = ["train", "classify", "--data", str(train), "--model", "pooled", "--embed-dim", "16", "--epochs", "2"]
     argv += ["--batch-size", "4", "--vocab-size", "100", "--no-progress", "--threads", "1", "--out", str(root / "run")]
-    assert main(argv) == 0
+    assert main([*argv, *options]) == 0
     return load_classifier(root / "run", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def tiny_classifier(tmp_path_factory):
+    return train_tiny(tmp_path_factory.mktemp("card-faithfulness"))
 
 
 def test_the_sample_is_seeded_sorted_and_skips_documents_over_the_word_cap():
@@ -122,3 +125,13 @@ def test_shipping_a_classifier_writes_its_faithfulness_block(tmp_path, monkeypat
     assert sorted(block["methods"]) == ["attention", "integrated_gradients", "random"]
     assert "## Faithfulness" in (shelf / "tiny" / "MODEL_CARD.md").read_text()
     assert json.loads(results.read_text())["tiny"]["faithfulness"] == published_faithfulness(block)
+
+
+def test_a_model_whose_attention_averages_embeddings_records_its_contributions_too(tmp_path):
+    classifier = train_tiny(tmp_path, "--attention-values", "embeddings")
+    block = faithfulness_block(classifier, POSITIVE + NEGATIVE, [0, 0, 0, 1, 1, 1], documents=3)
+    assert sorted(block["methods"]) == ["attention", "attention_contribution", "integrated_gradients", "random"]
+    aopc = {name: figures["aopc_comprehensiveness"] for name, figures in block["methods"].items()}
+    share = aopc["attention_contribution"] / aopc["integrated_gradients"]
+    assert block["contribution_share_of_ig"] == pytest.approx(share, abs=1e-3)
+    assert "(`attention_contribution`): " in "\n".join(faithfulness_lines({"faithfulness": block}))
