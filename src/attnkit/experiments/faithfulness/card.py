@@ -22,8 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnkit.experiments.faithfulness.measure import IG_STEPS, measure_documents, sample_documents
+
+if TYPE_CHECKING:
+    from attnkit.tasks.classify.inference import Classifier
 
 __all__ = [
     "CARD_DOCUMENTS",
@@ -44,7 +48,9 @@ ERASE = "delete"  # what measure_documents erases by
 _SHARES = (("attention", "attention_share_of_ig"), ("attention_contribution", "contribution_share_of_ig"))
 
 
-def card_sample(texts: Sequence[str], documents: int = CARD_DOCUMENTS, *, seed: int = 0, words: int = CARD_WORDS):
+def card_sample(
+    texts: Sequence[str], documents: int = CARD_DOCUMENTS, *, seed: int = 0, words: int = CARD_WORDS
+) -> list[int]:
     """``documents`` test-document numbers drawn (:func:`sample_documents`, ``seed``) among the ``texts`` of at most
     ``words`` whitespace-separated words, sorted."""
     eligible = [number for number, text in enumerate(texts) if len(text.split()) <= words]
@@ -52,7 +58,7 @@ def card_sample(texts: Sequence[str], documents: int = CARD_DOCUMENTS, *, seed: 
 
 
 def card_figures(
-    classifier,
+    classifier: Classifier,
     texts: Sequence[str],
     labels: Sequence[int],
     numbers: Sequence[int],
@@ -80,7 +86,7 @@ def card_figures(
 
 
 def faithfulness_block(
-    classifier,
+    classifier: Classifier,
     texts: Sequence[str],
     labels: Sequence[int],
     *,
