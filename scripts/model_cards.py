@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LOWER_IS_BETTER", "TASK_NAMES", "improves", "render_model_card"]
+__all__ = ["LOWER_IS_BETTER", "TASK_NAMES", "faithfulness_lines", "improves", "render_model_card"]
 
 # metrics where a smaller value is the better model (as `attnkit evaluate --json` names them)
 LOWER_IS_BETTER = frozenset({"wer", "per", "cer", "loss"})
@@ -64,6 +64,7 @@ def render_model_card(card: dict[str, Any], *, config: dict[str, Any], metadata:
         card["evaluate"],
         "```",
         "",
+        *faithfulness_lines(card),
         "## The checkpoint",
         "",
         f"{card['size_bytes']:,} bytes (weights stored in {storage}), {card.get('parameters', 0):,} parameters. "
@@ -84,3 +85,50 @@ def render_model_card(card: dict[str, Any], *, config: dict[str, Any], metadata:
         "",
     ]
     return "\n".join(lines)
+
+
+def faithfulness_lines(card: dict[str, Any]) -> list[str]:
+    """The card's "Faithfulness" section (its ``faithfulness`` block, see
+    :mod:`attnkit.experiments.faithfulness.card`), or no lines when it has none."""
+    block = card.get("faithfulness")
+    if not block:
+        return []
+    sample = block["sample"]
+    rows = [
+        f"| {name} | {figures['aopc_comprehensiveness']:.3f} | {figures['flip_fraction']:.3f} |"
+        for name, figures in block["methods"].items()
+    ]
+    share = block.get("attention_share_of_ig")
+    lines = [
+        "## Faithfulness",
+        "",
+        f"Does the attention explain the prediction? On {block['documents_measured']} test documents (listed in "
+        f"`card.json`; drawn with seed {sample['seed']} among the test documents of at most {sample['max_words']} "
+        f"words), erasure `{block['erase']}` (words removed), integrated gradients from "
+        f"{block['integrated_gradients_steps']} steps, on one CPU thread: mean AOPC comprehensiveness (how much erasing the method's top words lowers the prediction; higher "
+        "is more faithful) and flip fraction (share of the words erased, in the method's order, when the decision "
+        "first changes; lower is more faithful).",
+        "",
+        "| method | AOPC comprehensiveness | flip fraction |",
+        "|---|---|---|",
+        *rows,
+        "",
+    ]
+    if share is not None:
+        lines.append(f"Attention's comprehensiveness is {share:.0%} of integrated gradients'.")
+    if "contribution_share_of_ig" in block:
+        lines.append(
+            "Attention times each word's own part of the logit (`attention_contribution`): "
+            f"{block['contribution_share_of_ig']:.0%} of integrated gradients' comprehensiveness."
+        )
+    uniform = block.get("uniform")
+    if uniform:
+        gap = uniform["difference"]
+        lines.append(
+            f"Uniform attention: learned − uniform test accuracy {gap['mean']:+.2f} points "
+            f"[{gap['low']:+.2f}, {gap['high']:+.2f}] ({uniform['accuracy']:.2f} against "
+            f"{uniform['uniform_accuracy']:.2f}), from {uniform['source']}; it needs a training run, so no test "
+            "re-computes it."
+        )
+    lines += ["", "`tests/pretrained/test_shipped_faithfulness.py` re-computes the table from the shipped weights.", ""]
+    return lines

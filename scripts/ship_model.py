@@ -10,8 +10,14 @@ from the repository root (a maintainer's tool: nothing of attnkit imports it).
    git keeps every version, so replacements should be rare.
 4. The checkpoint must fit :data:`~attnkit.pretrained.MAX_MODEL_BYTES`, and the shelf
    :data:`~attnkit.pretrained.MAX_TOTAL_BYTES`, else nothing is changed.
-5. ``card.json`` and ``MODEL_CARD.md`` are written, the folder moved into place, and the figure recorded in
+5. A classifier's faithfulness figures are measured from the staged files too (:mod:`scripts.card_faithfulness`:
+   attention against integrated gradients and a random floor on a fixed sample of test documents, and the
+   uniform-attention gap of its row in ``docs/results/faithfulness.json``).
+6. ``card.json`` and ``MODEL_CARD.md`` are written, the folder moved into place, and the figure recorded in
    ``docs/results/shipped.json`` (``--results``), which ``docs/results.md`` and the figure tests read.
+
+``python -m scripts.ship_model --refresh-faithfulness NAME`` measures and writes the faithfulness figures of a
+classifier already shipped (its weights untouched).
 
 Training minutes: the run's ``metrics.json`` (``train_seconds``, resumed parts included) plus those of the model it
 started from (``init_from.training_minutes``, written by ``attnkit train ... --init-from``); ``--minutes`` gives the
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.pretrained import CARD_FILE, MAX_MODEL_BYTES, MAX_TOTAL_BYTES, MODEL_CARD_FILE, SHELF, folder_bytes
+from scripts.card_faithfulness import measure_faithfulness, published_faithfulness, refresh_faithfulness
 from scripts.model_cards import improves, render_model_card
 
 __all__ = ["ShipRequest", "main", "measure", "ship"]
@@ -99,6 +106,9 @@ def ship(request: ShipRequest) -> dict[str, Any]:
         card = _card(request, value=value, size=size, minutes=minutes, config=config, metadata=metadata)
         card["minutes_note"] = minutes_note
         card["parameters"] = _parameter_count(staging)
+        if card["kind"] == "classifier":
+            gaps = Path(request.results).parent / "faithfulness.json" if request.results else None
+            card["faithfulness"] = measure_faithfulness(staging, name=name, data=request.data, results=gaps)
         (staging / CARD_FILE).write_text(json.dumps(card, indent=2) + "\n")
         (staging / MODEL_CARD_FILE).write_text(render_model_card(card, config=config, metadata=metadata))
         if target.exists():
@@ -146,6 +156,8 @@ def record_figure(path: Path, card: dict[str, Any]) -> None:
     table = json.loads(path.read_text()) if path.exists() else {}
     keys = ("kind", "data", "metric", "value", "split", "measured", "evaluate", "training_minutes", "command")
     table[card["name"]] = {key: card[key] for key in keys}
+    if "faithfulness" in card:
+        table[card["name"]]["faithfulness"] = published_faithfulness(card["faithfulness"])
     path.write_text(json.dumps(dict(sorted(table.items())), indent=2) + "\n")
 
 
@@ -287,7 +299,11 @@ def _other_models(shelf: Path, name: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m scripts.ship_model``; errors are one ``ship: error:`` line (exit 2)."""
+    """``python -m scripts.ship_model`` (or ``--refresh-faithfulness NAME``); errors are one ``ship: error:`` line
+    (exit 2)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--refresh-faithfulness"]:
+        return refresh_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m scripts.ship_model", description=__doc__.split("\n\n")[0])
     parser.add_argument("source", help="a finished run directory (meaning its best/) or a checkpoint directory")
     parser.add_argument("name", help="the shipped model's name (letters, digits, '-', '_')")
@@ -312,6 +328,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ship: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
     print(f"shipped {card['name']}: {card['metric']} {card['value']} on {card['data']} ({card['size_bytes']:,} bytes)")
+    return 0
+
+
+def refresh_main(argv: list[str]) -> int:
+    """``python -m scripts.ship_model --refresh-faithfulness NAME [--results PATH]``."""
+    parser = argparse.ArgumentParser(prog="python -m scripts.ship_model --refresh-faithfulness")
+    parser.add_argument("name", help="a shipped classifier's name")
+    parser.add_argument("--results", default="docs/results/shipped.json", help="where the figures are recorded")
+    parser.add_argument("--shelf", default=None, help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    results = Path(options.results) if Path(options.results).parent.is_dir() else None
+    try:
+        card = refresh_faithfulness(options.name, shelf=Path(options.shelf) if options.shelf else None, results=results)
+    except (ValueError, OSError) as error:
+        print(f"ship: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    block = card["faithfulness"]
+    aopc = {name: figures["aopc_comprehensiveness"] for name, figures in block["methods"].items()}
+    print(f"{card['name']}: AOPC comprehensiveness {aopc} on {block['documents_measured']} test documents")
     return 0
 
 

@@ -33,4 +33,41 @@ def render_shipped(results: Path) -> str:
         for name, row in table.items()
     ]
     notes = results / "shipped_notes.md"
-    return HEADER + "\n".join(rows) + "\n" + ("\n" + notes.read_text() if notes.exists() else "")
+    faithfulness = _faithfulness(table)
+    return HEADER + "\n".join(rows) + "\n" + faithfulness + ("\n" + notes.read_text() if notes.exists() else "")
+
+
+FAITHFULNESS_HEADER = """
+Faithfulness of the shipped classifiers (each card's `faithfulness` block, written by
+`python -m scripts.ship_model --refresh-faithfulness NAME` or when shipped): mean AOPC comprehensiveness of the
+model's attention, integrated gradients and a random floor on the card's fixed sample of test documents (erasing by
+deletion), re-computed from the shipped weights by `tests/pretrained/test_shipped_faithfulness.py`; the
+uniform-attention gap (learned − uniform test accuracy, points, 95% interval) is the faithfulness experiment's,
+which trained the uniform twin, and is not re-computed.
+
+| name | documents | attention | integrated gradients | random | attention / IG | uniform gap |
+|---|---|---|---|---|---|---|
+"""
+
+
+METHODS = ("attention", "integrated_gradients", "random")
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _faithfulness(table: dict) -> str:
+    """The faithfulness table of the rows that carry figures (empty when none does)."""
+    rows = []
+    for name, row in table.items():
+        found = row.get("faithfulness")
+        if not found:
+            continue
+        aopc, gap = found["aopc_comprehensiveness"], found.get("uniform_difference")
+        share = found.get("attention_share_of_ig")
+        cells = [str(found["documents"]), *(_number(aopc.get(method)) for method in METHODS)]
+        cells.append("–" if share is None else f"{share:.0%}")
+        cells.append("–" if not gap else f"{gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return FAITHFULNESS_HEADER + "\n".join(rows) + "\n" if rows else ""

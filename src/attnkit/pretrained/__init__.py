@@ -7,8 +7,11 @@ float16) and two cards written by the maintainer's ``python -m scripts.ship_mode
     card.json        the machine-readable card (:data:`CARD_KEYS`): name, kind, data (as ``--data`` takes it),
                      metric (as ``attnkit evaluate --json`` names it) and its value on the test split, the date it
                      was measured, size_bytes, training_minutes (all continuations added up) and the command that
-                     trained it
-    MODEL_CARD.md    the same for people: task, data and split, the command, the figures, known limits
+                     trained it; a classifier's card also holds ``faithfulness``: attention against integrated
+                     gradients and a random floor on a fixed sample of test documents, and the uniform-attention
+                     gap (:mod:`attnkit.experiments.faithfulness.card`)
+    MODEL_CARD.md    the same for people: task, data and split, the command, the figures (and a classifier's
+                     faithfulness), known limits
 
 A name is resolved wherever a checkpoint path is (``attnkit.load("NAME")``, ``--checkpoint NAME``) by
 :func:`attnkit.training.checkpointing.resolve_checkpoint`, through one function, :func:`find_shipped`: an existing

@@ -14,7 +14,8 @@ uniform attention. Every figure carries a 95 % bootstrap interval over the docum
 ``--data cmudict`` (the shipped G2P model, per emitted phoneme, and its attention against Phonetisaurus's EM
 alignment) are measured by :mod:`~attnkit.experiments.faithfulness.vision` and
 :mod:`~attnkit.experiments.faithfulness.seq2seq`. The per-document records stay beside the runs (``documents.json``) and are reused when the
-run and the settings have not changed.
+run and the settings have not changed. A shipped classifier's card carries a small fixed-sample version of the
+classifier rows (:mod:`~attnkit.experiments.faithfulness.card`), which its test re-computes.
 """
 
 from __future__ import annotations

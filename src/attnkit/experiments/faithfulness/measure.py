@@ -74,7 +74,8 @@ def measure_documents(
     minutes: float | None = None,
 ) -> list[dict]:
     """One record per test document ``numbers`` (indices into ``texts``/``labels``), erasing by deletion, in
-    document order; with ``minutes``, only the documents measured within that budget (:func:`in_budget`)."""
+    document order; with ``minutes``, only the documents measured within that budget (:func:`in_budget`);
+    ``permutations=0`` leaves the permutation test out."""
     import torch
 
     from attnkit.explain.faithfulness.baselines import permutation_test
@@ -90,7 +91,7 @@ def measure_documents(
         result = evaluate_subject(
             subject, text=texts[number], methods=methods, erase="delete", generator=generator, steps=steps
         )
-        permutation = permutation_test(subject, n=permutations, seed=seed + number)
+        permutation = permutation_test(subject, n=permutations, seed=seed + number) if permutations else None
         record: dict = {
             "document": number,
             "tokens": len(subject.tokens),
