@@ -33,6 +33,7 @@ LAYERS = {
     "data": 5,
     "runtime": 5,
     "pretrained": 5,
+    "checkpointing": 5,
     "training": 5,
     "explain": 5,
     "tasks": 5,
@@ -179,7 +180,7 @@ def test_the_layer_check_finds_an_upward_import_inside_a_function(tmp_path):
 # translation and export modules. Of training they may read only the checkpoint format and its JSON configs
 # (DESIGN's layer table puts them there); devices and precision come from attnkit.runtime.
 INFERENCE = ("attnkit.cli", ".inference", ".explain", ".translate_command", ".ctranslate2")
-CHECKPOINT_FORMAT = {"attnkit.training.checkpointing", "attnkit.training.config_io"}
+CHECKPOINT_FORMAT = {"attnkit.checkpointing", "attnkit.checkpointing.config_io"}
 
 
 def test_the_command_line_and_inference_import_no_training():
