@@ -185,8 +185,10 @@ INFERENCE_MODULES = ("inference", "explain", "translate_command")
 
 
 def is_inference(name: str) -> bool:
-    """Whether ``name`` is the command line or a module that runs a trained model (see above)."""
-    in_package = any(name == package or name.startswith(package + ".") for package in INFERENCE_PACKAGES)
+    """Whether ``name`` is the command line, a module that runs a trained model (see above), or the checkpoint format
+    they read (which training writes, and so must not import it either)."""
+    packages = (*INFERENCE_PACKAGES, "attnkit.checkpointing")
+    in_package = any(name == package or name.startswith(package + ".") for package in packages)
     return in_package or (name.startswith("attnkit.tasks.") and name.rpartition(".")[2] in INFERENCE_MODULES)
 
 
@@ -209,7 +211,7 @@ def test_the_command_line_and_inference_import_no_training():
     checked = {name for name in files if is_inference(name)}
     assert {"attnkit.cli", "attnkit.cli.train", "attnkit.pretrained", "attnkit.explain"} <= checked
     assert {f"attnkit.tasks.{task}.inference" for task in ("classify", "seq2seq", "vision")} <= checked
-    assert "attnkit.tasks.seq2seq.ctranslate2.loaded" in checked
+    assert {"attnkit.tasks.seq2seq.ctranslate2.loaded", "attnkit.checkpointing._read"} <= checked
     assert training_imports(files) == {}
 
 
