@@ -63,7 +63,7 @@ def refresh_faithfulness(
     Raises:
         ValueError: ``name`` is not shipped, or is not a classifier.
     """
-    from attnkit.training.checkpointing import read_config, read_metadata
+    from attnkit.checkpointing import read_config, read_metadata
     from scripts.model_cards import render_model_card
 
     try:

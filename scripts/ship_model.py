@@ -76,7 +76,7 @@ def ship(request: ShipRequest) -> dict[str, Any]:
             report, a figure that does not improve on the shipped one, or a model over the caps. Nothing is
             changed on the shelf then.
     """
-    from attnkit.training.checkpointing import read_config, read_metadata, resolve_checkpoint
+    from attnkit.checkpointing import read_config, read_metadata, resolve_checkpoint
 
     shelf = Path(request.shelf) if request.shelf else SHELF
     name = request.name
@@ -252,7 +252,7 @@ def _training_minutes(checkpoint: Path, given: float | None) -> tuple[float, str
 
 
 def _copy_checkpoint(source: Path, staging: Path, files: list[str], *, float16: bool) -> None:
-    from attnkit.training.checkpointing import CONFIG_FILE, WEIGHTS_FILE
+    from attnkit.checkpointing import CONFIG_FILE, WEIGHTS_FILE
 
     staging.mkdir(parents=True)
     for name in [CONFIG_FILE, *files]:
@@ -280,7 +280,7 @@ def _save_float16(source: Path, target: Path) -> None:
 def _parameter_count(checkpoint: Path) -> int:
     from safetensors import safe_open
 
-    from attnkit.training.checkpointing import WEIGHTS_FILE
+    from attnkit.checkpointing import WEIGHTS_FILE
 
     with safe_open(str(checkpoint / WEIGHTS_FILE), framework="pt") as handle:
         count = 0

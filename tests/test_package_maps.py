@@ -32,7 +32,7 @@ def listed(package: Path) -> set[str]:
 def test_the_maps_cover_the_task_and_training_packages():
     names = {dotted(package) for package in MAPPED}
     expected = {"attnkit.tasks.classify", "attnkit.tasks.seq2seq", "attnkit.tasks.vision", "attnkit.training"}
-    assert expected | {"attnkit.tasks.seq2seq.ctranslate2", "attnkit.training.checkpointing"} <= names
+    assert expected | {"attnkit.tasks.seq2seq.ctranslate2", "attnkit.checkpointing"} <= names
 
 
 @pytest.mark.parametrize("package", MAPPED, ids=lambda package: dotted(package))

@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
+from attnkit.checkpointing import save_checkpoint
 from attnkit.cli import main
-from attnkit.training.checkpointing import save_checkpoint
 
 POSITIVE = ["great taste and lovely smell", "really great coffee , will buy again", "lovely tea , great price"]
 NEGATIVE = ["awful taste and stale smell", "really awful coffee , never again", "stale tea , awful price"]

@@ -34,7 +34,7 @@ def test_the_counts_a_card_states_are_the_data_sets(card):
 def test_attnkit_models_rounds_each_figure_to_two_decimals(tmp_path, monkeypatch, capsys):
     from torch import nn
 
-    from attnkit.training.checkpointing import save_checkpoint
+    from attnkit.checkpointing import save_checkpoint
 
     save_checkpoint(tmp_path / "g2p", nn.Linear(2, 1), model_config={"kind": "seq2seq"})
     card = {key: "" for key in CARD_KEYS} | {"name": "g2p", "kind": "seq2seq", "data": "cmudict", "metric": "wer"}

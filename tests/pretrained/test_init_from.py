@@ -12,9 +12,9 @@ from safetensors.torch import load_file
 from torch import nn
 
 import attnkit.pretrained as pretrained
+from attnkit.checkpointing import CheckpointError, save_checkpoint
 from attnkit.pretrained import CARD_FILE
 from attnkit.tasks import run_training
-from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.init_from import earlier_minutes, resolve_init_from
 from attnkit.training.loop import FitConfig, fit
 

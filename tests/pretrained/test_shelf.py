@@ -11,6 +11,7 @@ import pytest
 from torch import nn
 
 import attnkit.pretrained as pretrained
+from attnkit.checkpointing import CheckpointError, resolve_checkpoint, save_checkpoint
 from attnkit.cli import main
 from attnkit.pretrained import (
     CARD_FILE,
@@ -23,7 +24,6 @@ from attnkit.pretrained import (
     shipped_cards,
     shipped_names,
 )
-from attnkit.training.checkpointing import CheckpointError, resolve_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = shipped_names()

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from attnkit.checkpointing import CheckpointError
 from attnkit.pretrained import shipped_path
 from attnkit.tasks.classify.inference import load_classifier
 from attnkit.tasks.vision.inference import load_vision
-from attnkit.training.checkpointing import CheckpointError
 
 
 def _as_run_directory(name: str, tmp_path: Path) -> Path:

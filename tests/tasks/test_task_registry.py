@@ -20,11 +20,11 @@ from torch import nn
 
 import attnkit
 from attnkit import tasks
+from attnkit.checkpointing import load_model_weights, read_config_of_kind, save_checkpoint
+from attnkit.checkpointing.config_io import JsonConfig
 from attnkit.cli import main
 from attnkit.runtime.devices import ready_for_inference
 from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args, read_texts, say
-from attnkit.training.checkpointing import load_model_weights, read_config_of_kind, save_checkpoint
-from attnkit.training.config_io import JsonConfig
 from attnkit.training.loop import fit
 from attnkit.training.run_report import TrainReport, count_parameters, write_metrics
 

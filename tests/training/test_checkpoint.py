@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from attnkit.training.checkpointing import (
+from attnkit.checkpointing import (
     CheckpointError,
     load_model_weights,
     read_config,
@@ -24,7 +24,7 @@ from attnkit.training.checkpointing import (
     resolve_checkpoint,
     save_checkpoint,
 )
-from attnkit.training.checkpointing import _write as writer
+from attnkit.checkpointing import _write as writer
 
 SOURCES = Path(__file__).resolve().parents[2] / "src" / "attnkit"
 

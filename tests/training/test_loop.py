@@ -13,7 +13,7 @@ from _toy_training import ToyModel, ToyObjective, batch_functions, make_data, ru
 from safetensors.torch import load_file
 from torch import nn
 
-from attnkit.training.checkpointing import load_model_weights, read_metadata, read_trainer_state
+from attnkit.checkpointing import load_model_weights, read_metadata, read_trainer_state
 from attnkit.training.loop import FitConfig, FitResult, fit
 
 QUIET = {"progress": False, "seed": 7, "lr": 0.01, "patience": None}

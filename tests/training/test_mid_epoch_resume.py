@@ -13,8 +13,8 @@ from safetensors.torch import load_file
 
 import attnkit.training._epoch as epoch_module
 from _labelled_csv import write_csv
+from attnkit.checkpointing import read_metadata
 from attnkit.cli import main
-from attnkit.training.checkpointing import read_metadata
 from attnkit.training.loop import FitConfig
 
 FAST = ["--model", "pooled", "--encoder", "none", "--embed-dim", "8", "--batch-size", "8", "--threads", "1"]

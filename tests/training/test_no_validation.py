@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from test_training_recipe import Crash, LineObjective, batches_of, snapshot
 from torch import nn
 
-from attnkit.training.checkpointing import load_model_weights
+from attnkit.checkpointing import load_model_weights
 from attnkit.training.loop import FitConfig, fit
 
 

@@ -13,9 +13,9 @@ import torch
 from _toy_training import ToyModel, ToyObjective, batch_functions, make_data
 from torch import nn
 
+from attnkit.checkpointing import read_trainer_state
 from attnkit.runtime.devices import autocast, check_precision, resolve_device, to_device, to_host
 from attnkit.tasks.options import PRECISIONS as CLI_PRECISIONS
-from attnkit.training.checkpointing import read_trainer_state
 from attnkit.training.distributed import DistributedContext
 from attnkit.training.loop import FitConfig, _training_device, fit
 from attnkit.training.precision import PRECISIONS, grad_scaler, place_model

@@ -13,10 +13,10 @@ from _toy_training import run
 from safetensors.torch import load_file
 from torch import nn
 
+from attnkit.checkpointing import load_model_weights, read_metadata, read_trainer_state
 from attnkit.tasks.options import add_runtime_options, add_training_options, fit_config_from_args
 from attnkit.training import loop
 from attnkit.training.averaging import average_weights, push_window
-from attnkit.training.checkpointing import load_model_weights, read_metadata, read_trainer_state
 from attnkit.training.loop import FitConfig, fit
 from attnkit.training.schedule import LearningRateSchedule, cosine_rate, inverse_sqrt_rate
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.training.config_io import read_json_value
+from attnkit.checkpointing.config_io import read_json_value
 
 __all__ = [
     "ExperimentPaths",
@@ -102,7 +102,7 @@ def read_json(path: Path) -> Any | None:
     """The JSON in ``path``, or None when the file does not exist.
 
     Raises:
-        ValueError: the file is not UTF-8 JSON (:func:`~attnkit.training.config_io.read_json_value`).
+        ValueError: the file is not UTF-8 JSON (:func:`~attnkit.checkpointing.config_io.read_json_value`).
     """
     return read_json_value(path) if path.exists() else None
 

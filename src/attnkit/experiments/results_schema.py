@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from attnkit.training.config_io import JsonConfig, read_json_file
+from attnkit.checkpointing.config_io import JsonConfig, read_json_file
 
 __all__ = ["RESULT_SCHEMAS", "read_results"]
 

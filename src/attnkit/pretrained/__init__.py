@@ -14,7 +14,7 @@ float16) and two cards written by the maintainer's ``python -m scripts.ship_mode
                      faithfulness), known limits
 
 A name is resolved wherever a checkpoint path is (``attnkit.load("NAME")``, ``--checkpoint NAME``) by
-:func:`attnkit.training.checkpointing.resolve_checkpoint`, through one function, :func:`find_shipped`: an existing
+:func:`attnkit.checkpointing.resolve_checkpoint`, through one function, :func:`find_shipped`: an existing
 path always wins, so a name only means a shipped model when nothing of that name is in the working directory.
 ``attnkit models`` lists them. This package is a leaf: it imports nothing of attnkit, and no torch.
 

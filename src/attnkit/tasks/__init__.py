@@ -80,7 +80,7 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
 
 def task_for_checkpoint(path: str | Path, *, exports: bool = False) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
-    ``best/`` (:func:`~attnkit.training.checkpointing.resolve_checkpoint`); with ``exports``, also an export
+    ``best/`` (:func:`~attnkit.checkpointing.resolve_checkpoint`); with ``exports``, also an export
     directory (``attnkit export``), whose manifest names its task's kind (a task's ``TaskSpec.exports``).
 
     Raises:
@@ -88,7 +88,7 @@ def task_for_checkpoint(path: str | Path, *, exports: bool = False) -> tuple[Tas
             ``config.json`` is unreadable.
         ValueError: its kind is not a registered task's.
     """
-    from attnkit.training.checkpointing import CheckpointError, read_config, resolve_checkpoint
+    from attnkit.checkpointing import CheckpointError, read_config, resolve_checkpoint
 
     for exporter in (task.exports for task in list(_tasks().values()) if task.exports is not None):
         kind = exporter.kind_of(Path(path))
@@ -136,7 +136,7 @@ class _RaisingParser(argparse.ArgumentParser):
 
 def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
     """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``; a shipped model's
-    name means that model: :func:`~attnkit.training.checkpointing.resolve_checkpoint`), on ``device``
+    name means that model: :func:`~attnkit.checkpointing.resolve_checkpoint`), on ``device``
     (``"auto"``: CUDA when available, else the CPU; ``"cpu"``, ``"cuda:1"``, ``"mps"``, ...) running in
     ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 

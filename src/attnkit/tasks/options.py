@@ -363,8 +363,8 @@ def read_file_texts(args: argparse.Namespace) -> list[str]:
 def _checkpoint_config(checkpoint: str | Sequence[str]) -> dict:
     """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory, which has
     none: its task's registry entry recognises it, :func:`attnkit.tasks.task_for_checkpoint`)."""
+    from attnkit.checkpointing import CONFIG_FILE, read_config
     from attnkit.tasks import task_for_checkpoint
-    from attnkit.training.checkpointing import CONFIG_FILE, read_config
 
     if isinstance(checkpoint, (list, tuple)):
         checkpoint = checkpoint[0]

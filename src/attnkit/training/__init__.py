@@ -19,10 +19,10 @@
 | :mod:`~attnkit.training.distributed` | torchrun: process groups, sharded batches, reductions |
 | :mod:`~attnkit.training.torchrun_env` | the old path of :mod:`attnkit.runtime.torchrun_env` |
 | :mod:`~attnkit.training.seeding` | seeds for Python, NumPy and torch, per epoch and per rank |
-| :mod:`~attnkit.training.config_io` | ``JsonConfig``: dataclass configs as JSON |
+| :mod:`~attnkit.training.config_io` | the old path of :mod:`attnkit.checkpointing.config_io` (deprecated alias) |
 | :mod:`~attnkit.training.run_report` | ``metrics.json`` and ``metrics.csv`` |
 | :mod:`~attnkit.training.init_from` | ``--init-from``: a run's first weights from a checkpoint or shipped model |
-| :mod:`~attnkit.training.checkpointing` | the checkpoint format, its reader and atomic writer (re-exported here) |
+| :mod:`~attnkit.training.checkpointing` | the old path of :mod:`attnkit.checkpointing`, the checkpoint format (deprecated alias; its names are re-exported here) |
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``attnkit.training.save_checkpoint`` and the rest of ``__all__``, from :mod:`attnkit.training.checkpointing`."""
+    """``attnkit.training.save_checkpoint`` and the rest of ``__all__``, from :mod:`attnkit.checkpointing`."""
     if name in __all__:
-        from attnkit.training import checkpointing
+        from attnkit import checkpointing
 
         return getattr(checkpointing, name)
     raise AttributeError(f"module 'attnkit.training' has no attribute {name!r}")

@@ -3,7 +3,7 @@ at a step in the middle of an epoch, and when it stops (layer 5). The state they
 :mod:`attnkit.training._run_state`, which reads it back.
 
 ``best/`` is written before ``last/``; ``last/`` carries the best weights itself whenever they are not its own, and
-is replaced atomically (:func:`~attnkit.training.checkpointing.save_checkpoint`), so a run killed at any instant
+is replaced atomically (:func:`~attnkit.checkpointing.save_checkpoint`), so a run killed at any instant
 (``kill -9`` included) resumes from the previous ``last/`` or the new one, never from half of one.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from attnkit.checkpointing import CheckpointError, read_metadata, save_checkpoint
 from attnkit.training._run_state import BEST, LAST, STATE_VERSION, RunState, holding
-from attnkit.training.checkpointing import CheckpointError, read_metadata, save_checkpoint
 from attnkit.training.distributed import DistributedContext, any_rank
 from attnkit.training.fit_config import FitConfig
 

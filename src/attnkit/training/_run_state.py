@@ -23,14 +23,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnkit.training._progress import Reporter
-from attnkit.training.checkpointing import (
+from attnkit.checkpointing import (
     CheckpointError,
     load_model_weights,
     read_config,
     read_trainer_state,
     recover_checkpoint,
 )
+from attnkit.training._progress import Reporter
 from attnkit.training.distributed import DistributedContext, barrier
 from attnkit.training.fit_config import FitConfig
 from attnkit.training.schedule import ScheduleState

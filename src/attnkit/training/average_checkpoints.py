@@ -38,8 +38,8 @@ def average_checkpoints(sources: Sequence[str | Path], out: str | Path) -> Path:
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 
+    from attnkit.checkpointing import resolve_checkpoint
     from attnkit.training.averaging import average_weights
-    from attnkit.training.checkpointing import resolve_checkpoint
 
     if len(sources) < 2:
         raise ValueError(f"give at least two checkpoints to average, got {len(sources)}")

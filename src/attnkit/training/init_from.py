@@ -47,7 +47,7 @@ def resolve_init_from(given: str | None, kind: str) -> InitFrom | None:
     """
     if given is None:
         return None
-    from attnkit.training.checkpointing import read_config_of_kind, resolve_checkpoint
+    from attnkit.checkpointing import read_config_of_kind, resolve_checkpoint
 
     checkpoint = resolve_checkpoint(given)
     config = read_config_of_kind(checkpoint, kind)

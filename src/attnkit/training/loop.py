@@ -5,7 +5,7 @@ resumable atomic checkpoints, and multi-process DDP (layer 5).
 A :class:`Objective` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics. The
 loop knows nothing else about the model, so classifiers and sequence-to-sequence models share it.
 
-Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.training.checkpointing` for the format)::
+Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.checkpointing` for the format)::
 
     checkpoint_dir/last/   after every epoch, and every ``save_every`` steps / ``save_every_minutes`` in between:
                            weights, config, extra files and the trainer state (resume from here)
@@ -209,7 +209,7 @@ def _open_session(
             checkpoints.directory, resume, model, optimizer, config, model_config, context, reporter
         )
     if init_from is not None and resumed_from is None:
-        from attnkit.training.checkpointing import load_model_weights
+        from attnkit.checkpointing import load_model_weights
 
         load_model_weights(model, init_from)
     previous[0] = run.elapsed

@@ -272,8 +272,8 @@ def test_tampered_or_incomplete_exports_are_refused_with_one_clear_error(trained
 
 
 def test_an_export_names_its_task_so_commands_find_it_by_kind(trained, tmp_path):
+    from attnkit.checkpointing import CheckpointError
     from attnkit.tasks import task_for_checkpoint
-    from attnkit.training.checkpointing import CheckpointError
 
     export = trained[4]
     assert json.loads((export / MANIFEST_FILE).read_text())["kind"] == "seq2seq"

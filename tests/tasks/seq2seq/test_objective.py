@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnkit.checkpointing import load_model_weights, read_config
 from attnkit.data.seq2seq import (
     EOS_ID,
     PairDataset,
@@ -25,7 +26,6 @@ from attnkit.models.transformer.seq2seq import TransformerSeq2Seq
 from attnkit.tasks.seq2seq.inference import translate_texts
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective, label_smoothed_loss
 from attnkit.tasks.seq2seq.scoring import SEQUENCE, TEXT, scoring_for, scoring_named
-from attnkit.training.checkpointing import load_model_weights, read_config
 from attnkit.training.loop import FitConfig, fit
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny models, one torch thread

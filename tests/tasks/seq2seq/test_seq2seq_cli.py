@@ -11,9 +11,9 @@ import sys
 import pytest
 import torch
 
+from attnkit.checkpointing import read_config, read_trainer_state
 from attnkit.cli import main
 from attnkit.data.seq2seq.vocab import SPECIALS, Vocab
-from attnkit.training.checkpointing import read_config, read_trainer_state
 
 # a small LSTM that learns the task in a few seconds on one thread (valid WER ~0 after 5 epochs)
 MODEL = [

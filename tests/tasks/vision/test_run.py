@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnkit.checkpointing import CheckpointError, save_checkpoint
 from attnkit.data.classification import stratified_split
 from attnkit.data.images import (
     image_batches,
@@ -21,7 +22,6 @@ from attnkit.tasks.vision.data import load_test_images
 from attnkit.tasks.vision.inference import load_vision, predict_images
 from attnkit.tasks.vision.objective import evaluate_vision
 from attnkit.tasks.vision.training import train_vision
-from attnkit.training.checkpointing import CheckpointError, save_checkpoint
 from attnkit.training.loop import FitConfig
 
 

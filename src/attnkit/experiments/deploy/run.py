@@ -59,10 +59,10 @@ def run_deploy(
     """
     import torch
 
+    from attnkit.checkpointing import resolve_checkpoint
     from attnkit.experiments.processes import Side, compare_processes
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import load_seq2seq
-    from attnkit.training.checkpointing import resolve_checkpoint
 
     for name, value in (("beam", beam), ("threads", threads), ("rounds", rounds), ("batch_size", batch_size)):
         if value < 1:

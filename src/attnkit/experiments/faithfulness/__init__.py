@@ -275,8 +275,8 @@ def _measures(data: str, models: tuple[str, ...] | None, checkpoint: str | None)
 
 def _learned(data: str, model: str, root: Path, threads, device) -> tuple[object, dict, str]:
     """The learned model of a row (shipped, or a short run trained now), an id of its weights, its command."""
+    from attnkit.checkpointing import resolve_checkpoint
     from attnkit.tasks.classify.inference import load_classifier
-    from attnkit.training.checkpointing import resolve_checkpoint
 
     name = SHIPPED.get((data, model))
     if name is not None:

@@ -229,16 +229,16 @@ def _run_name(checkpoint: str) -> str:
 def resolve_model(checkpoint: str | None) -> tuple[str, list]:
     """The checkpoint to measure (``checkpoint``, else the shipped :data:`DATES_MODEL`) and an id of its weights: the
     SHA-256 of each ``model.safetensors`` (the same bytes shipped or in a run are the same model). ``checkpoint`` is
-    read by the rule of every command (:func:`~attnkit.training.checkpointing.resolve_checkpoint`): an existing path
+    read by the rule of every command (:func:`~attnkit.checkpointing.resolve_checkpoint`): an existing path
     wins over a shipped model's name, a run directory means its ``best/``.
 
     Raises:
         ValueError: no ``checkpoint`` and no shipped dates Transformer; a ``checkpoint`` that does not exist, or is
             not a seq2seq Transformer trained on dates (a classifier, an RNN, another data set's), in one line.
     """
+    from attnkit.checkpointing import read_config_of_kind, resolve_checkpoint
     from attnkit.pretrained import shipped_path
     from attnkit.tasks.run.manifest import file_sha256
-    from attnkit.training.checkpointing import read_config_of_kind, resolve_checkpoint
 
     if checkpoint is None:
         path = shipped_path(DATES_MODEL)

@@ -14,12 +14,12 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from attnkit.checkpointing.config_io import JsonConfig
 from attnkit.distributions import Distribution, Entmax15, Softmax, Sparsemax, Uniform
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier, TransformerEncoder
 from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import ATTENTION_VALUES, build_pooling
 from attnkit.pooling import AttentionPooling, ConvTaskScaling, FeatTaskScaling, LinTaskScaling, TaskScaling
-from attnkit.training.config_io import JsonConfig
 
 __all__ = [
     "ATTEND",

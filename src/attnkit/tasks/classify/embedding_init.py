@@ -52,6 +52,6 @@ def initialise_embeddings(
 def resumed_embeddings(config: ClassifierConfig, last: Path) -> ClassifierConfig:
     """``config`` as a resumed run continues it: with the vectors' settings its first start recorded in ``last``'s
     ``config.json`` (a resume takes the weights from ``last`` and does not read the vectors again)."""
-    from attnkit.training.checkpointing import read_config
+    from attnkit.checkpointing import read_config
 
     return dataclasses.replace(config, embeddings_settings=read_config(last).get("embeddings_settings"))

@@ -19,19 +19,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkit.data.classify.tokenization import TextTokenizer
-from attnkit.data.inputs import as_texts
-from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
-from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
-from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
-from attnkit.tasks.classify.objective import evaluate_encoded
-from attnkit.training.checkpointing import (
+from attnkit.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
     load_model_weights,
     read_config_of_kind,
     resolve_checkpoint,
 )
+from attnkit.data.classify.tokenization import TextTokenizer
+from attnkit.data.inputs import as_texts
+from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
+from attnkit.tasks.classify.config import KIND, ClassifierConfig, build_classifier
+from attnkit.tasks.classify.encoding import Prediction, TextEncoder, forward_batch
+from attnkit.tasks.classify.objective import evaluate_encoded
 
 __all__ = ["Classifier", "Prediction", "labelled_texts", "load_classifier", "predict_texts"]
 

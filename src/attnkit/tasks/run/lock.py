@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from attnkit.training.config_io import JsonConfig
+from attnkit.checkpointing.config_io import JsonConfig
 
 __all__ = ["LOCK_FILE", "DirectoryLock", "LockOwner", "acquire", "check_unlocked", "pid_is_running"]
 

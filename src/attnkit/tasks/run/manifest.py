@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from attnkit.training.config_io import JsonConfig, read_json_file
+from attnkit.checkpointing.config_io import JsonConfig, read_json_file
 
 __all__ = [
     "FORMAT",

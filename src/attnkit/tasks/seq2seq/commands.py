@@ -291,10 +291,10 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for seq2seq checkpoints (several decode as an ensemble): WER/PER or BLEU/chrF; with
     ``--backend ctranslate2``, of one export (:func:`evaluate_export`)."""
+    from attnkit.checkpointing import CheckpointError
     from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
     from attnkit.tasks.seq2seq.data import evaluation_data
     from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq_ensemble
-    from attnkit.training.checkpointing import CheckpointError
 
     if args.backend == "ctranslate2":
         return evaluate_export(args)

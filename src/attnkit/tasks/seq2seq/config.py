@@ -9,8 +9,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from attnkit.checkpointing.config_io import JsonConfig
 from attnkit.tasks.seq2seq.scoring import scoring_named
-from attnkit.training.config_io import JsonConfig
 
 __all__ = ["KIND", "Seq2SeqConfig", "build_seq2seq_model", "config_from_args", "model_options"]
 
@@ -58,8 +58,8 @@ def check_model_types(model: dict[str, Any]) -> None:
     """
     import typing
 
+    from attnkit.checkpointing.config_io import value_problem
     from attnkit.models.seq2seq import SEQ2SEQ_MODELS
-    from attnkit.training.config_io import value_problem
 
     family = model.get("model")
     if family is None:  # build_seq2seq names the missing key

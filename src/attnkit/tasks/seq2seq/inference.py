@@ -26,6 +26,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.checkpointing import (
+    CONFIG_FILE,
+    CheckpointError,
+    load_model_weights,
+    read_config_of_kind,
+    resolve_checkpoint,
+)
 from attnkit.data.inputs import as_pairs, as_texts
 from attnkit.data.seq2seq import BOS_ID, Tokenizer, collate_pairs, encode_pairs, load_tokenizers, make_loader
 from attnkit.data.seq2seq.dataset import Pair
@@ -36,13 +43,6 @@ from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_mode
 from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
 from attnkit.tasks.seq2seq.scoring import scoring_named
-from attnkit.training.checkpointing import (
-    CONFIG_FILE,
-    CheckpointError,
-    load_model_weights,
-    read_config_of_kind,
-    resolve_checkpoint,
-)
 
 __all__ = [
     "LoadedSeq2Seq",

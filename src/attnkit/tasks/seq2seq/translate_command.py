@@ -167,8 +167,8 @@ def _print_outputs(
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit translate``."""
+    from attnkit.checkpointing import resolve_checkpoint
     from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
-    from attnkit.training.checkpointing import resolve_checkpoint
 
     check_decoding(args)
     lines = read_texts(args, keep_blank=True)  # refuse empty input before loading anything

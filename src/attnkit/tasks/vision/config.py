@@ -6,8 +6,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from attnkit.checkpointing.config_io import JsonConfig
 from attnkit.models.visual import VisualAttentionClassifier, visual_attention_classifier
-from attnkit.training.config_io import JsonConfig
 
 __all__ = ["KIND", "VisionConfig", "build_vision_model", "config_from_args"]
 

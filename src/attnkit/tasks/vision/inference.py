@@ -14,17 +14,17 @@ from pathlib import Path
 
 import torch
 
-from attnkit.models.visual import VisualAttentionClassifier
-from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
-from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
-from attnkit.tasks.vision.objective import evaluate_vision
-from attnkit.training.checkpointing import (
+from attnkit.checkpointing import (
     CONFIG_FILE,
     CheckpointError,
     load_model_weights,
     read_config_of_kind,
     resolve_checkpoint,
 )
+from attnkit.models.visual import VisualAttentionClassifier
+from attnkit.runtime.devices import autocast, device_of, ready_for_inference, to_host
+from attnkit.tasks.vision.config import KIND, VisionConfig, build_vision_model
+from attnkit.tasks.vision.objective import evaluate_vision
 
 __all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
 

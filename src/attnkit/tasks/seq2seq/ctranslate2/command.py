@@ -39,9 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``attnkit export``."""
+    from attnkit.checkpointing import resolve_checkpoint
     from attnkit.tasks.seq2seq.ctranslate2.export import export_ctranslate2
     from attnkit.tasks.seq2seq.inference import load_seq2seq
-    from attnkit.training.checkpointing import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(args.checkpoint)
     loaded = load_seq2seq(checkpoint, device="cpu")

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, Literal
 
 import torch
 
+from attnkit.checkpointing.config_io import JsonConfig
 from attnkit.tasks.run.manifest import file_sha256
 from attnkit.tasks.seq2seq.ctranslate2.probe import MANIFEST_FILE
-from attnkit.training.config_io import JsonConfig
 
 __all__ = [
     "FORMAT",

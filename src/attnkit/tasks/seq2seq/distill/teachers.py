@@ -59,8 +59,8 @@ def resolve_teachers(given: Sequence[str]) -> tuple[Path, ...]:
     Raises:
         CheckpointError: one line naming ``--distill-from`` and the checkpoint (not there, not seq2seq).
     """
+    from attnkit.checkpointing import CheckpointError, read_config_of_kind, resolve_checkpoint
     from attnkit.tasks.seq2seq.config import KIND
-    from attnkit.training.checkpointing import CheckpointError, read_config_of_kind, resolve_checkpoint
 
     checkpoints = []
     for name in given:
@@ -80,7 +80,7 @@ def load_teachers(given: Sequence[str], *, device: str = "auto", precision: str 
         CheckpointError: one line naming ``--distill-from``: a checkpoint that is not there or not a seq2seq one,
             or members that cannot form an ensemble.
     """
-    from attnkit.training.checkpointing import CheckpointError
+    from attnkit.checkpointing import CheckpointError
 
     checkpoints = resolve_teachers(given)
     try:

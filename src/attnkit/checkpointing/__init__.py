@@ -1,11 +1,15 @@
 """Checkpoints: safetensors weights, a JSON config and copied files in one directory, written atomically (layer 5).
 
+The format training writes and inference reads, so it lives outside ``training/``: the command line and the
+inference modules import this package and nothing of :mod:`attnkit.training` (``tests/test_house.py``).
+
 | module | holds |
 |---|---|
-| :mod:`~attnkit.training.checkpointing._read` | the format, the path rule (``resolve_checkpoint``), reading |
-| :mod:`~attnkit.training.checkpointing._write` | ``save_checkpoint`` (atomic) and ``recover_checkpoint`` |
-| :mod:`~attnkit.training.checkpointing._format` | the format's file names, version and error |
-| :mod:`~attnkit.training.checkpointing._state_codec` | the trainer state as JSON plus a flat tensor dict |
+| :mod:`~attnkit.checkpointing._read` | the format, the path rule (``resolve_checkpoint``), reading |
+| :mod:`~attnkit.checkpointing._write` | ``save_checkpoint`` (atomic) and ``recover_checkpoint`` |
+| :mod:`~attnkit.checkpointing._format` | the format's file names, version and error |
+| :mod:`~attnkit.checkpointing._state_codec` | the trainer state as JSON plus a flat tensor dict |
+| :mod:`~attnkit.checkpointing.config_io` | ``JsonConfig``: dataclass configs (``config.json``, manifests) as JSON |
 
 Import from here (or from :mod:`attnkit.training`), not from the private modules. Whether a directory is a
 CTranslate2 export is the seq2seq task's to say (:mod:`attnkit.tasks.seq2seq.ctranslate2.probe`); the old names
@@ -15,7 +19,7 @@ here still work, with a warning.
 import warnings
 from typing import Any
 
-from attnkit.training.checkpointing._format import (
+from attnkit.checkpointing._format import (
     CONFIG_FILE,
     FORMAT,
     FORMAT_VERSION,
@@ -24,7 +28,7 @@ from attnkit.training.checkpointing._format import (
     WEIGHTS_FILE,
     CheckpointError,
 )
-from attnkit.training.checkpointing._read import (
+from attnkit.checkpointing._read import (
     load_model_weights,
     read_config,
     read_config_of_kind,
@@ -32,7 +36,7 @@ from attnkit.training.checkpointing._read import (
     read_trainer_state,
     resolve_checkpoint,
 )
-from attnkit.training.checkpointing._write import recover_checkpoint, save_checkpoint
+from attnkit.checkpointing._write import recover_checkpoint, save_checkpoint
 
 __all__ = [
     "CONFIG_FILE",

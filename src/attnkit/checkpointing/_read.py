@@ -19,7 +19,7 @@ and the directory are fsynced, and only then is it moved into place: the old dir
 ``.<name>.old``, the new one renamed to ``<name>``, the parent fsynced, the old one deleted. A reader never sees a
 half-written checkpoint; a process killed between the two renames leaves the previous checkpoint in
 ``.<name>.old``, which :func:`recover_checkpoint` (called by every save and by ``fit(..., resume=True)``) moves
-back. The writing lives in :mod:`attnkit.training.checkpointing._write`; this module reads.
+back. The writing lives in :mod:`attnkit.checkpointing._write`; this module reads.
 
 One rule for the paths users give (:func:`resolve_checkpoint`): a checkpoint directory means itself, a run directory
 (holding ``best/``) means its ``best/``, a name that is no path here but a shipped model's (:mod:`attnkit.pretrained`)
@@ -37,7 +37,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from torch import nn
 
-from attnkit.training.checkpointing._format import (
+from attnkit.checkpointing._format import (
     ALIASES_KEY,
     CONFIG_FILE,
     FORMAT,
@@ -49,7 +49,7 @@ from attnkit.training.checkpointing._format import (
     WEIGHTS_FILE,
     CheckpointError,
 )
-from attnkit.training.checkpointing._state_codec import decode_state
+from attnkit.checkpointing._state_codec import decode_state
 
 __all__ = [
     "load_model_weights",

@@ -1,5 +1,5 @@
-"""The checkpoint format's names and its error, shared by the reader (:mod:`attnkit.training.checkpointing`) and the
-writer (:mod:`attnkit.training.checkpointing._write`); the format itself is described in the former (layer 5)."""
+"""The checkpoint format's names and its error, shared by the reader (:mod:`attnkit.checkpointing`) and the
+writer (:mod:`attnkit.checkpointing._write`); the format itself is described in the former (layer 5)."""
 
 from __future__ import annotations
 

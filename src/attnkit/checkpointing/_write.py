@@ -1,6 +1,6 @@
 """Writing checkpoints atomically: build in a temporary sibling, fsync, swap in with two renames; and the repair of
 what a crash between those renames leaves (layer 5). The format and the crash analysis are described in
-:mod:`attnkit.training.checkpointing`, which re-exports :func:`save_checkpoint` and :func:`recover_checkpoint`."""
+:mod:`attnkit.checkpointing`, which re-exports :func:`save_checkpoint` and :func:`recover_checkpoint`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import save
 from torch import nn
 
-from attnkit.training.checkpointing._format import (
+from attnkit.checkpointing._format import (
     ALIASES_KEY,
     CONFIG_FILE,
     FORMAT,
@@ -31,7 +31,7 @@ from attnkit.training.checkpointing._format import (
     WEIGHTS_FILE,
     CheckpointError,
 )
-from attnkit.training.checkpointing._state_codec import encode_state
+from attnkit.checkpointing._state_codec import encode_state
 
 __all__ = ["recover_checkpoint", "save_checkpoint"]
 
