@@ -137,7 +137,7 @@ def test_a_resumed_run_started_before_the_options_keeps_its_config_as_it_started
     assert checkpoint_config(changed, tmp_path, resume=True)["task_scaling"] == "lin"
 
 
-@pytest.mark.parametrize("name", ["fine-foods-han", "r8"])
+@pytest.mark.parametrize("name", ["fine-foods-han", "r52"])
 def test_the_shipped_classifiers_written_before_the_options_load_as_trained(name):
     from pathlib import Path
 
@@ -149,3 +149,12 @@ def test_the_shipped_classifiers_written_before_the_options_load_as_trained(name
     assert {k: model.config.recipe()[k] for k in RECIPE_BEFORE_OPTIONS} == RECIPE_BEFORE_OPTIONS
     assert getattr(model.model, "task_scaling", None) is None
     assert all(type(m.distribution) is Softmax for m in model.model.modules() if isinstance(m, AttentionPooling))
+
+
+def test_the_shipped_r8_is_trained_with_attention_over_the_word_embeddings():
+    """Re-shipped under issue #38: its config says so, and loading builds the model that way."""
+    import attnkit
+
+    model = attnkit.load("r8")
+    assert model.config.recipe()["attention_values"] == "embeddings"
+    assert model.model.attention_values == "embeddings" and model.model.classifier.in_features == 4 * 50
