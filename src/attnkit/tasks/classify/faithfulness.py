@@ -224,8 +224,8 @@ class PooledSubject(_ClassifierSubject):
         heads = self._output.pooling.weights[0].float().cpu()  # [H, T]
         pooling = heads.mean(0)  # [T]
         scores = {"attention": pooling, **task_scaled(self.model, self.ids, pooling)}
-        embedded = (t.to(self.device) for t in self._whole())  # the values [T, E] are computed only where needed
-        scores.update(value_contributions(self.model, self.ids, lambda: self._embed(*embedded)[0], heads, self.label))
+        values = lambda: self._embed(*(t.to(self.device) for t in self._whole()))[0]  # noqa: E731  [T, E], if needed
+        scores.update(value_contributions(self.model, self.ids, values, heads, self.label))
         if isinstance(self.model.encoder, TransformerEncoder):
             layers = self.encoder_attention()  # L × [H, T, T]
             rollout = attention_rollout([w[None] for w in layers])[0]  # [T, T]
