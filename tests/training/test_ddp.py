@@ -108,3 +108,28 @@ def test_two_processes_paused_by_the_time_budget_mid_epoch_resume_to_the_weights
     expected = load_file(tmp_path / "straight" / "last" / "model.safetensors")
     actual = load_file(tmp_path / "paused" / "last" / "model.safetensors")
     assert all(torch.equal(expected[key], actual[key]) for key in expected), "the weights differ"
+
+
+LEAVER = """
+import atexit
+import torch.distributed as dist
+from attnkit.training.distributed import init_distributed
+context = init_distributed("gloo")
+assert dist.is_initialized() and context.world_size == 2
+atexit._run_exitfuncs()  # what the interpreter runs first at exit, while it is still whole
+print("left" if not dist.is_initialized() else "still in the group")
+"""
+
+
+def test_a_group_the_library_joins_is_left_before_the_interpreter_shuts_down(tmp_path):
+    """A gloo group left to interpreter finalisation can abort a rank that finished its work ("terminate called
+    without an active exception"), so ``init_distributed`` leaves the group it created at exit."""
+    script = tmp_path / "leave.py"
+    script.write_text(LEAVER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["left", "left"]

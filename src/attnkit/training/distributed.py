@@ -12,6 +12,7 @@ Every collective here is called by all ranks in the same order, and every decisi
 
 from __future__ import annotations
 
+import atexit
 import os
 import zlib
 from collections.abc import Mapping
@@ -90,6 +91,9 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
     if backend == "nccl":
         torch.cuda.set_device(torchrun_env().local_rank)
     dist.init_process_group(backend=backend, init_method="env://")
+    # Left to interpreter shutdown, the group's C++ threads can be torn down while still joinable, and the rank
+    # dies with "terminate called without an active exception" (SIGABRT) after finishing its work.
+    atexit.register(shutdown_distributed)
     return _context(backend)
 
 
