@@ -37,6 +37,14 @@ def test_attend_all_removes_content_only_where_today_has_it():
     assert "--attend" not in options and "content" not in options and len(options) == len(han.today) - 2
 
 
+def test_a_longer_recipe_multiplies_today_s_epochs_and_a_combination_keeps_it():
+    han = ROWS[("fine-foods", "han")]
+    parsed, today = build_parser().parse_args(train_argv(han, RECIPES["embedding-values-2x"], 0, Path("o"))), han.today
+    assert parsed.epochs == 2 * int(today[today.index("--epochs") + 1]) and parsed.attention_values == "embeddings"
+    both = combine([RECIPES["sparsemax"], RECIPES["embedding-values-2x"]])
+    assert both.epochs_times == 2 and han.argv(both).count("--epochs") == 1
+
+
 def probe(accuracy: float, attention: float, ig: float = 0.4, flips: tuple[float, float] = (0.2, 0.2)) -> dict:
     means = {
         "attention": {"aopc_comprehensiveness": attention, "flip_fraction": flips[0]},
