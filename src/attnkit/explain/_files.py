@@ -8,10 +8,7 @@ from pathlib import Path
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    Creates missing parent folders. Returns the absolute path written.
-    """
+    """Write ``data`` to ``path`` (parents created) through a temporary file and ``os.replace``; the absolute path."""
     target = Path(path).expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

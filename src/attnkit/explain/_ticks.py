@@ -59,13 +59,8 @@ def set_token_ticks(
 ) -> None:
     """Label ``axes``' ``axis`` (``"x"`` or ``"y"``) with ``tokens``, one tick per cell, following the module rules.
 
-    Args:
-        axes: a matplotlib ``Axes`` showing one cell per token along ``axis``.
-        axis: ``"x"`` (columns) or ``"y"`` (rows).
-        tokens: one label per cell.
-        fontsize: points.
-        length_points: the axis' length on the page, in points (1/72 inch), to decide thinning and rotation.
-        limit: labels are cut to this many characters.
+    ``length_points`` is the axis' length on the page in points (1/72 inch), which decides thinning and rotation;
+    labels are cut to ``limit`` characters.
     """
     if axis not in ("x", "y"):
         raise ValueError(f"axis: expected 'x' or 'y', got {axis!r}")

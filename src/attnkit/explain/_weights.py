@@ -13,13 +13,10 @@ WeightsLike = torch.Tensor | np.ndarray | Sequence[float] | AttentionOutput
 
 
 def as_weights(weights: WeightsLike, *, name: str, ndim: int) -> torch.Tensor:
-    """Return ``weights`` as a detached float64 CPU tensor with exactly ``ndim`` dimensions.
+    """``weights`` as a detached float64 CPU tensor with exactly ``ndim`` dimensions.
 
-    An ``AttentionOutput`` is unwrapped to its ``weights``. Leading dimensions of size 1 (a batch of one
-    example) are dropped until the rank is ``ndim``. Values must be finite and non-negative.
-
-    Raises:
-        ValueError: naming ``name``, for a missing tensor, a wrong rank, or negative / non-finite values.
+    An ``AttentionOutput`` is unwrapped; leading dimensions of size 1 (a batch of one) are dropped. A ``ValueError``
+    naming ``name`` reports a missing tensor, a wrong rank, or negative / non-finite values.
     """
     if isinstance(weights, AttentionOutput):
         if weights.weights is None:
@@ -40,11 +37,8 @@ def as_weights(weights: WeightsLike, *, name: str, ndim: int) -> torch.Tensor:
 
 
 def check_length(tokens: Sequence[str], weights: torch.Tensor, *, name: str) -> torch.Tensor:
-    """Match a weight row ``[T']`` to ``len(tokens)`` tokens, dropping trailing padding positions.
-
-    Raises:
-        ValueError: when there are fewer weights than tokens, or a dropped padding position has weight.
-    """
+    """Match a weight row ``[T']`` to ``len(tokens)`` tokens, dropping trailing padding positions (a ``ValueError``
+    when there are fewer weights than tokens, or a dropped padding position has weight)."""
     count = len(tokens)
     if weights.shape[-1] < count:
         raise ValueError(f"{name}: {weights.shape[-1]} weight(s) for {count} token(s)")

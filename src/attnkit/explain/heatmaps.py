@@ -4,16 +4,11 @@ Shape glossary:
     L  layers   H  heads   Tq  query (target) positions   Tk  key (source) positions
     h, w  attention grid   Hi, Wi  image pixels   C  image channels (1 or 3)
 
-Every function returns the PNG as ``bytes`` (ready for :func:`attnkit.explain.html.png_data_uri`) and also writes it
-to ``path`` when one is given. matplotlib is imported inside the functions and used through its object API
-(``matplotlib.figure.Figure``, drawn by the Agg canvas): no pyplot, no display, and no change to the caller's
-global matplotlib backend. Figures are saved without ``bbox_inches="tight"``, so a PNG is exactly
-``round(figsize × dpi)`` pixels. ``alignment_figure`` and ``layer_head_figure`` return the undrawn ``Figure``
-for callers (and tests) that want to inspect or restyle it.
-
-Every picture uses the house colour map (:mod:`attnkit.explain.colours`: white = no attention, dark blue = the
-most) unless ``cmap`` names another, and every heatmap carries a labelled colour bar. Inside a
-:func:`attnkit.explain.figures.save_figures` block each figure is also kept as PNG and SVG under its ``name``.
+Every function returns the PNG as ``bytes`` and also writes it (atomically) to ``path`` when one is given.
+matplotlib is used through its object API (no pyplot, no change to the caller's backend), and figures are saved
+without ``bbox_inches="tight"``, so a PNG is exactly ``round(figsize × dpi)`` pixels. Colours are the house map
+(:mod:`attnkit.explain.colours`) unless ``cmap`` names another, scaled from 0 to the largest weight. ``name`` is
+the figure's name inside a :func:`attnkit.explain.figures.save_figures` block.
 """
 
 from __future__ import annotations
@@ -107,28 +102,11 @@ def alignment_heatmap(
     colorbar_label: str = "attention weight",
     name: str = "alignment",
 ) -> bytes:
-    """Draw a seq2seq alignment matrix: source tokens along x, target tokens down y (Bahdanau et al. Fig. 3).
+    """The PNG of a seq2seq alignment matrix: source tokens along x, target tokens down y (Bahdanau et al. Fig. 3).
 
-    Args:
-        weights: ``[Tq, Tk]`` decoder-over-encoder weights (target × source), as the decoder's attention returns
-            them; an ``AttentionOutput`` or a leading batch of one is accepted.
-        source_tokens: ``Tk`` labels for the columns.
-        target_tokens: ``Tq`` labels for the rows.
-        path: also write the PNG here (atomically).
-        title: drawn above the matrix.
-        figsize: inches; by default it grows with the number of tokens (0.32 inch a token, at most 14 inches).
-        dpi: pixels per inch; the PNG is ``round(figsize[0] * dpi) × round(figsize[1] * dpi)`` pixels.
-        cmap: a matplotlib colormap name; by default the house map (:mod:`attnkit.explain.colours`). The colour
-            scale runs from 0 to the largest weight and is drawn as a labelled colour bar.
-        xlabel, ylabel: axis titles (e.g. "input token" / "position" for an attention-rollout map).
-        colorbar_label: the colour bar's title.
-        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
-
-    Token labels follow :mod:`attnkit.explain._ticks`: whitespace visible, single characters upright, long
-    axes labelled every n-th token.
-
-    Returns:
-        The PNG bytes.
+    ``weights`` is ``[Tq, Tk]`` (target × source; an ``AttentionOutput`` or a leading batch of one is accepted).
+    By default ``figsize`` grows with the tokens (0.32 inch a token, at most 14 inches); token labels follow
+    :mod:`attnkit.explain._ticks`.
     """
     figure = alignment_figure(
         weights,
@@ -214,25 +192,11 @@ def layer_head_grid(
     ylabel: str = "query token",
     name: str = "layers-and-heads",
 ) -> bytes:
-    """Draw every layer and head of a Transformer attention as a grid: one row per layer, one column per head.
+    """The PNG of every layer and head of a Transformer attention: one row per layer, one column per head.
 
-    Args:
-        layers: one ``[H, Tq, Tk]`` tensor per layer (first layer first), or one ``[L, H, Tq, Tk]`` tensor.
-            A leading batch of one is accepted on each layer.
-        query_tokens: ``Tq`` labels (rows of each cell; on the left column, every n-th when they do not fit).
-        key_tokens: ``Tk`` labels (columns; on the bottom row, likewise).
-        path: also write the PNG here (atomically).
-        title: drawn above the grid.
-        cell_inches: size of one cell; the figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches. By default it
-            grows with the tokens so that every token is labelled (1.7 to 4 inches; past ~25 tokens every n-th).
-        dpi: pixels per inch.
-        cmap: a matplotlib colormap name; by default the house map. One colour scale from 0 to the largest
-            weight for all cells, drawn as a labelled colour bar.
-        xlabel, ylabel: what the columns and the rows of a cell are (drawn once, under and left of the grid).
-        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
-
-    Returns:
-        The PNG bytes.
+    ``layers`` is one ``[H, Tq, Tk]`` tensor per layer (first layer first) or one ``[L, H, Tq, Tk]`` tensor. The
+    figure is ``(H·cell + 1.2) × (L·cell + 0.8)`` inches; by default a cell grows so every token is labelled
+    (1.7 to 4 inches; past ~25 tokens every n-th). All cells share one colour scale.
     """
     figure = layer_head_figure(
         layers,
@@ -249,11 +213,8 @@ def layer_head_grid(
 
 
 def upsample_attention(attention: WeightsLike, size: tuple[int, int]) -> torch.Tensor:
-    """Resize an attention grid ``[h, w]`` to ``size = (Hi, Wi)`` bilinearly (``align_corners=False``).
-
-    Returns:
-        ``[Hi, Wi]`` float64. A constant grid stays constant; values stay within the grid's range.
-    """
+    """Resize an attention grid ``[h, w]`` to ``size = (Hi, Wi)`` bilinearly (``align_corners=False``): ``[Hi, Wi]``
+    float64. A constant grid stays constant; values stay within the grid's range."""
     grid = as_weights(attention, name="attention", ndim=2)  # [h, w]
     return F.interpolate(grid[None, None], size=tuple(size), mode="bilinear", align_corners=False)[0, 0]
 
@@ -268,26 +229,13 @@ def overlay_attention(
     cmap: str | None = None,
     name: str = "overlay",
 ) -> bytes:
-    """Lay an attention map over the image it attended to (Xu et al. 2015 style).
+    """Lay an attention map ``[h, w]`` over the image it attended to (Xu et al. 2015 style): PNG bytes of exactly
+    ``Hi·scale × Wi·scale`` pixels.
 
-    The image is enlarged ``scale`` times by repeating pixels; the attention grid is upsampled bilinearly to the
-    same size, divided by its maximum, coloured with ``cmap`` and blended:
+    ``image`` is ``[Hi, Wi]``, ``[C, Hi, Wi]`` or ``[Hi, Wi, C]`` with C = 1, 3 or 4 (alpha dropped); uint8 is read
+    as 0..255, floats are stretched from their min to their max. The image is enlarged ``scale`` times (by default
+    until the longer side is at least 256 pixels), the attention upsampled to it and blended:
     ``pixel = (1 - alpha) · image + alpha · cmap(attention / max attention)``.
-
-    Args:
-        image: ``[Hi, Wi]`` (grey), ``[C, Hi, Wi]`` or ``[Hi, Wi, C]`` with C = 1 or 3 (or 4, alpha dropped).
-            uint8 images are read as 0..255; float images are stretched from their min to their max.
-        attention: ``[h, w]`` non-negative weights over the feature grid (any h, w), e.g. one head of a
-            ``VisualAttentionClassifier``'s pooling weights reshaped to the grid.
-        path: also write the PNG here (atomically).
-        scale: integer enlargement; by default the smallest one making the longer side at least 256 pixels.
-        alpha: opacity of the attention colours, in [0, 1].
-        cmap: a matplotlib colormap name; by default the house map (white where attention is 0, so 0 lightens
-            the image, and dark blue where it is largest).
-        name: the figure's name when a :func:`attnkit.explain.figures.save_figures` block keeps it.
-
-    Returns:
-        The PNG bytes, exactly ``Hi·scale × Wi·scale`` pixels (height × width).
     """
     from matplotlib.image import imsave
 

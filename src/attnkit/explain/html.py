@@ -52,13 +52,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a report.
-
-    Attributes:
-        title: plain text; escaped when the page is rendered.
-        body: trusted HTML built by the functions of ``attnkit.explain`` (they escape their inputs); never put
-            unescaped user text here.
-    """
+    """One part of a report: a plain-text ``title`` (escaped when rendered) and a trusted HTML ``body`` built by
+    ``attnkit.explain`` (which escapes its inputs); never put unescaped user text in ``body``."""
 
     title: str
     body: str
@@ -164,13 +159,8 @@ def prediction_html(
     *,
     true_label: str | None = None,
 ) -> str:
-    """The prediction (the most probable class) and a bar per class, most probable first.
-
-    Args:
-        label_names: ``C`` class names.
-        probabilities: ``[C]`` class probabilities (a leading batch of one is accepted).
-        true_label: optional gold label, shown beside the prediction.
-    """
+    """The prediction (the most probable class) and a bar per class, most probable first: ``C`` names, ``[C]``
+    probabilities (a leading batch of one is accepted), and an optional gold label shown beside the prediction."""
     probs = as_weights(probabilities, name="probabilities", ndim=1)  # [C]
     if len(label_names) != probs.shape[0]:
         raise ValueError(

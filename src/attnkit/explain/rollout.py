@@ -29,21 +29,11 @@ def attention_rollout(
     *,
     key_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Roll self-attention weights out through the layers.
+    """Roll self-attention weights out through the layers: one ``[B, H, T, T]`` (or single-head ``[B, T, T]``)
+    tensor per layer, first layer first -> ``[B, T, T]`` float32 (float64 for float64 inputs).
 
-    Args:
-        layer_weights: one tensor per layer, first layer first, each ``[B, H, T, T]`` (query × key) as returned by
-            ``MultiHeadAttention(..., need_weights=True)``; ``[B, T, T]`` is accepted as a single head.
-        key_mask: optional ``[B, T]`` bool, **True = real token** (a bool mask, as everywhere in attnkit: Hugging
-            Face's int64 ``attention_mask`` is ``attention_mask.bool()``). Padded positions get zero everywhere:
-            their columns (no information flows from padding) and their rows (padding is not explained).
-
-    Returns:
-        ``[B, T, T]`` float32 (float64 if the inputs are float64). Every row of a real position sums to 1;
-        rows and columns of padded positions are 0.
-
-    Raises:
-        ValueError: no layers, a layer of the wrong rank or shape, or a ``key_mask`` that does not match.
+    ``key_mask`` is ``[B, T]`` bool, **True = real token** (Hugging Face's int ``attention_mask`` needs ``.bool()``).
+    Every row of a real position sums to 1; rows and columns of padded positions are 0.
     """
     if len(layer_weights) == 0:
         raise ValueError("layer_weights: need at least one layer, got an empty sequence")
@@ -85,7 +75,7 @@ def _heads_averaged(weights: torch.Tensor, index: int) -> torch.Tensor:
 def _keep_mask(key_mask: torch.Tensor | None, batch: int, positions: int, *, device) -> torch.Tensor:
     if key_mask is None:
         return torch.ones(batch, positions, dtype=torch.bool, device=device)
-    masks.as_bool_mask(key_mask, "key_mask")  # bool only, as everywhere in attnkit (HF's int mask: `.bool()`)
+    masks.as_bool_mask(key_mask, "key_mask")
     if tuple(key_mask.shape) != (batch, positions):
         raise ValueError(
             f"key_mask: expected shape {(batch, positions)} to match the weights, got {tuple(key_mask.shape)}"

@@ -65,17 +65,9 @@ def han_section(
     against the most-attended word of its own sentence. The prediction and class probabilities are on top, then
     (with ``caption``; a page of many documents shows it once) the caption and the colour scale.
 
-    Args:
-        sentences: ``S`` sentences, each a list of word strings.
-        word_weights: one ``[W_s]`` row per sentence, or a padded ``[S', W]`` tensor (S' ≥ S).
-        sentence_weights: ``[S']`` (S' ≥ S, extra positions must be zero padding).
-        label_names: ``C`` class names.
-        probabilities: ``[C]``.
-        true_label: optional gold label.
-        title: the section heading.
-        word_shading: ``"document"`` or ``"sentence"`` (above).
-        caption: show the caption and colour scale (the first document of a page).
-        unknown: optional, per sentence, which words the model read as ``[UNK]`` (marked ``attn-unk``).
+    ``sentences`` are ``S`` lists of words; ``word_weights`` one ``[W_s]`` row per sentence or a padded ``[S', W]``
+    tensor, ``sentence_weights`` ``[S']`` (S' ≥ S, extra positions zero padding); ``probabilities`` ``[C]``.
+    ``unknown`` flags, per sentence, the words the model read as ``[UNK]`` (marked ``attn-unk``).
     """
     if word_shading not in ("document", "sentence"):
         raise ValueError(f"word_shading: expected 'document' or 'sentence', got {word_shading!r}")
@@ -104,8 +96,7 @@ def han_section(
 def _han_weights(
     sentences: Sequence[Sequence[str]], word_weights: Sequence[WeightsLike] | WeightsLike, sentence_weights: WeightsLike
 ) -> tuple[list[torch.Tensor], torch.Tensor]:
-    """The word weights as ``S`` rows ``[W_s]`` and the sentence weights ``[S]``, cut to the given words; raises
-    ``ValueError`` on too few rows, weighted padding or lengths that do not match."""
+    """The word weights as ``S`` rows ``[W_s]`` and the sentence weights ``[S]``, cut to the given words."""
     rows = _weight_rows(word_weights, name="word_weights")
     if len(rows) < len(sentences):
         raise ValueError(f"word_weights: {len(rows)} row(s) for {len(sentences)} sentence(s)")
@@ -152,18 +143,9 @@ def pooling_section(
     caption: bool = True,
     unknown: Sequence[bool] | None = None,
 ) -> Section:
-    """Tokens shaded by a pooling layer's weights, one row (class ``attn-row``, ``data-head``) per head.
-
-    Args:
-        tokens: ``T`` token strings.
-        weights: ``[H, T']`` or ``[T']`` pooling weights (T' ≥ T, extra positions zero padding), e.g.
-            ``AttentionPooling``'s ``weights[b]``.
-        label_names, probabilities: optional ``C`` names and ``[C]`` probabilities for a prediction header.
-        true_label: optional gold label.
-        title: the section heading.
-        caption: show the caption and colour scale (the first document of a page).
-        unknown: optional ``[T]`` flags of the tokens the model read as ``[UNK]`` (marked ``attn-unk``).
-    """
+    """``T`` tokens shaded by a pooling layer's ``[H, T']`` or ``[T']`` weights (T' ≥ T, extra positions zero
+    padding), one row (class ``attn-row``, ``data-head``) per head. ``label_names`` and ``[C]`` ``probabilities``
+    (both or neither) add a prediction header; ``unknown [T]`` marks the tokens read as ``[UNK]``."""
     figures.begin_section()
     matrix = _as_heads(weights, name="weights")  # [H, T']
     matrix = check_length(tokens, matrix, name="weights")  # [H, T]
@@ -193,14 +175,9 @@ def alignment_section(
     title: str = "Alignment",
     caption: str = captions.ALIGNMENT,
 ) -> Section:
-    """The seq2seq alignment matrix as an inlined heatmap image (with its colour bar), under a caption.
+    """The seq2seq alignment matrix ``[Tt, Ts]`` (rows are target steps) as an inlined heatmap, under a caption.
 
-    Args:
-        weights: ``[Tt, Ts]`` decoder-over-encoder attention (rows are target steps).
-        source_tokens: ``Ts`` strings. target_tokens: ``Tt`` strings.
-        title: the section heading.
-        caption: what the matrix shows; the default fits an RNN decoder's attention (pass e.g.
-            ``captions.TRANSFORMER_ALIGNMENT`` for a Transformer's last layer averaged over heads).
+    The default caption fits an RNN decoder (pass ``captions.TRANSFORMER_ALIGNMENT`` for a Transformer).
     """
     figures.begin_section()
     png = heatmaps.alignment_heatmap(weights, source_tokens, target_tokens, name="alignment")
@@ -219,13 +196,8 @@ def transformer_section(
 ) -> Section:
     """Every layer and head of a Transformer, plus attention rollout (Abnar & Zuidema 2020) for the encoder.
 
-    Args:
-        source_tokens: ``Ts`` strings.
-        target_tokens: ``Tt`` strings (needed for decoder and cross attention).
-        encoder_layers: one ``[H, Ts, Ts]`` per encoder layer; also drawn as a rollout map.
-        decoder_layers: one ``[H, Tt, Tt]`` per decoder layer (self-attention).
-        cross_layers: one ``[H, Tt, Ts]`` per decoder layer (attention over the encoder).
-        title: the section heading.
+    Per layer: ``encoder_layers`` ``[H, Ts, Ts]``, ``decoder_layers`` ``[H, Tt, Tt]``, ``cross_layers``
+    ``[H, Tt, Ts]``; the last two need ``target_tokens``.
     """
     if not (encoder_layers or decoder_layers or cross_layers):
         raise ValueError("transformer_section: pass at least one of encoder_layers, decoder_layers, cross_layers")
@@ -276,15 +248,8 @@ def visual_section(
     true_label: str | None = None,
     title: str = "Visual attention",
 ) -> Section:
-    """The image, and the attention map of each head upsampled and laid over it.
-
-    Args:
-        image: ``[Hi, Wi]``, ``[C, Hi, Wi]`` or ``[Hi, Wi, C]`` (see :func:`heatmaps.overlay_attention`).
-        attention: ``[h, w]`` or ``[H, h, w]`` weights over the feature grid.
-        label_names, probabilities: optional ``C`` names and ``[C]`` probabilities for a prediction header.
-        true_label: optional gold label.
-        title: the section heading.
-    """
+    """The image (layouts as in :func:`heatmaps.overlay_attention`), and the ``[h, w]`` or ``[H, h, w]`` attention
+    map of each head upsampled and laid over it; ``label_names`` and ``[C]`` ``probabilities`` add a header."""
     figures.begin_section()
     maps = as_weights(attention, name="attention", ndim=3) if _rank(attention) >= 3 else None
     if maps is None:

@@ -38,21 +38,11 @@ def shaded_text_figure(
     fontsize: float = 10.0,
     dpi: int = 100,
 ):
-    """A matplotlib ``Figure`` of shaded rows of tokens, wrapped to ``width_inches``.
+    """A matplotlib ``Figure`` of ``R`` shaded rows of tokens, each with ``[T]`` weights, wrapped to ``width_inches``.
 
-    Args:
-        rows: ``R`` rows of token strings (sentences of a document, or the same tokens once per head).
-        weights: ``R`` tensors ``[T]``, one weight per token; each row is shaded against its own largest weight.
-        intensities: optional ``R`` tensors ``[T]`` in [0, 1], the shading of each token (default: each row
-            against its own largest weight).
-        title: optional first line above the rows (e.g. the input's name and the predicted label).
-        markers: optional ``[R]`` sentence weights, drawn (shaded against their largest) before each row; without
-            them each row is labelled "head r".
-        scale_label: what the colour bar's dark end (1) stands for, written beside the bar ("1 = ...").
-        width_inches: the widest the figure gets (lines wrap there); it is narrower for short rows, and its
-            height follows the text.
-        fontsize: points.
-        dpi: pixels per inch of the ``Figure``.
+    ``intensities`` (``R`` tensors ``[T]`` in [0, 1]) override the default shading, each row against its own largest
+    weight. ``markers`` (``[R]`` sentence weights) are drawn before each row; without them a row is labelled
+    "head r". ``scale_label`` is what the colour bar's dark end (1) stands for.
     """
     if len(rows) != len(weights):
         raise ValueError(f"weights: {len(weights)} row(s) for {len(rows)} row(s) of tokens")
@@ -137,15 +127,8 @@ def _draw(placed: list[Placed], right: float, bottom: float, *, scale_label: str
     )
     colour_bar.set_ticks([0.0, 1.0], labels=["0", "1"], fontsize=0.75 * fontsize)
     middle = (bar_bottom + 4.5) / height_points
-    figure.text(
-        caption_x / width_points,
-        middle,
-        plain(caption),
-        va="center",
-        ha="left",
-        color="#555555",
-        fontproperties=caption_font,
-    )
+    options = {"va": "center", "ha": "left", "color": "#555555", "fontproperties": caption_font}
+    figure.text(caption_x / width_points, middle, plain(caption), **options)
     return figure
 
 

@@ -11,13 +11,11 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.subject` | the :class:`Subject` protocol every model family adapts to (one adapter per task) |
 | :mod:`~attnkit.explain.faithfulness.methods` | :data:`METHODS`: the attribution methods, one object each with ``attribute(run)``; attention flow |
 | :mod:`~attnkit.explain.faithfulness.gradients` | gradient × input and integrated gradients: Captum (the reference) and fused (what runs) |
-| :mod:`~attnkit.explain.faithfulness.methods` | attention flow (maximum flow through the layers) |
 | :mod:`~attnkit.explain.faithfulness.erasure` | :data:`ERASURES`: the erasures, one object each; which units each test erases at every k |
 | :mod:`~attnkit.explain.faithfulness.metrics` | comprehensiveness, sufficiency, AOPC, flips, Kendall τ, top-k overlap, deletion / insertion AUC, per-data-set means |
 | :mod:`~attnkit.explain.faithfulness.evaluate` | all of it on predictions, erasures batched (:func:`faithfulness_of`) |
 | :mod:`~attnkit.explain.faithfulness.results` | the results, their JSON and the one printer (tables of ``attnkit faithfulness``, the plain sentence, the demo's line); a translation's steps averaged into one |
 | :mod:`~attnkit.explain.faithfulness.baselines` | swapped attention (permuted, uniform): Jain & Wallace's test, Wiegreffe & Pinter's difference |
-| :mod:`~attnkit.explain.faithfulness.results` | the one printer (tables and JSON of ``attnkit faithfulness``), the plain sentence, the demo's line |
 | :mod:`~attnkit.explain.faithfulness.panel` | the HTML report's panel, its curves as inline SVG (and matplotlib's for ``--save-figures``) |
 | :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces), their report and command |
 | :mod:`~attnkit.explain.faithfulness.hf_directory` | what a ``--hf-model`` directory must hold (known ``model_type``, whole weights, tokenizer files), checked first |

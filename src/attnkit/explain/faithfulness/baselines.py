@@ -8,19 +8,11 @@
   (``Uniform`` as every attention's distribution); if it is as accurate, the learned attention was not needed.
   :func:`uniform_accuracy_difference` compares two trained classifiers on the same labelled texts.
 
-Shape glossary:
-    n  shuffles   T  units   C  classes
-
-Swapping a model's attention distributions (layer 5): Jain & Wallace 2019's permutation test (each row's weights
-shuffled among its real positions, padding never weighted) and the uniform-attention switch of Wiegreffe & Pinter
-2019 (equal weight on every real position).
-
-The distributions of the model's attention poolings (:class:`~attnkit.pooling.AttentionPooling`: the weights a
-report shows) are wrapped while a ``with`` block runs, and restored after it; pass ``kinds`` to swap those of
-other attention modules.
+The distributions of the model's attention poolings (:class:`~attnkit.pooling.AttentionPooling`) are swapped while
+a ``with`` block runs, and restored after it.
 
 Shape glossary:
-    B  batch   T  positions (keys)   C  classes
+    n  shuffles   B  batch   T  units (keys)   C  classes
 """
 
 from __future__ import annotations

@@ -95,11 +95,7 @@ ERASURES: dict[str, Erasure] = {
 
 
 def as_erasure(erase: Any) -> Erasure:
-    """The :class:`Erasure` a name (the boundary: command line, Python API) or an erasure object stands for.
-
-    Raises:
-        ValueError: an unknown name, naming the choices.
-    """
+    """The :class:`Erasure` a name (the boundary: command line, Python API) or an erasure object stands for."""
     if isinstance(erase, Erasure):
         return erase
     if erase not in ERASURES:
@@ -122,11 +118,7 @@ def compact(values: torch.Tensor, present: torch.Tensor, pad: int) -> tuple[torc
 def erased_probabilities(keep, values, erase, *, blank: int, forward, classes: int, chunk: int = 256):
     """What a subject's ``probabilities_when`` does: keep ``[N, T]`` -> probabilities ``[N, C]``, ``chunk``
     variants at a time erased the ``erase`` way (values ``[T]``, ``blank``: the erased value) and run by
-    ``forward(erased, erasure) -> logits [n, C]``.
-
-    Raises:
-        ValueError: ``keep`` is not ``[N, T]``.
-    """
+    ``forward(erased, erasure) -> logits [n, C]``."""
     import torch
 
     if keep.dim() != 2 or keep.shape[-1] != values.shape[-1]:

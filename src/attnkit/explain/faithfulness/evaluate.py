@@ -38,10 +38,9 @@ def faithfulness_of(
     seed: int = 0,
     steps: int = STEPS,
 ) -> list[DocumentFaithfulness]:
-    """The tests on each subject, in order; ``random`` draws from one generator seeded with ``seed``, and each
-    method's tied units are ranked in a random order drawn from another, so the results repeat under a seed. ``texts`` (optional) label the results; ``steps`` are integrated gradients'.
-    ``methods`` and ``erase`` are names (read here, once) or objects of :data:`METHODS` / :data:`ERASURES`'s kind;
-    ``methods=None``: all of them."""
+    """The tests on each subject, in order. ``random`` and the order of each method's tied units draw from two
+    generators seeded with ``seed``, so the results repeat under a seed. ``methods`` and ``erase`` are names (read
+    here, once) or objects of :data:`METHODS` / :data:`ERASURES`'s kind; ``methods=None``: all of them."""
     methods, erase = as_methods(methods), as_erasure(erase)
     generator, ties = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
     subjects = list(subjects)

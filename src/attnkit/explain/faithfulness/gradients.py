@@ -3,22 +3,13 @@
 convergence delta — how far the attributions' sum is from ``f(x) - f(baseline)``, the completeness the method
 promises.
 
-Two paths, compared in ``tests/explain/test_faithfulness_gradients_fused.py``:
+Two paths, compared in the tests: the reference through Captum, one method at a time (:func:`gradient_x_input`,
+:func:`integrated_gradients`; ``pip install 'attnkit[faithfulness]'``; imported only there, as it pulls in pyplot),
+and what runs, :func:`fused_gradients`: one batch holds the embeddings ``x``, the zero baseline and IG's ``steps``
+Gauss-Legendre points ``α_i x`` (Captum's default rule). The rows do not interact (eval mode), so one backward of
+the sum of their ``p(label)`` gives each row its own gradient:
 
-- the reference, through Captum one method at a time (:func:`gradient_x_input`, :func:`integrated_gradients`; an
-  optional extra: ``pip install 'attnkit[faithfulness]'``);
-- what runs (:func:`fused_gradients`): both from one forward and one backward. One batch holds the embeddings
-  themselves (gradient × input's point, and IG's path end), the zero baseline (IG's path start, for the
-  convergence delta) and IG's ``steps`` Gauss-Legendre points ``α_i x`` — Captum's default rule, the same nodes
-  and weights (``numpy.polynomial.legendre.leggauss`` rescaled to [0, 1]). The rows do not interact (the model
-  runs in eval mode), so one backward of the sum of their ``p(label)`` gives each row its own gradient:
-
-      gradient × input = ∇p(x) · x        IG = x · Σ_i w_i ∇p(α_i x)        delta = |Σ IG - (p(x) - p(0))|
-
-  :func:`fused_gradients_batched` does the same for many documents at once (a subject family that can stack its
-  documents offers ``batched_gradient_inputs``), which saves the per-document overhead of small forwards.
-
-Captum is imported only by the reference: its import pulls in matplotlib's pyplot.
+    gradient × input = ∇p(x) · x        IG = x · Σ_i w_i ∇p(α_i x)        delta = |Σ IG - (p(x) - p(0))|
 
 Shape glossary:
     T  units   E  embedding features   D  documents   P  rows of the batch per document (2 + steps)

@@ -22,12 +22,8 @@ WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
 
 def check_directory(path: Path, known_model_types: Any) -> dict[str, Any]:
     """The ``config.json`` of the saved model in ``path`` once the directory passes the checks above
-    (``known_model_types``: the ``model_type`` names this ``transformers`` knows, a container).
-
-    Raises:
-        FileNotFoundError: no such directory, no ``config.json``, no weights or no tokenizer file.
-        OSError: a config that is not JSON or names an unknown ``model_type``; a weights file cut short.
-    """
+    (``known_model_types``: the ``model_type`` names this ``transformers`` knows). A missing directory, config,
+    weights or tokenizer file raises ``FileNotFoundError``; the other faults ``OSError``."""
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no such directory (--hf-model takes a local save_pretrained directory)")
     config_path = path / "config.json"

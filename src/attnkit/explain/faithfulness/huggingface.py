@@ -17,24 +17,13 @@ averaged; ``rollout`` and ``flow`` follow that token down through every layer (A
 - ``mask``: the pieces stay in place with ``attention_mask`` 0 (no layer attends to them);
 - ``unk``: each piece becomes the unknown token.
 
-Gradient methods attribute to the word pieces' input embeddings (Captum, through ``inputs_embeds``); the special
-tokens keep their embeddings along the integration path.
+Gradient methods attribute to the word pieces' input embeddings (through ``inputs_embeds``); the special tokens
+keep their embeddings along the integration path. :func:`write_hf_report` writes the offline HTML report: per
+text, the prediction, the last layer's read-out attention per head, rollout, and the faithfulness panel.
 
 Shape glossary:
     P  pieces of the text (special tokens included)   T  words (units)   N  erased variants   C  classes
     L  layers   H  heads   E  embedding features
-
-An offline HTML report for a Hugging Face sequence classifier (layer 5): per text, the prediction, the last
-layer's attention from the read-out token (one row per head) and attention rollout through every layer, then the
-faithfulness panel (attention, rollout, flow, integrated gradients and leave-one-out side by side, the erasure
-curves against random, the metrics). One self-contained page: images inlined, no script, nothing fetched.
-
-    from attnkit.explain.faithfulness import huggingface
-    model, tokenizer = huggingface.load_local("path/to/model")
-    huggingface.write_hf_report(model, tokenizer, texts, "report.html")
-
-Shape glossary:
-    H  heads   T  words
 """
 
 from __future__ import annotations

@@ -13,27 +13,16 @@ command line offers the names.
 | ``leave_one_out`` | the drop in p(predicted class) when the unit alone is erased |
 | ``random`` | seeded random scores: the floor every method must be read against |
 
-Both gradient methods come from one forward and backward (:mod:`~attnkit.explain.faithfulness.gradients`),
-equal to Captum's (:mod:`~attnkit.explain.faithfulness.gradients`, the reference; tested). ``rollout`` and
-``flow`` exist only where an encoder mixes the units by attention; a method a subject cannot give returns None
-and is left out of the results. Adding a method is one class and one line in :data:`METHODS`
-(``tests/explain/test_faithfulness_tables.py`` adds a toy one).
+A method a subject cannot give (``rollout`` and ``flow`` without an encoder) returns None and is left out of the
+results. Adding a method is one class and one line in :data:`METHODS`.
+
+Attention flow is solved with ``scipy.sparse.csgraph.maximum_flow`` on a graph of one node per (layer, position):
+an edge ``(l-1, j) -> (l, i)`` has capacity ``Â_l[i, j]`` (as in :func:`~attnkit.explain.rollout.attention_rollout`)
+and ``(L, i)`` reaches the output with the pooling's weight ``w_i``. scipy takes integer capacities, so they are
+scaled by ``SCALE`` and rounded (a resolution of 1e-6).
 
 Shape glossary:
-    T  units
-
-Attention flow (Abnar & Zuidema 2020): the maximum flow from each input token to the output through the
-layers' attention graph, solved with ``scipy.sparse.csgraph.maximum_flow`` (layer 5).
-
-The graph has one node per (layer, position): layer 0 is the input, layer ``l`` the output of encoder layer
-``l``. An edge from ``(l-1, j)`` to ``(l, i)`` has capacity ``Â_l[i, j]``, the layer's heads-averaged attention
-with the residual added and rows renormalised (as in :func:`~attnkit.explain.rollout.attention_rollout`). The
-output node (the pooling) is reached from ``(L, i)`` with capacity ``w_i``, the pooling's weight. A token's flow
-is the most that can pass from its input node to the output. scipy's solver takes integer capacities, so they
-are scaled by ``SCALE`` and rounded (a resolution of 1e-6).
-
-Shape glossary:
-    L  layers   H  heads   T  positions
+    L  layers   H  heads   T  units (positions)
 """
 
 from __future__ import annotations
@@ -60,8 +49,7 @@ __all__ = [
 ]
 
 STEPS = 32  # integrated gradients' Gauss-Legendre nodes in attnkit faithfulness and the Python API
-# ... and in explain --faithfulness's panel, which shows IG's completeness delta: 8 nodes integrate the HAN's paths to
-# a delta of at most 2.8e-3 of p over 50 fine-foods reviews (median 1e-7; 32 nodes: 1.1e-7), at a quarter of the cost
+# ... and in explain --faithfulness's panel: 8 nodes keep the HAN's completeness delta under 2.8e-3 of p, at 1/4 the cost
 PANEL_STEPS = 8
 # integrated gradients double their steps, up to STEPS_CAP, until |completeness delta| <= TOLERANCE x |p(x) - p(0)|
 # (at least DELTA_FLOOR: a prediction the path does not change is not chased to the cap); else the figure says so
@@ -217,11 +205,7 @@ def is_floor(name: str) -> bool:
 
 def as_methods(methods: Sequence[Any] | None) -> list[Method]:
     """The :class:`Method` objects that names (the boundary: command line, Python API) or objects stand for, in
-    :data:`METHODS` order (objects not in the table after them), without repeats; None: every method.
-
-    Raises:
-        ValueError: an unknown name, or none given (naming the choices).
-    """
+    :data:`METHODS` order (objects not in the table after them), without repeats; None: every method."""
     if methods is None:
         return list(METHODS.values())
     if isinstance(methods, str):
@@ -276,19 +260,13 @@ def residual_attention(weights: torch.Tensor) -> torch.Tensor:
 def attention_flow(
     layer_weights: Sequence[torch.Tensor], output_weights: torch.Tensor, *, key_mask: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """The flow from every input position to the output.
+    """Each input token's maximum flow to the output (Abnar & Zuidema 2020): ``[T]`` float64, at most
+    ``sum(output_weights)``.
 
-    Args:
-        layer_weights: one ``[H, T, T]`` (or ``[T, T]``) per layer, first layer first, over the real tokens only
-            (one example, no padding) — or, as :func:`~attnkit.explain.rollout.attention_rollout` takes them, a
-            batch: ``[B, H, T, T]`` per layer with ``output_weights [B, T]`` and a ``key_mask [B, T]`` (bool, True =
-            real token) saying which positions each example has.
-        output_weights: ``[T]`` (``[B, T]``), how the output reads the last layer (the pooling's weights; a
-            one-hot row for a ``[CLS]`` token).
-
-    Returns:
-        ``[T]`` (``[B, T]``) float64: each input token's maximum flow to the output (at most
-        ``sum(output_weights)``); 0 at padding.
+    ``layer_weights`` are one ``[H, T, T]`` (or ``[T, T]``) per layer over one example's real tokens, and
+    ``output_weights [T]`` how the output reads the last layer (the pooling's weights; one-hot for ``[CLS]``). A
+    batch is taken as :func:`~attnkit.explain.rollout.attention_rollout` takes it: ``[B, H, T, T]`` per layer,
+    ``output_weights [B, T]``, ``key_mask [B, T]`` (True = real token) -> ``[B, T]``, 0 at padding.
     """
     if output_weights.dim() == 2:
         return _batched_flow(layer_weights, output_weights, key_mask)

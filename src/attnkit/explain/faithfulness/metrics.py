@@ -3,12 +3,10 @@ al. 2020), the fraction erased before the decision flips (Serrano & Smith 2019),
 (Kendall's τ-b, equal to ``scipy.stats.kendalltau``'s; top-k overlap), and the deletion / insertion AUCs of the
 saliency literature (Petsiuk et al. 2018: units leave, or enter, one at a time, most important first).
 
+Per-data-set means (:func:`method_means`, :func:`permutation_summary`) are what a results table reports.
+
 Shape glossary:
     T  units   K  erasure sizes
-
-Per-data-set figures from per-prediction results (layer 5): each method's mean AOPC comprehensiveness and
-sufficiency, flip fraction and Kendall τ with leave-one-out, and the permutation test over many predictions —
-what a results table reports (bootstrap intervals are the experiment's).
 """
 
 from __future__ import annotations

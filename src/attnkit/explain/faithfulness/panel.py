@@ -3,18 +3,12 @@
 map, the comprehensiveness / sufficiency curves of each method against random (inline SVG; ``--save-figures`` also
 keeps matplotlib's ``NN-faithfulness-curves``), and a small table of the metrics.
 
+The curves' SVG is written by hand, not drawn with matplotlib, because a report draws one chart per document and
+matplotlib is far slower; ``--save-figures`` still gets matplotlib's (:func:`curves_figure`). Each chart: x is the
+erased share k % on a log scale, y the drop in p(label); one polyline per method (``data-method``), random dashed.
+
 Shape glossary:
     T  tokens   K  erasure sizes
-
-The comprehensiveness / sufficiency curves of a report's faithfulness panel as inline SVG (layer 5).
-
-Written by hand rather than drawn with matplotlib because a report draws one chart per document: matplotlib took
-~1.5 s of CPU per chart (its layout engine and PNG encoding), which made ``explain --faithfulness`` on 50 reviews
-spend most of its time on pictures; these few polylines cost well under a millisecond, stay sharp at any zoom and
-keep the page self-contained. ``--save-figures`` still gets matplotlib's PNG/SVG (:func:`panel.curves_figure`).
-
-Each chart: x is the erased share k % on a log scale (1, 5, 10, 20, 50), y the drop in p(label); one polyline per
-method (``data-method`` names it), random dashed grey, a line at 0.
 """
 
 from __future__ import annotations

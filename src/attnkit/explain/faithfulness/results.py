@@ -8,22 +8,12 @@
      "kendall_tau": {"A|B": …}}
 
 ``integrated_gradients`` also carries its ``convergence_delta``. A τ that is undefined (a constant method, one
-token) is ``null``.
-
-One text's faithfulness when its prediction is many tokens (a translation, a pronunciation): the per-step results
-of the same source averaged into one :class:`DocumentFaithfulness`, so that a report shows one panel per text
-
-
-Every step tests the same source units with the same erasure sizes, so each figure — a method's scores, its
-comprehensiveness and sufficiency at each k, the probabilities after erasing its top 1, 2, 3 units, AOPC, flip
-fraction, Kendall τ — is the mean of the steps' figures, and ``probability`` is the mean p(emitted token).
+token) is ``null``. A prediction of many tokens (a translation) is averaged over its steps into one result
+(:func:`mean_over_steps`). As text: the one printer of ``attnkit faithfulness`` for every task, and the plain
+sentence the report puts under each document.
 
 Shape glossary:
-    T  source units   N  steps (emitted tokens)
-
-As text: the one printer of ``attnkit faithfulness`` (a table per
-prediction, or one JSON object per line with ``--json``) for every task, and the plain sentence the report puts under
-each document.
+    T  units   N  steps (emitted tokens)
 """
 
 from __future__ import annotations
@@ -54,22 +44,13 @@ __all__ = [
 
 @dataclass
 class MethodResult:
-    """One method on one prediction.
+    """One method on one prediction: ``scores [T]``; by percent (``"1"``, ``"5"``, ...) ``p(pred)`` minus the
+    probability with the top k % erased (comprehensiveness) or kept alone (sufficiency), those probabilities in the
+    same order, and ``counts`` (units per percent); ``top_probability`` ``{n: p(pred) with the top n erased}``.
 
-    Attributes:
-        scores: ``[T]`` per unit.
-        comprehensiveness, sufficiency: by percent (``"1"``, ``"5"``, ...), ``p(pred)`` minus the probability
-            with the top k % erased / kept alone.
-        erased_probability, kept_probability: those probabilities themselves, in the same order (for curves).
-        counts: how many units each percent is.
-        top_probability: ``{n: p(pred) with the top n units erased}`` for n = 1, 2, 3 (the report's sentence).
-        flip_fraction: the fraction erased, most important first, when the decision first changes (1.0: never).
-        convergence_delta, steps, converged: integrated gradients only: the completeness delta, the steps taken to
-            reach it, and whether it is within the tolerance (False: the figure is flagged).
-        support: how many units the method scores at all (nonzero; a sparse attention's support): its curves past
-            the top ``support`` units erase units it does not rank.
-        extra: further figures a task measures (a grid's ``deletion_auc``, ``insertion_auc``), printed and in the
-            JSON beside the others.
+    ``convergence_delta``, ``steps`` and ``converged`` are integrated gradients' only. ``support`` is how many units
+    the method scores at all (nonzero): its curves past the top ``support`` erase units it does not rank.
+    ``extra`` holds further figures a task measures (a grid's ``deletion_auc``), printed and in the JSON.
     """
 
     scores: list[float]
@@ -158,11 +139,7 @@ EMITTED = "each emitted token"  # the label of the averaged result: p(each emitt
 
 def mean_over_steps(steps: Sequence[DocumentFaithfulness], *, text: str) -> DocumentFaithfulness:
     """The mean of ``steps`` (the results of one source, one per emitted token) as one result labelled
-    :data:`EMITTED`; a method is kept when every step has it.
-
-    Raises:
-        ValueError: no steps, or steps over different source tokens or erasures.
-    """
+    :data:`EMITTED`; a method is kept when every step has it. Every figure is the mean of the steps' figures."""
     if not steps:
         raise ValueError("mean_over_steps: no steps")
     first = steps[0]

@@ -26,14 +26,9 @@ __all__ = ["BatchedGradientInputs", "Embedded", "GradientInputs", "Subject", "ch
 
 @dataclass
 class GradientInputs:
-    """What Captum needs to attribute one prediction to its input embeddings.
-
-    Attributes:
-        embeddings: ``[1, ..., E]``, the embedding layer's output for this input (the path's end point).
-        forward: ``embeddings [n, ..., E] -> probabilities [n, C]``: the model run on ``n`` embedded copies
-            (the embedding layer's output replaced by the given tensor; everything else as in the prediction).
-        to_units: layer attributions ``[1, ..., E]`` -> one score per unit ``[T]`` (summed over ``E``).
-    """
+    """What Captum needs to attribute one prediction to its input embeddings: the embedding layer's output
+    ``embeddings [1, ..., E]``, ``forward``: ``[n, ..., E] -> probabilities [n, C]`` (the model on ``n`` embedded
+    copies), and ``to_units``: attributions ``[1, ..., E]`` -> one score per unit ``[T]`` (summed over ``E``)."""
 
     embeddings: torch.Tensor
     forward: Callable[[torch.Tensor], torch.Tensor]
@@ -42,16 +37,10 @@ class GradientInputs:
 
 @dataclass
 class BatchedGradientInputs:
-    """:class:`GradientInputs` of ``D`` documents of one model at once (a subject family's optional
-    ``batched_gradient_inputs(subjects)``; :func:`~attnkit.explain.faithfulness.gradients.fused_gradients_batched`
-    reads it).
-
-    Attributes:
-        embeddings: ``[D, ..., E]``, each document's embeddings, padded to a common shape.
-        forward: ``embeddings [P·D, ..., E] -> probabilities [P·D, C]``, rows copy-major: row ``p·D + d`` is a copy
-            of document ``d`` (so its padding, masks and structure are document ``d``'s).
-        to_units: attributions ``[D, ..., E]`` -> one score per unit of each document, ``D × [T_d]``.
-    """
+    """:class:`GradientInputs` of ``D`` documents at once (a subject family's optional
+    ``batched_gradient_inputs(subjects)``): ``embeddings [D, ..., E]`` padded to a common shape, ``forward``:
+    ``[P·D, ..., E] -> [P·D, C]`` with rows copy-major (row ``p·D + d`` is a copy of document ``d``), and
+    ``to_units``: ``[D, ..., E]`` -> ``D × [T_d]``."""
 
     embeddings: torch.Tensor
     forward: Callable[[torch.Tensor], torch.Tensor]
@@ -126,9 +115,6 @@ def check_subject(subject: Subject, *, tolerance: float = 1e-3) -> None:
     label outside the classes, or ``probabilities`` / ``probabilities_when`` that are not probabilities
     (non-negative rows summing to 1: logits given where probabilities are expected are refused, as a tensor of
     the wrong shape is). Runs one forward (nothing erased) when the subject has units.
-
-    Raises:
-        ValueError: naming the subject's class, the attribute and what was found.
     """
     name = type(subject).__name__
     tokens = getattr(subject, "tokens", None)
