@@ -3,12 +3,9 @@ TF-IDF + logistic-regression baseline fitted on the same training split.
 
 ``attnkit experiment classification --data r8 --seeds 3`` trains ``runs/experiments/classification/r8/seed{0,1,2}``
 with the command in :data:`SETTINGS` (model selection on a validation split carved from train, never on test; a
-recipe chosen that way may be refitted on the whole training split, ``--valid-fraction 0``, and then has no
-validation accuracy),
-reads each run's ``metrics.json``, and writes ``docs/results/classification.json`` (then ``docs/results.md``).
-With two seeds or more, the seeds' best checkpoints are also scored on test as one ensemble (class probabilities
-averaged, :class:`~attnkit.tasks.classify.ensemble.ClassifierEnsemble`): a row of its own, whose cost is every
-member's training minutes. It is not chosen among alternatives, so no validation split has to pick it.
+recipe chosen that way may be refitted on the whole training split, ``--valid-fraction 0``) and writes
+``docs/results/classification.json``. With two seeds or more, the seeds' best checkpoints are also scored on test
+as one ensemble (class probabilities averaged), a row of its own whose cost is every member's training minutes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The child side of :mod:`attnkit.experiments.processes`: build one side, time it, write a JSON report, exit.
 
-Run as ``python -m attnkit.experiments.process_worker SPEC`` where ``SPEC`` is JSON: ``setup`` (``"module:function"``), ``kwargs``,
-``threads``, ``warmup``, ``inner`` and ``result`` (the path of the report). The report holds ``seconds`` (one per
-timed call, wall clock), ``cpu_seconds`` (the process's CPU time of each timed call, every thread:
-what a loaded machine's other jobs inflate least), ``setup_seconds``, the ``result`` of the last call and its ``digest``. The thread-count environment is
-set by the parent before this interpreter starts; torch, when the setup loaded it, is pinned here too.
+Run as ``python -m attnkit.experiments.process_worker SPEC``, ``SPEC`` being JSON: ``setup``, ``kwargs``, ``threads``,
+``warmup``, ``inner`` and ``result`` (the report's path). The report holds ``seconds`` and ``cpu_seconds`` per timed
+call, ``setup_seconds``, the last call's ``result`` and its ``digest``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """Fair timing across runtimes: every side in its own fresh process, processes alternating round by round.
 
-Two runtimes in one process slow each other: torch's OpenMP pool and CTranslate2's (or any other library's) thread
-pool spin and contend for the same cores, so whichever runs second pays for the first one's idle threads. So a
-comparison between runtimes is made here as:
-
-* each **side** is a zero-argument function built by a *setup* function (``"module:function"`` plus JSON keyword
-  arguments) inside a **fresh Python process** (:mod:`attnkit.experiments.process_worker`), which times it and
-  exits;
-* every **round** starts one process per side, one after the other, the order rotating from round to round, so the
-  slow drift of a shared machine falls on every side alike;
-* threads are **pinned**: ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS`` are set in the
-  child's environment, the worker calls ``torch.set_num_threads`` when torch is loaded, and setups pass the count to
-  their runtime (CTranslate2's ``intra_threads``); with ``cpus`` the process runs under ``taskset -c CPUS``;
-* a side's figure is the **minimum over rounds** (each process's sample is the fastest of its ``inner`` timed calls
-  after ``warmup`` untimed ones), with the median and maximum as its spread, and the 1-minute load average read
-  before each round kept beside it: on a loaded machine the minimum is the least disturbed figure. Each process
-  also reports its CPU time (all threads, ``time.process_time``), kept per round as ``cpu_samples``: waiting for a
-  core does not count there, so on a loaded machine it is the steadier of the two figures.
-
-The sides' results (e.g. decoded tokens) come back as JSON, digested in every round, so a parity check between
-runtimes and a determinism check between rounds need no extra run. Torch against torch may still share a process
-(``bench/_lib/timing.py``). Used by ``attnkit experiment deploy`` and by ``bench/`` (``bench/_lib/processes.py``).
+Two runtimes in one process slow each other (torch's OpenMP pool and CTranslate2's thread pool contend for the same
+cores), so each **side** is built by a *setup* function (``"module:function"`` plus JSON keyword arguments) and
+timed in a **fresh Python process** (:mod:`attnkit.experiments.process_worker`). Every **round** runs one process
+per side, the order rotating, so a shared machine's drift falls on every side alike. Threads are **pinned** (the
+``*_NUM_THREADS`` variables, ``torch.set_num_threads``, the setups' ``threads``; ``cpus``: ``taskset -c``). A side's
+figure is the **minimum over rounds** (the least disturbed on a loaded machine), with median and maximum as spread;
+its CPU time per round is kept as ``cpu_samples``. Results come back as JSON, digested every round, so parity and
+determinism checks need no extra run. Used by ``attnkit experiment deploy`` and ``bench/_lib/processes.py``.
 """
 
 from __future__ import annotations
@@ -42,15 +29,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 
 @dataclass(frozen=True)
 class Side:
-    """One competitor: ``setup(**kwargs)`` run in a fresh process returns the zero-argument function timed there.
-
-    Args:
-        setup: ``"package.module:function"``; the function receives ``threads`` (the pinned count) besides
-            ``kwargs`` and returns the callable to time, whose result must be JSON-serialisable (or None).
-        kwargs: JSON-serialisable keyword arguments of ``setup``.
-        warmup: untimed calls of the function first. inner: timed calls; the process reports each, its figure is
-            the fastest.
-    """
+    """One competitor: ``setup(threads=..., **kwargs)`` (``setup`` is ``"package.module:function"``), run in a fresh
+    process, returns the zero-argument function timed there, whose result must be JSON-serialisable (or None).
+    ``warmup`` untimed calls come first, then ``inner`` timed ones; the process's figure is the fastest."""
 
     setup: str
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -67,9 +48,7 @@ class ProcessTimings:
     cpus: str | None
     load_before_round: list[float] = field(default_factory=list)  # 1-minute load average
     results: dict[str, Any] = field(default_factory=dict)  # each side's result in its first round
-    cpu_samples: dict[str, list[float]] = field(
-        default_factory=dict
-    )  # per round, the least process CPU time of its calls
+    cpu_samples: dict[str, list[float]] = field(default_factory=dict)  # per round, the least CPU time of its calls
     digests: dict[str, str] = field(default_factory=dict)
 
     def min(self, name: str) -> float:
@@ -150,11 +129,7 @@ def run_side(
     side: Side, *, threads: int, cpus: str | None = None, path: str | None = None, timeout: float = 3600.0
 ) -> dict[str, Any]:
     """Run ``side`` once in a fresh process (``path``: put ahead on its ``PYTHONPATH``); return the worker's report
-    (``seconds``, ``result``, ...).
-
-    Raises:
-        RuntimeError: the process failed (its stderr's tail is in the message).
-    """
+    (``seconds``, ``result``, ...). A failed process raises ``RuntimeError`` with its stderr's tail."""
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-side-") as tmp:
         result_path = Path(tmp) / "result.json"
         done = subprocess.run(
@@ -180,19 +155,9 @@ def compare_processes(
     path: str | None = None,
     quiet: bool = True,
 ) -> ProcessTimings:
-    """Time every side in ``rounds`` rounds, each side in a fresh process per round, the order rotating.
-
-    Args:
-        sides: name -> :class:`Side`.
-        rounds: rounds to run (every side once per round).
-        threads: threads every side runs on (environment, torch, and the setups' ``threads`` argument).
-        cpus: a ``taskset -c`` list (``"0"``) to pin every process to, or None.
-        path: a directory put ahead on the processes' ``PYTHONPATH`` (where the setups' modules live).
-        quiet: no progress lines.
-
-    Raises:
-        RuntimeError: a side failed, or returned a different result in a later round (not deterministic).
-    """
+    """Time every side in ``rounds`` rounds, each side in a fresh process per round, the order rotating. ``cpus``:
+    a ``taskset -c`` list (``"0"``); ``path``: put ahead on the processes' ``PYTHONPATH``. A side that returns a
+    different result in a later round (not deterministic) raises ``RuntimeError``."""
     if rounds < 1 or threads < 1:
         raise ValueError(f"rounds and threads must be >= 1, got {rounds} and {threads}")
     names = list(sides)

@@ -20,15 +20,8 @@ __all__ = ["EXPERIMENTS", "Experiment"]
 
 @dataclass(frozen=True)
 class Experiment:
-    """One ``attnkit experiment NAME``.
-
-    Attributes:
-        name: the sub-command.
-        help: one line for ``attnkit experiment --help``.
-        add_arguments: adds the experiment's own options to its sub-command's parser.
-        run: ``run(args, paths)`` runs it (``paths``: :class:`~attnkit.experiments.common.ExperimentPaths`); returns
-            whether it wrote ``docs/results.md`` (the command then prints that path).
-    """
+    """One ``attnkit experiment NAME``: ``add_arguments`` adds its own options to its sub-command's parser;
+    ``run(args, paths)`` runs it and returns whether it wrote ``docs/results.md`` (the command then prints that path)."""
 
     name: str
     help: str
@@ -48,9 +41,6 @@ def _seeds(parser: argparse.ArgumentParser, default: int) -> None:
     parser.add_argument("--seeds", type=positive_int, default=None, help=f"seeds per run (default {default})")
 
 
-# ---------------------------------------------------------------------------------------------- classification
-
-
 def _classification_arguments(parser: argparse.ArgumentParser) -> None:
     _data(parser, "data sets (default: 20ng r8 r52 fine-foods)")
     _seeds(parser, 3)
@@ -62,9 +52,6 @@ def _classification(args: argparse.Namespace, paths) -> bool:
     seeds = 3 if args.seeds is None else args.seeds
     run_classification(list(args.data or DATASETS), seeds, paths, threads=args.threads, device=args.device)
     return True
-
-
-# ---------------------------------------------------------------------------------------------------- masking
 
 
 def _masking_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,9 +70,6 @@ def _masking(args: argparse.Namespace, paths) -> bool:
     seeds = 5 if args.seeds is None else args.seeds
     run_masking(data, seeds, paths, models=models, threads=args.threads, device=args.device)
     return True
-
-
-# ----------------------------------------------------------------------------------------------- faithfulness
 
 
 def _faithfulness_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,20 +112,19 @@ def _faithfulness(args: argparse.Namespace, paths) -> bool:
     from attnkit.experiments.faithfulness.measure import MEASURE_MINUTES
 
     datasets = list(args.data or (CLASSIFIER_DATASETS if args.only else default_datasets()))
+    models = tuple(args.only) if args.only else None
     if args.uniform_only and (args.checkpoint is not None or args.documents is not None):
         given = "--checkpoint" if args.checkpoint is not None else "--documents"
         raise ValueError(
             f"{given} does not apply to --uniform-only (it trains the uniform twins and measures nothing else)"
         )
     if args.uniform_only:
-        run_uniform_only(
-            datasets, paths, models=tuple(args.only) if args.only else None, threads=args.threads, device=args.device
-        )
+        run_uniform_only(datasets, paths, models=models, threads=args.threads, device=args.device)
         return True
     run_faithfulness(
         datasets,
         paths,
-        models=tuple(args.only) if args.only else None,
+        models=models,
         documents=DOCUMENTS if args.documents is None else args.documents,
         threads=args.threads,
         device=args.device,
@@ -149,9 +132,6 @@ def _faithfulness(args: argparse.Namespace, paths) -> bool:
         minutes=MEASURE_MINUTES if args.documents is None else None,
     )
     return True
-
-
-# ------------------------------------------------------------------------------------------ faithful attention
 
 
 def _faithful_attention_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,9 +175,6 @@ def _faithful_attention(args: argparse.Namespace, paths) -> bool:
     return True
 
 
-# ----------------------------------------------------------------------------------- the seq2seq results tables
-
-
 def _seq2seq_arguments(parser: argparse.ArgumentParser) -> None:
     _only(parser, "just these runs or ensembles (by name; an ensemble brings its members)")
 
@@ -210,9 +187,6 @@ def _seq2seq(name: str) -> Callable[[argparse.Namespace, Any], bool]:
         return True
 
     return run
-
-
-# ----------------------------------------------------------------------------------------------------- deploy
 
 
 def _deploy_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,9 +203,6 @@ def _deploy(args: argparse.Namespace, paths) -> bool:
         raise ValueError("deploy needs --data: the one task the checkpoint was trained on (e.g. cmudict)")
     run_deploy(args.checkpoint, args.data[0], paths, beam=args.beam, threads=args.threads or 1, rounds=args.rounds)
     return True
-
-
-# ----------------------------------------------------------------------------------------------------- report
 
 
 def _no_arguments(parser: argparse.ArgumentParser) -> None:

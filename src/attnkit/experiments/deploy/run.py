@@ -3,14 +3,11 @@ scored by the same scorer, with the decode time of the whole test split.
 
     attnkit experiment deploy --data cmudict --checkpoint runs/experiments/g2p/transformer --threads 1
 
-:func:`run_deploy` exports the checkpoint twice (float32 and int8 weights) into a temporary directory, decodes the
-test split with attnkit's cached decoder (float32, and ``--quantize int8``) and with both exports — shortest sources
-first, in batches of ``batch_size``, on ``threads`` threads each — **each decoder in its own fresh process**
-(:mod:`attnkit.experiments.processes`: two runtimes in one process slow each other), for ``rounds``
-rounds whose order rotates (so slow drift of a shared machine falls on every decoder alike), scores each decoder's
-outputs with
-:func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` (WER/PER, or BLEU/chrF) and writes one section per
-dataset of ``docs/results/deploy.json`` (other datasets' sections are kept), then re-renders ``docs/results.md``.
+:func:`run_deploy` exports the checkpoint twice (float32 and int8 weights), decodes the test split with attnkit's
+cached decoder (float32, and ``--quantize int8``) and both exports, **each decoder in its own fresh process**
+(:mod:`attnkit.experiments.processes`), scores the outputs with
+:func:`~attnkit.tasks.seq2seq.ctranslate2.evaluate.score_outputs` and writes one section per dataset of
+``docs/results/deploy.json`` (other datasets' sections are kept).
 """
 
 from __future__ import annotations
@@ -51,12 +48,8 @@ def run_deploy(
     batch_size: int = 64,
 ) -> dict[str, Any]:
     """Decode ``checkpoint``'s test split natively and with its float32 and int8 CTranslate2 exports; record the
-    section ``data`` of ``docs/results/deploy.json`` and return it.
-
-    Raises:
-        ValueError: ``data`` is not the task the checkpoint was trained on, bad ``beam``/``threads``/``rounds``,
-            or a checkpoint CTranslate2 cannot take (an RNN). ExportError: CTranslate2 is not installed.
-    """
+    section ``data`` of ``docs/results/deploy.json`` and return it. ``data`` must be the checkpoint's task; an RNN
+    (which CTranslate2 cannot take) is refused."""
     import torch
 
     from attnkit.checkpointing import resolve_checkpoint

@@ -9,13 +9,10 @@ sufficiency, the fraction erased before the decision flips and Kendall τ with l
 permutation test; and, on the whole test split, Wiegreffe & Pinter's accuracy difference between learned and
 uniform attention. Every figure carries a 95 % bootstrap interval over the documents.
 
-``attnkit experiment faithfulness --data fine-foods`` writes ``docs/results/faithfulness.json`` (then
-``docs/results.md``). ``--data digits`` (deletion / insertion AUC over the shipped vision model's grid cells) and
-``--data cmudict`` (the shipped G2P model, per emitted phoneme, and its attention against Phonetisaurus's EM
-alignment) are measured by :mod:`~attnkit.experiments.faithfulness.vision` and
-:mod:`~attnkit.experiments.faithfulness.seq2seq`. The per-document records stay beside the runs (``documents.json``) and are reused when the
-run and the settings have not changed. A shipped classifier's card carries a small fixed-sample version of the
-classifier rows (:mod:`~attnkit.experiments.faithfulness.card`), which its test re-computes.
+``attnkit experiment faithfulness --data fine-foods`` writes ``docs/results/faithfulness.json``. The rows that are
+no classifier's (:data:`OTHER_ROWS`: digits, cmudict, dates) are measured by this package's ``vision`` and
+``seq2seq`` modules. The per-document records stay beside the runs (``documents.json``), reused while the run and
+the settings are unchanged. A shipped classifier's card carries a small fixed-sample version (``card``).
 """
 
 from __future__ import annotations
@@ -44,10 +41,9 @@ CLASSIFIER_DATASETS = ("fine-foods", "r8", "r52", "20ng")
 
 @dataclass(frozen=True)
 class OtherRow:
-    """A data set measured by its own module of this package (not a classifier row): the row's ``model`` key,
-    where its ``measure(paths, documents, threads, device, *, minutes)`` lives, and whether it takes
-    ``--checkpoint`` (then its module's ``resolve_model`` checks it, and the module's constant ``shipped`` names the
-    shipped model the row waits for when none is given)."""
+    """A data set measured by its own module of this package: the row's ``model`` key, where its ``measure(paths,
+    documents, threads, device, *, minutes)`` lives, and whether it takes ``--checkpoint`` (then the module's
+    ``resolve_model`` checks it, and its constant named ``shipped`` is the model the row waits for otherwise)."""
 
     model: str
     module: str
@@ -115,11 +111,7 @@ def train_argv(data: str, model: str, out: Path, *, uniform: bool = False) -> li
 def shipped_uniform_argv(name: str, out: Path) -> list[str]:
     """The ``attnkit`` arguments of a shipped model's uniform-attention twin: the training command of its card
     (``attnkit models``) with ``--uniform-attention``, writing to ``out`` (``--threads`` and ``--out`` are the
-    experiment's, not the recipe's).
-
-    Raises:
-        ValueError: the card's command is not one ``attnkit train classify`` command.
-    """
+    experiment's, not the recipe's)."""
     from attnkit.pretrained import read_card
 
     words = shlex.split(read_card(name)["command"])
@@ -214,11 +206,7 @@ def run_uniform_only(
     """Only Wiegreffe & Pinter's column: train (or reuse) the uniform-attention twin of each classifier row already
     in ``faithfulness.json`` and replace that row's ``uniform``, ``uniform_command`` and ``minutes.train``, leaving
     its measured figures as they are. Rows not measured yet are left alone (run the experiment without
-    ``--uniform-only`` for them).
-
-    Raises:
-        ValueError: a data set without classifier rows (digits, cmudict, dates).
-    """
+    ``--uniform-only`` for them)."""
     others = sorted(set(datasets) - set(CLASSIFIER_DATASETS))
     if others:
         raise ValueError(

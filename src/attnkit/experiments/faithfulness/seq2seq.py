@@ -1,38 +1,16 @@
-"""The faithfulness experiment's seq2seq rows (layer 6): the G2P RNN (``cmudict``) and the dates Transformer (``dates``).
+"""The faithfulness experiment's seq2seq rows (layer 6): the G2P RNN (``cmudict``) and the dates Transformer (``dates``),
+each on a seeded sample of held-back validation pairs, greedy-decoded. Per emitted token, over the source
+characters, the erasure tests of :mod:`attnkit.explain.faithfulness` (deletion); a pair's figures are the means over
+its emitted tokens, the intervals are over the pairs.
 
-The G2P row: the shipped G2P model (``attnkit models``: ``g2p``, an RNN
-with Luong attention) on a seeded sample of CMUdict's held-back validation words.
-
-Two measurements per word:
-
-* the erasure tests of :mod:`attnkit.explain.faithfulness` over the word's letters for every emitted phoneme
-  (greedy decoding, deletion as the erasure), averaged over the word's phonemes: per method AOPC
-  comprehensiveness and sufficiency, flip fraction and Kendall τ with leave-one-out;
-* alignment: teacher-forced on the word's reference pronunciation, the letter that attention weighs most for
-  each phoneme, against the letters Phonetisaurus's EM aligner (``phonetisaurus-align``, run on the training
-  lexicon with these words added, the settings of its own training) gives that phoneme. A phoneme the aligner
-  leaves to no letter is not counted. The floor: a letter drawn uniformly at random hits with probability
-  (letters aligned to the phoneme) / (letters in the word).
+G2P also measures alignment: teacher-forced on the reference pronunciation, the letter attention weighs most for
+each phoneme, against the letters Phonetisaurus's EM aligner (run on the training lexicon with these words added)
+gives that phoneme; a phoneme aligned to no letter is not counted. The floor: a random letter hits with probability
+(letters aligned to the phoneme) / (letters in the word). The dates Transformer (the shipped ``dates-transformer``,
+or ``--checkpoint RUN``) adds Jain & Wallace's permutation test, every decoder layer's cross-attention shuffled.
 
 Shape glossary:
-    S  letters of a word   T  phonemes
-
-The dates row: a dates Transformer (``--data dates --model
-transformer``; the shipped ``dates-transformer`` once ``attnkit models`` lists it, or ``--checkpoint RUN``) on a
-seeded sample of the held-back validation pairs.
-
-For each pair, greedy-decoded, and each emitted character (``<eos>`` included), over the source characters:
-
-* the erasure tests of :mod:`attnkit.explain.faithfulness` (deletion) for attention (the last decoder layer's
-  cross-attention, heads averaged), rollout and flow through the encoder read out by that cross-attention
-  (Abnar & Zuidema), gradient × input, integrated gradients, leave-one-out and random;
-* Jain & Wallace's permutation test with every decoder layer's cross-attention shuffled among the source
-  characters (each head and step its own shuffle; the encoder's self-attention left as it is).
-
-Each pair's figures are the means over its emitted characters; the intervals are over the pairs.
-
-Shape glossary:
-    S  source characters   T  emitted characters
+    S  source characters (letters)   T  emitted tokens (phonemes, characters)
 """
 
 from __future__ import annotations
@@ -152,7 +130,7 @@ def _word_record(loaded, word: str, phonemes: str, alignment: list[list[int]] | 
 
 def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes: float | None = None) -> dict:
     """The G2P row: the shipped model on ``min(documents, WORDS)`` seeded validation words (reused when unchanged;
-    ``minutes``: only the words measured within that budget, :func:`~attnkit.experiments.faithfulness.measure.in_budget`)."""
+    ``minutes``: only the words measured within that budget, :func:`.measure.in_budget`)."""
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
@@ -179,18 +157,12 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
         return [measured[i] for i in sorted(measured)]
 
     records, spent = reuse_or_measure(root / "records.json", settings, measure)
-    methods = intervals(records, G2P_METHODS)
     aligned = [r["alignment"] for r in records if r.get("alignment") and r["alignment"]["counted"]]
     return {
         "label": f"RNN + Luong attention (shipped {G2P_MODEL})",
         "shipped": G2P_MODEL,
         "test_wer": card["value"],
-        "documents": len(records),
-        "sampled": len(numbers),
-        "mean_tokens": round(sum(r["letters"] for r in records) / max(len(records), 1), 1),
-        "mean_phonemes": round(sum(r["phonemes"] for r in records) / max(len(records), 1), 1),
-        "minutes": {"measure": spent},
-        "methods": methods,
+        **_measured(records, numbers, spent, intervals(records, G2P_METHODS), tokens="letters", per="phonemes"),
         "alignment": {
             "words": len(aligned),
             "agreement": bootstrap_interval([100 * a["hits"] / a["counted"] for a in aligned]),
@@ -220,6 +192,17 @@ def pair_record(loaded, text: str, *, seed: int, steps: int, permutations: int) 
     return record
 
 
+def _measured(records: list[dict], numbers: list[int], spent: float, methods: dict, *, tokens: str, per: str) -> dict:
+    """A row's sample: the records measured of those sampled, the mean of their ``tokens`` (source length) and of
+    their ``per`` (emitted tokens), the measuring minutes and the methods' intervals."""
+
+    def mean(key: str) -> float:
+        return round(sum(r[key] for r in records) / max(len(records), 1), 1)
+
+    sample = {"documents": len(records), "sampled": len(numbers), "mean_tokens": mean(tokens), f"mean_{per}": mean(per)}
+    return {**sample, "minutes": {"measure": spent}, "methods": methods}
+
+
 def _run_name(checkpoint: str) -> str:
     """``runs/dates-transformer/best`` -> ``dates-transformer`` (the run a checkpoint belongs to)."""
     path = Path(checkpoint)
@@ -229,13 +212,8 @@ def _run_name(checkpoint: str) -> str:
 def resolve_model(checkpoint: str | None) -> tuple[str, list]:
     """The checkpoint to measure (``checkpoint``, else the shipped :data:`DATES_MODEL`) and an id of its weights: the
     SHA-256 of each ``model.safetensors`` (the same bytes shipped or in a run are the same model). ``checkpoint`` is
-    read by the rule of every command (:func:`~attnkit.checkpointing.resolve_checkpoint`): an existing path
-    wins over a shipped model's name, a run directory means its ``best/``.
-
-    Raises:
-        ValueError: no ``checkpoint`` and no shipped dates Transformer; a ``checkpoint`` that does not exist, or is
-            not a seq2seq Transformer trained on dates (a classifier, an RNN, another data set's), in one line.
-    """
+    read by the rule of every command (:func:`~attnkit.checkpointing.resolve_checkpoint`); anything but a seq2seq
+    Transformer trained on dates is refused."""
     from attnkit.checkpointing import read_config_of_kind, resolve_checkpoint
     from attnkit.pretrained import shipped_path
     from attnkit.tasks.run.manifest import file_sha256
@@ -263,7 +241,7 @@ def run_dates_transformer(
     paths, documents: int, threads: int | None, device: str, checkpoint: str | None = None, *, minutes=None
 ) -> dict:
     """The dates Transformer row on ``min(documents, PAIRS)`` seeded validation pairs (reused when unchanged;
-    ``minutes``: only the pairs measured within that budget, :func:`~attnkit.experiments.faithfulness.measure.in_budget`)."""
+    ``minutes``: only the pairs measured within that budget, :func:`.measure.in_budget`)."""
     import attnkit
     from attnkit.data.seq2seq.registry import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval
@@ -291,19 +269,13 @@ def run_dates_transformer(
         return [measured[n] for n in sorted(measured)]
 
     records, spent = reuse_or_measure(paths.runs / "faithfulness" / "dates" / "records.json", settings, measure)
-    methods = intervals(records, TRANSFORMER_METHODS)
     shuffled = [r["permutation"] for r in records if "permutation" in r]
     shipped = name if name == DATES_MODEL else None
     return {
         "label": f"Transformer (shipped {DATES_MODEL})" if shipped else f"Transformer (run {_run_name(name)})",
         "shipped": shipped,
         "checkpoint": name,
-        "documents": len(records),
-        "sampled": len(numbers),
-        "mean_tokens": round(sum(r["tokens"] for r in records) / max(len(records), 1), 1),
-        "mean_steps": round(sum(r["steps"] for r in records) / max(len(records), 1), 1),
-        "minutes": {"measure": spent},
-        "methods": methods,
+        **_measured(records, numbers, spent, intervals(records, TRANSFORMER_METHODS), tokens="tokens", per="steps"),
         "permutation": {
             figure: bootstrap_interval([row[figure] for row in shuffled]) for figure in ("median_tvd", "flipped")
         },

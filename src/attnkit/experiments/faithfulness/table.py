@@ -34,11 +34,7 @@ def render_faithfulness(table: dict | None) -> str:
     if not table or not table.get("data"):
         return "\n".join(lines) + f"\n_Not run yet: `{COMMAND}`._\n"
     lines += [
-        INTRO.format(
-            permutations=PERMUTATIONS,
-            resamples=RESAMPLES,
-            steps=table["integrated_gradients_steps"],
-        ),
+        INTRO.format(permutations=PERMUTATIONS, resamples=RESAMPLES, steps=table["integrated_gradients_steps"]),
         "",
     ]
     for data, section in table["data"].items():
@@ -60,15 +56,12 @@ def _vision_table(models: dict) -> list[str]:
         "| model | images (cells) | method | deletion AUC ↓ | insertion AUC ↑ | minutes |",
         "|---|---|---|---|---|---|",
     ]
-    for row in models.values():
-        for method in METHOD_ORDER:
-            found = row["methods"].get(method)
-            if found is not None:
-                lines.append(
-                    f"| {row['label']} | {row['documents']} ({row['cells']}) | {method.replace('_', ' ')} "
-                    f"| {_interval(found['deletion_auc'])} | {_interval(found['insertion_auc'])} "
-                    f"| {row['minutes']['measure']:.1f} |"
-                )
+    for row, method, found in _methods(models):
+        lines.append(
+            f"| {row['label']} | {row['documents']} ({row['cells']}) | {method.replace('_', ' ')} "
+            f"| {_interval(found['deletion_auc'])} | {_interval(found['insertion_auc'])} "
+            f"| {row['minutes']['measure']:.1f} |"
+        )
     return lines
 
 
@@ -115,17 +108,18 @@ def _method_table(models: dict) -> list[str]:
         "| model | method | AOPC comprehensiveness ↑ | AOPC sufficiency ↓ | flip fraction ↓ | τ with leave-one-out |",
         "|---|---|---|---|---|---|",
     ]
-    for row in models.values():
-        for method in METHOD_ORDER:
-            found = row["methods"].get(method)
-            if found is None:
-                continue
-            tau = "–" if method == "leave_one_out" else _interval(found["tau_leave_one_out"])
-            lines.append(
-                f"| {row['label']} | {method.replace('_', ' ')} | {_interval(found['aopc_comprehensiveness'])} "
-                f"| {_interval(found['aopc_sufficiency'])} | {_interval(found['flip_fraction'], digits=2)} | {tau} |"
-            )
+    for row, method, found in _methods(models):
+        tau = "–" if method == "leave_one_out" else _interval(found["tau_leave_one_out"])
+        lines.append(
+            f"| {row['label']} | {method.replace('_', ' ')} | {_interval(found['aopc_comprehensiveness'])} "
+            f"| {_interval(found['aopc_sufficiency'])} | {_interval(found['flip_fraction'], digits=2)} | {tau} |"
+        )
     return lines
+
+
+def _methods(models: dict) -> list[tuple[dict, str, dict]]:
+    """``(row, method, its figures)`` for every method each row measured, rows in order, methods in the table's."""
+    return [(row, m, row["methods"][m]) for row in models.values() for m in METHOD_ORDER if m in row["methods"]]
 
 
 def _transformer_table(models: dict) -> list[str]:

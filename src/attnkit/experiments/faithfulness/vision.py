@@ -2,9 +2,9 @@
 shipped vision model (``attnkit models``: ``digits``), per attribution method, on a seeded sample of test images.
 
 Deletion (Petsiuk et al. 2018, over grid cells instead of pixels): the cells leave the attention pooling one at a
-time, most important first, and p(predicted class) is read after each; its AUC over the fraction deleted (0..1,
-trapezoids; :func:`~attnkit.tasks.vision.faithfulness.deletion_insertion_auc`) is low when the method found what the prediction needs. Insertion: the cells enter an empty grid in
-the same order; its AUC is high when the top cells alone suffice. Both read against ``random``.
+time, most important first; the AUC of p(predicted class) over the fraction deleted is low when the method found
+what the prediction needs. Insertion: the cells enter an empty grid in the same order; its AUC is high when the top
+cells alone suffice. Both read against ``random``.
 
 Shape glossary:
     T  grid cells   N  variants (T + 1 curve points)   K  classes
@@ -44,7 +44,7 @@ def measure_images(loaded, images: torch.Tensor, labels: Sequence[int], *, steps
 
 def run_digits(paths, documents: int, threads: int | None, device: str, *, minutes: float | None = None) -> dict:
     """The digits row: the shipped model on ``min(documents, IMAGES)`` seeded test images (reused when unchanged).
-    ``minutes`` is not needed here: every image is measured (200 images took 2-4 minutes on a loaded core)."""
+    ``minutes`` is not needed here: every image is measured (a few minutes)."""
     import attnkit
     from attnkit.data.images import load_data_set
     from attnkit.experiments.bootstrap import bootstrap_interval

@@ -1,22 +1,17 @@
 """The masking experiment: does masking padding in attention pooling matter?
 
-The question (seed 000): HAN code online pads each batch and lets the attention softmax run over the padding.
-Does masking it, or renormalising after the softmax, change what the model learns? It is asked in the setting
-where the answer can matter: a HAN whose BiGRUs run over the padding (not packed, ``--unpacked-rnn``), so a
-padded word or sentence has a non-zero encoding that depends on the text before it, trained on random batches
-(not length-bucketed), where the long tail of review and sentence lengths leaves most slots padding. Each
-attention pooling treats padding one of three ways (see :mod:`attnkit.models.padding`):
+HAN code online lets the attention softmax run over the padding. Does masking it, or renormalising after the
+softmax, change what the model learns? Asked where the answer can matter: a HAN whose BiGRUs run over the padding
+(``--unpacked-rnn``, so a padded slot has a non-zero encoding), trained on random batches, where most slots are
+padding. Each attention pooling treats padding one of three ways (see :mod:`attnkit.models.padding`):
 
 (a) ``masked``        padding masked inside the softmax;
 (b) ``unmasked``      padding scored like tokens, as in most HAN code online;
 (c) ``renormalised``  softmax over everything, then multiplied by the mask and renormalised.
 
-Beside it, the pooled classifier (embeddings -> one-head attention pooling), whose padding is a constant zero
-vector. Every run trains to convergence (early stopping on validation accuracy, at most 20 minutes). For each,
-on the test split read in random batches of the training batch size (the padding regime it was trained in): the
-accuracy and the mean attention mass on padding (per sentence over its words, per document over its sentences);
-and the accuracy in length-bucketed batches, where an unmasked model meets less padding than it was trained with.
-``attnkit experiment masking --data fine-foods --seeds 5`` writes ``docs/results/masking.json``.
+Beside it, the pooled classifier (embeddings -> one-head attention pooling), whose padding is a zero vector. Each
+run is scored on the test split in random batches (the padding regime it was trained in): accuracy and attention
+mass on padding; and in length-bucketed batches, where an unmasked model meets less padding.
 """
 
 from __future__ import annotations

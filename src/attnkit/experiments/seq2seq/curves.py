@@ -1,10 +1,7 @@
 """Validation curves of the sequence-to-sequence tables: the selection metric against training minutes.
 
-A run's ``metrics.csv`` (one line per epoch, written by the training loop) holds each epoch's seconds and
-validation metrics; :func:`validation_curve` turns it into ``[{"epoch", "minutes", "value"}]`` with minutes summed
-over the epochs (so a resumed run's curve continues where it stopped). :func:`plot_validation_curves` draws every
-row of a table that has one into a PNG (``docs/results/NAME_valid_by_minutes.png``), with a classical peer's test
-score as a dashed line when the table has one.
+Minutes are summed over a run's epochs in ``metrics.csv``, so a resumed run's curve continues where it stopped. A
+table's classical peer is drawn as a dashed line at its test score.
 """
 
 from __future__ import annotations
@@ -35,10 +32,8 @@ def validation_curve(run_dir: Path, metric: str) -> list[dict[str, float]] | Non
 
 
 def plot_validation_curves(summary: dict, target: Path, *, metric: str, title: str) -> bool:
-    """Draw each run's ``"curve"`` in ``summary["runs"]`` into ``target`` (PNG; matplotlib's Agg canvas, no display).
-
-    Returns False, writing nothing, when no run has a curve. ``metric`` names the y axis (``"wer"``, ``"bleu"``).
-    """
+    """Draw each run's ``"curve"`` in ``summary["runs"]`` into ``target`` (PNG; matplotlib's Agg canvas, no display);
+    False, writing nothing, when no run has a curve."""
     runs = {run: row["curve"] for run, row in summary.get("runs", {}).items() if row.get("curve")}
     if not runs:
         return False

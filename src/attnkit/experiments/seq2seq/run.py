@@ -5,11 +5,9 @@ length, as in Bahdanau et al. 2015, Fig. 2), and Luong et al. 2015's attention v
     attnkit experiment bible    # no attention vs Luong vs Bahdanau vs Transformer; BLEU by length, as a PNG
     attnkit experiment luong    # global dot / general / concat, local-m, local-p on CMUdict
 
-Each trains (or reuses, or resumes) its runs under ``runs/experiments/NAME/`` with the commands in
-:data:`EXPERIMENTS`, writes ``docs/results/NAME.json`` and re-renders ``docs/results.md``. Model selection uses the
-validation split only; the test split is decoded once per run, greedily. An experiment's ``ensembles`` rows decode
-finished runs together (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`, what ``attnkit evaluate --checkpoint A
-B`` does); nothing is tuned on them.
+Each trains (or reuses, or resumes) its runs under ``runs/experiments/NAME/`` and writes ``docs/results/NAME.json``.
+Model selection uses the validation split only; the test split is decoded once per run, greedily. ``ensembles`` rows
+decode finished runs together (what ``attnkit evaluate --checkpoint A B`` does); nothing is tuned on them.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ def run_seq2seq_experiment(
     summary_path = paths.results / f"{name}.json"
     summary = _read_summary(summary_path, experiment)
     if with_peer:
-        summary = _read_summary(summary_path, experiment)
         summary["peer"] = _peer_row(experiment, paths, summary.get("peer"))
         write_json(summary_path, summary)
     for run in runs:
@@ -157,7 +154,7 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
     """The table row of ``ensemble`` (its members' runs in ``outs``, their rows in ``rows``): test (greedy and,
     with ``experiment.beam``, beam) and valid metrics, reused while the members' commands are unchanged."""
     from attnkit.data.seq2seq import load_data_set
-    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq_ensemble
+    from attnkit.tasks.seq2seq.inference import load_seq2seq_ensemble
 
     checkpoints = [str(out / "best") for out in outs]
     argv = ["evaluate", "--checkpoint", *checkpoints]
@@ -167,23 +164,18 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
         return previous
     loaded = load_seq2seq_ensemble(checkpoints)
     data = load_data_set(loaded.config.data)
-
-    def scores(split: str, beam: int) -> dict[str, float]:
-        metrics = evaluate_seq2seq(loaded, data.split(split), data.references_for(split), beam_size=beam)
-        return {key: round(float(value), 2) for key, value in metrics.items()}
-
     row = {
         "command": command_line(argv),
         "members": {m: r["command"] for m, r in member_rows.items()},
-        "test": scores("test", 1),
-        "best_valid": scores("valid", 1),
+        "test": _scores(loaded, data, "test", 1),
+        "best_valid": _scores(loaded, data, "valid", 1),
         "best_epoch": None,
         "epochs_run": " + ".join(str(r["epochs_run"]) for r in member_rows.values()),
         "minutes": max(r["minutes"] for r in member_rows.values()),  # trained side by side, one core each
         "num_parameters": sum(r["num_parameters"] for r in member_rows.values()),
     }
     if experiment.beam > 1:
-        row |= {"beam": experiment.beam, "test_beam": scores("test", experiment.beam)}
+        row |= {"beam": experiment.beam, "test_beam": _scores(loaded, data, "test", experiment.beam)}
         row["command_beam"] = command_line([*argv, "--beam", str(experiment.beam)])
     return row
 
@@ -191,11 +183,17 @@ def _ensemble_row(experiment: Seq2SeqExperiment, outs: list[Path], rows: dict, e
 def _beam_test(out: Path, beam: int) -> dict[str, float]:
     """The best checkpoint's test metrics with beam search (``beam`` hypotheses, length penalty 1)."""
     from attnkit.data.seq2seq import load_data_set
-    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq, load_seq2seq
+    from attnkit.tasks.seq2seq.inference import load_seq2seq
 
     loaded = load_seq2seq(out / "best")
-    data = load_data_set(loaded.config.data)
-    metrics = evaluate_seq2seq(loaded, data.split("test"), data.references_for("test"), beam_size=beam)
+    return _scores(loaded, load_data_set(loaded.config.data), "test", beam)
+
+
+def _scores(loaded, data, split: str, beam: int) -> dict[str, float]:
+    """``loaded``'s metrics on ``data``'s ``split`` with ``beam`` hypotheses, to two decimals."""
+    from attnkit.tasks.seq2seq.inference import evaluate_seq2seq
+
+    metrics = evaluate_seq2seq(loaded, data.split(split), data.references_for(split), beam_size=beam)
     return {key: round(float(value), 2) for key, value in metrics.items()}
 
 
