@@ -99,11 +99,7 @@ def ensure_run(
 
 
 def read_json(path: Path) -> Any | None:
-    """The JSON in ``path``, or None when the file does not exist.
-
-    Raises:
-        ValueError: the file is not UTF-8 JSON (:func:`~attnkit.checkpointing.config_io.read_json_value`).
-    """
+    """The JSON in ``path``, or None when the file does not exist (``ValueError`` when it is not UTF-8 JSON)."""
     return read_json_value(path) if path.exists() else None
 
 

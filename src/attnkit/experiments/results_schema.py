@@ -133,11 +133,7 @@ RESULT_SCHEMAS: dict[str, Any] = {
 
 
 def read_results(results: Path, name: str) -> Any | None:
-    """``results/NAME.json`` as plain JSON after checking it against its schema, or None when it does not exist.
-
-    Raises:
-        ValueError: one line naming the file and the field (or the JSON error's line and column).
-    """
+    """``results/NAME.json`` as plain JSON after checking it against its schema, or None when it does not exist."""
     path = results / f"{name}.json"
     if not path.exists():
         return None

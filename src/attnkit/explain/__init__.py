@@ -20,31 +20,18 @@ from __future__ import annotations
 from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
-    "Section": "html",
-    "render_report": "html",
-    "write_report": "html",
-    "han_section": "sections",
-    "pooling_section": "sections",
-    "alignment_section": "sections",
-    "transformer_section": "sections",
+    **dict.fromkeys(["Section", "render_report", "write_report"], "html"),
+    **dict.fromkeys(["alignment_section", "han_section", "pooling_section", "transformer_section"], "sections"),
     "visual_section": "sections",
-    "alignment_figure": "heatmaps",
-    "alignment_heatmap": "heatmaps",
-    "layer_head_figure": "heatmaps",
-    "layer_head_grid": "heatmaps",
+    **dict.fromkeys(["alignment_figure", "alignment_heatmap", "layer_head_figure", "layer_head_grid"], "heatmaps"),
+    **dict.fromkeys(["overlay_attention", "upsample_attention"], "heatmaps"),
     "shaded_text_figure": "textfigure",
     "save_figures": "figures",
-    "overlay_attention": "heatmaps",
-    "upsample_attention": "heatmaps",
     "attention_rollout": "rollout",
     "attention_flow": "faithfulness.methods",
     "faithfulness_of": "faithfulness.evaluate",
     "faithfulness_panel": "faithfulness.panel",
-    "permutation_test": "faithfulness.baselines",
-    "uniform_accuracy_difference": "faithfulness.baselines",
+    **dict.fromkeys(["permutation_test", "uniform_accuracy_difference"], "faithfulness.baselines"),
 }
-
 __all__ = sorted(_EXPORTS)
-
-
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

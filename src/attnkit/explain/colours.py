@@ -1,15 +1,13 @@
 """The one colour map of every attnkit picture: heatmaps, grids, rollout, image overlays and the HTML text shading.
 
 A value ``v`` in [0, 1] (a weight divided by the largest weight it is compared with) is drawn with the colour
-``TABLE[min(int(v · 256), 255)]`` (the same lookup as a 256-colour matplotlib ``ListedColormap``), so a weight
-has the same colour in a PNG heatmap and behind a word of the HTML page (the page rounds ``v`` to 6 decimals
-first; a value within 1e-6 of a step between two colours may land one step apart in a heatmap).
+``TABLE[min(int(v · 256), 255)]`` (a 256-colour matplotlib ``ListedColormap``'s lookup), so a weight has the same
+colour in a PNG heatmap and behind a word of the HTML page (which rounds ``v`` to 6 decimals first).
 
-The map is a single-hue blue built in CIELAB (a perceptual colour space): its lightness L* falls **linearly**
-from 100 (white: no attention) to 20 (dark blue: the most attended), so equal steps of weight look like equal
-steps of shade, the order survives greyscale printing and colour-vision deficiencies, and zero weight leaves text
-unshaded. Chroma rises from 0 to a vivid middle and hue turns slightly from 250° to 290° (sky to navy) to keep
-neighbouring values apart; every colour lies inside the sRGB gamut (checked when the table is built).
+The map is a blue built in CIELAB: its lightness L* falls **linearly** from 100 (white: no attention) to 20 (dark
+blue), so equal steps of weight look like equal steps of shade, the order survives greyscale printing and
+colour-vision deficiencies, and zero weight leaves text unshaded. Chroma rises to a vivid middle and hue turns
+from 250° to 290° to keep neighbouring values apart; every colour lies inside the sRGB gamut (checked).
 
 Shape glossary:
     N  entries of the table (256)

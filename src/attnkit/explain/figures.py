@@ -68,12 +68,7 @@ class FigureSink:
 
 
 def check_directory(directory: str | os.PathLike[str]) -> Path:
-    """Check that ``directory`` is, or can become, a folder to write figures in; return it as a ``Path``.
-
-    Raises:
-        ValueError: ``directory`` (or one of its parents) is an existing file, or its nearest existing
-            ancestor is not writable.
-    """
+    """Check that ``directory`` is, or can become, a writable folder to write figures in; return it as a ``Path``."""
     path = Path(directory).expanduser()
     if path.exists() and not path.is_dir():
         raise ValueError(f"save figures: {path} is an existing file; give a folder (it is created when missing)")

@@ -56,13 +56,11 @@ def _vision_table(models: dict) -> list[str]:
         "| model | images (cells) | method | deletion AUC ↓ | insertion AUC ↑ | minutes |",
         "|---|---|---|---|---|---|",
     ]
-    for row, method, found in _methods(models):
-        lines.append(
-            f"| {row['label']} | {row['documents']} ({row['cells']}) | {method.replace('_', ' ')} "
-            f"| {_interval(found['deletion_auc'])} | {_interval(found['insertion_auc'])} "
-            f"| {row['minutes']['measure']:.1f} |"
-        )
-    return lines
+    return lines + [
+        f"| {row['label']} | {row['documents']} ({row['cells']}) | {method.replace('_', ' ')} "
+        f"| {_interval(found['deletion_auc'])} | {_interval(found['insertion_auc'])} | {row['minutes']['measure']:.1f} |"
+        for row, method, found in _methods(models)
+    ]
 
 
 def _g2p_table(models: dict) -> list[str]:

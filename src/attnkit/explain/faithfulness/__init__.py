@@ -20,12 +20,9 @@ Wallace's permutation test and Wiegreffe & Pinter's uniform-attention baseline.
 | :mod:`~attnkit.explain.faithfulness.huggingface` | Hugging Face sequence classifiers as subjects (words over word pieces), their report and command |
 | :mod:`~attnkit.explain.faithfulness.hf_directory` | what a ``--hf-model`` directory must hold (known ``model_type``, whole weights, tokenizer files), checked first |
 
-Names are read once, at the boundary (:func:`~attnkit.explain.faithfulness.methods.as_methods`,
-:func:`~attnkit.explain.faithfulness.erasure.as_erasure`: the command line and the Python functions); past it
-methods and erasures are objects. Each task adapts its models in one module: ``tasks/classify/faithfulness.py``
-(HAN and pooled documents), ``tasks/seq2seq/faithfulness.py`` (an emitted token over its source),
-``tasks/vision/faithfulness.py`` (grid cells). ``attnkit.load(path).faithfulness(texts)`` runs the tests. Names
-below load lazily.
+Method and erasure names are read once, at the boundary (``as_methods``, ``as_erasure``); past it they are
+objects. Each task adapts its models in its own ``faithfulness`` module (``tasks/classify``, ``tasks/seq2seq``,
+``tasks/vision``). ``attnkit.load(path).faithfulness(texts)`` runs the tests. Names below load lazily.
 """
 
 from __future__ import annotations
@@ -33,40 +30,16 @@ from __future__ import annotations
 from attnkit.explain._lazy import lazy_exports
 
 _EXPORTS = {
-    "ERASURES": "erasure",
-    "Erasure": "erasure",
-    "Method": "methods",
-    "as_erasure": "erasure",
-    "as_methods": "methods",
-    "METHODS": "methods",
-    "PERCENTS": "erasure",
-    "Subject": "subject",
-    "Embedded": "subject",
-    "check_subject": "subject",
-    "compact": "erasure",
-    "GradientInputs": "subject",
-    "faithfulness_of": "evaluate",
-    "DocumentFaithfulness": "results",
-    "MethodResult": "results",
-    "PermutationResult": "results",
-    "attention_flow": "methods",
-    "comprehensiveness": "metrics",
-    "sufficiency": "metrics",
-    "aopc": "metrics",
-    "flip_fraction": "metrics",
-    "kendall_tau": "metrics",
-    "top_k_overlap": "metrics",
-    "permuted_attention": "baselines",
-    "uniform_attention": "baselines",
-    "permutation_test": "baselines",
+    **dict.fromkeys(["ERASURES", "Erasure", "PERCENTS", "as_erasure", "compact"], "erasure"),
+    **dict.fromkeys(["METHODS", "Method", "as_methods", "attention_flow"], "methods"),
+    **dict.fromkeys(["Embedded", "GradientInputs", "Subject", "check_subject"], "subject"),
+    **dict.fromkeys(["DocumentFaithfulness", "MethodResult", "PermutationResult", "format_document"], "results"),
+    **dict.fromkeys(["aopc", "comprehensiveness", "flip_fraction", "kendall_tau", "sufficiency"], "metrics"),
+    **dict.fromkeys(["method_means", "permutation_summary", "top_k_overlap"], "metrics"),
+    **dict.fromkeys(["permuted_attention", "uniform_attention", "permutation_test"], "baselines"),
     "uniform_accuracy_difference": "baselines",
-    "method_means": "metrics",
-    "permutation_summary": "metrics",
+    "faithfulness_of": "evaluate",
     "faithfulness_panel": "panel",
-    "format_document": "results",
 }
-
 __all__ = sorted(_EXPORTS)
-
-
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -10,12 +10,9 @@ The units are words (the tokenizer's pre-tokenised words, ``word_ids``); a word'
 pieces, and erasing a word erases all its pieces. The special tokens (``[CLS]``, ``[SEP]``) are never erased and
 never scored. ``attention`` is the last layer's attention from the read-out token (``[CLS]``, the first, which
 BERT-like classification heads read; ``readout="last"`` for a decoder whose head reads the last token), heads
-averaged; ``rollout`` and ``flow`` follow that token down through every layer (Abnar & Zuidema 2020). Erasure:
-
-- ``delete``: the word's pieces leave the ids (positions close up): the ids of the text without the word, as the
-  tokenizer gives them for a whitespace-split language;
-- ``mask``: the pieces stay in place with ``attention_mask`` 0 (no layer attends to them);
-- ``unk``: each piece becomes the unknown token.
+averaged; ``rollout`` and ``flow`` follow that token down through every layer (Abnar & Zuidema 2020). ``delete``
+closes the ids up (as the tokenizer gives a whitespace-split text without the word), ``mask`` sets the pieces'
+``attention_mask`` to 0, ``unk`` makes each piece the unknown token.
 
 Gradient methods attribute to the word pieces' input embeddings (through ``inputs_embeds``); the special tokens
 keep their embeddings along the integration path. :func:`write_hf_report` writes the offline HTML report: per
