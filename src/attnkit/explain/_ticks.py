@@ -49,13 +49,7 @@ def label_text(token: object, limit: int) -> str:
 
 
 def set_token_ticks(
-    axes,
-    axis: str,
-    tokens: Sequence[object],
-    *,
-    fontsize: float,
-    length_points: float,
-    limit: int,
+    axes, axis: str, tokens: Sequence[object], *, fontsize: float, length_points: float, limit: int
 ) -> None:
     """Label ``axes``' ``axis`` (``"x"`` or ``"y"``) with ``tokens``, one tick per cell, following the module rules.
 

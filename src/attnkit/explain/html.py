@@ -73,12 +73,7 @@ def row_intensities(weights: torch.Tensor) -> torch.Tensor:
 
 
 def shaded_span(
-    text: str,
-    weight: float,
-    intensity: float,
-    *,
-    css_class: str = "attn-token",
-    extra_attributes: str = "",
+    text: str, weight: float, intensity: float, *, css_class: str = "attn-token", extra_attributes: str = ""
 ) -> str:
     """One shaded element: escaped ``text`` on the house colour of ``intensity``, in black or white text.
 
@@ -153,12 +148,7 @@ def image_html(png: bytes, *, alt: str, caption: str | None = None) -> str:
     return figure + "</figure>"
 
 
-def prediction_html(
-    label_names: Sequence[str],
-    probabilities: WeightsLike,
-    *,
-    true_label: str | None = None,
-) -> str:
+def prediction_html(label_names: Sequence[str], probabilities: WeightsLike, *, true_label: str | None = None) -> str:
     """The prediction (the most probable class) and a bar per class, most probable first: ``C`` names, ``[C]``
     probabilities (a leading batch of one is accepted), and an optional gold label shown beside the prediction."""
     probs = as_weights(probabilities, name="probabilities", ndim=1)  # [C]

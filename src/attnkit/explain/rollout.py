@@ -24,11 +24,7 @@ from attnkit import masks
 __all__ = ["attention_rollout"]
 
 
-def attention_rollout(
-    layer_weights: Sequence[torch.Tensor],
-    *,
-    key_mask: torch.Tensor | None = None,
-) -> torch.Tensor:
+def attention_rollout(layer_weights: Sequence[torch.Tensor], *, key_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Roll self-attention weights out through the layers: one ``[B, H, T, T]`` (or single-head ``[B, T, T]``)
     tensor per layer, first layer first -> ``[B, T, T]`` float32 (float64 for float64 inputs).
 

@@ -34,13 +34,7 @@ from attnkit.explain.html import (
 from attnkit.explain.rollout import attention_rollout
 from attnkit.explain.textfigure import shaded_text_figure
 
-__all__ = [
-    "alignment_section",
-    "han_section",
-    "pooling_section",
-    "transformer_section",
-    "visual_section",
-]
+__all__ = ["alignment_section", "han_section", "pooling_section", "transformer_section", "visual_section"]
 
 
 def han_section(

@@ -12,10 +12,7 @@ MODES = {
     "unmasked": "(b) not masked (scored like tokens)",
     "renormalised": "(c) softmax, × mask, renormalised",
 }
-MODELS = {
-    "han": "HAN, BiGRUs over the padding (not packed)",
-    "pooled": "embeddings + one-head attention pooling",
-}
+MODELS = {"han": "HAN, BiGRUs over the padding (not packed)", "pooled": "embeddings + one-head attention pooling"}
 
 
 def render_masking(summary: dict | None) -> str:

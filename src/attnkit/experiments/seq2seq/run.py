@@ -88,13 +88,7 @@ def _read_summary(path: Path, experiment: Seq2SeqExperiment) -> dict:
 
 
 def _run_row(
-    experiment: Seq2SeqExperiment,
-    paths: ExperimentPaths,
-    run: str,
-    previous: dict,
-    *,
-    threads: int | None,
-    device: str,
+    experiment: Seq2SeqExperiment, paths: ExperimentPaths, run: str, previous: dict, *, threads: int | None, device: str
 ) -> dict:
     """Train (or reuse) ``run`` and return its row; what is costly to recompute (the validation curve, the beam
     decoding) is kept from the ``previous`` row while its command is unchanged."""
