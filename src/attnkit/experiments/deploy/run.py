@@ -12,6 +12,7 @@ cached decoder (float32, and ``--quantize int8``) and both exports, **each decod
 
 from __future__ import annotations
 
+import os
 import platform
 import shlex
 import statistics
@@ -74,6 +75,8 @@ def run_deploy(
     with tempfile.TemporaryDirectory(prefix="attnkit-deploy-") as tmp:
         sides.update(_ctranslate2_sides(loaded, resolved, Path(tmp), sources, beam=beam, batch_size=batch_size))
         timings = compare_processes(sides, rounds=rounds, threads=threads)
+    import ctranslate2  # present: the exports above needed it
+
     section = {
         "command": _command(data, str(checkpoint), beam, threads, rounds),
         "checkpoint": str(resolved),
@@ -87,8 +90,8 @@ def run_deploy(
         "timing": timings.summary(f"{threads} thread(s)"),
         "load_average_before_round": [round(x, 2) for x in timings.load_before_round],
         "date": date.today().isoformat(),
-        "machine": f"{platform.machine()}, {_cpu_count()} logical CPUs",
-        "versions": {"torch": torch.__version__, "ctranslate2": _ctranslate2_version()},
+        "machine": f"{platform.machine()}, {os.cpu_count() or 1} logical CPUs",
+        "versions": {"torch": torch.__version__, "ctranslate2": ctranslate2.__version__},
         "rows": _rows(timings.results, timings.samples, references, loaded),
     }
     _record(paths, data, section)
@@ -151,15 +154,3 @@ def _rows(outputs: dict[str, list[str]], seconds: dict[str, list[float]], refere
             "same_output_as_native": round(100.0 * same / len(outputs[name]), 2),
         }
     return rows
-
-
-def _cpu_count() -> int:
-    import os
-
-    return os.cpu_count() or 1
-
-
-def _ctranslate2_version() -> str:
-    import ctranslate2
-
-    return ctranslate2.__version__

@@ -297,14 +297,12 @@ def _run_model(
     classifier, metrics, learned_command = _learned(data, model, root, threads, device)
     numbers = sample_documents(len(dataset.test_texts), documents)
     settings = {"run": metrics["train_seconds"], "documents": numbers, "steps": IG_STEPS, "methods": list(METHODS)}
-    if minutes is not None:
-        settings["minutes"] = minutes
     texts, labels = dataset.test_texts, dataset.test_labels
-    records, measured = reuse_or_measure(
-        root / "documents.json",
-        settings,
-        lambda: measure_documents(classifier, texts, labels, numbers, methods=METHODS, steps=IG_STEPS, minutes=minutes),
-    )
+
+    def measure() -> list[dict]:
+        return measure_documents(classifier, texts, labels, numbers, methods=METHODS, steps=IG_STEPS, minutes=minutes)
+
+    records, measured = reuse_or_measure(root / "documents.json", settings, measure, minutes=minutes)
     shipped = SHIPPED.get((data, model))
     uniform = _uniform(data, model, dataset, classifier, metrics, root, threads, device)
     baseline, trained, uniform_command = uniform["uniform"], uniform["minutes"]["train"], uniform["uniform_command"]

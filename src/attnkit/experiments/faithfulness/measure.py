@@ -180,11 +180,12 @@ def summarise_documents(records: Sequence[dict], *, seed: int = 0) -> dict:
     }
 
 
-def reuse_or_measure(store, settings: dict, measure) -> tuple[list[dict], float]:
-    """The records stored at ``store`` (a JSON path) when they were measured with ``settings``; else
-    ``measure()``'s records, timed in minutes and stored with ``settings``."""
+def reuse_or_measure(store, settings: dict, measure, *, minutes: float | None = None) -> tuple[list[dict], float]:
+    """The records stored at ``store`` (a JSON path) when they were measured with ``settings`` (and the budget
+    ``minutes``, when given); else ``measure()``'s records, timed in minutes and stored with those settings."""
     from attnkit.experiments.common import read_json, write_json
 
+    settings = settings if minutes is None else {**settings, "minutes": minutes}
     stored = read_json(store)
     if stored and stored.get("settings") == settings:
         return stored["records"], stored["minutes"]

@@ -142,8 +142,6 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
     numbers = sample_documents(len(data.valid), min(documents, WORDS))
     pairs = [data.valid[n] for n in numbers]
     settings = {"model": [G2P_MODEL, card["measured"], card["value"]], "words": numbers, "align": ALIGN_TRAIN_WORDS}
-    if minutes is not None:
-        settings["minutes"] = minutes
     root = paths.runs / "faithfulness" / "cmudict"
 
     def measure() -> list[dict]:
@@ -156,7 +154,7 @@ def run_g2p(paths, documents: int, threads: int | None, device: str, *, minutes:
         }
         return [measured[i] for i in sorted(measured)]
 
-    records, spent = reuse_or_measure(root / "records.json", settings, measure)
+    records, spent = reuse_or_measure(root / "records.json", settings, measure, minutes=minutes)
     aligned = [r["alignment"] for r in records if r.get("alignment") and r["alignment"]["counted"]]
     return {
         "label": f"RNN + Luong attention (shipped {G2P_MODEL})",
@@ -257,8 +255,6 @@ def run_dates_transformer(
     data = load_data_set("dates")
     numbers = sample_documents(len(data.valid), min(documents, PAIRS))
     settings = {"model": identity, "pairs": numbers, "steps": IG_STEPS, "permutations": PERMUTATIONS}
-    if minutes is not None:
-        settings["minutes"] = minutes
 
     def measure() -> list[dict]:
         loaded = attnkit.load(name, device=device)
@@ -268,7 +264,9 @@ def run_dates_transformer(
         }
         return [measured[n] for n in sorted(measured)]
 
-    records, spent = reuse_or_measure(paths.runs / "faithfulness" / "dates" / "records.json", settings, measure)
+    records, spent = reuse_or_measure(
+        paths.runs / "faithfulness" / "dates" / "records.json", settings, measure, minutes=minutes
+    )
     shuffled = [r["permutation"] for r in records if "permutation" in r]
     shipped = name if name == DATES_MODEL else None
     return {
