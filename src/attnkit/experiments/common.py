@@ -78,10 +78,8 @@ def ensure_run(
     """The ``metrics.json`` of the training run ``attnkit argv...`` writing to ``out``: reused when ``out`` holds a
     finished run of exactly this command (``out/command.json``), trained (or resumed, with ``--resume`` in
     ``argv``) otherwise; ``processes > 1`` trains under ``torchrun`` (``threads`` is then per process).
-
-    ``threads`` and ``device`` say where a run trains, not what it is: they are not part of the command a finished
-    run is recognised by (its ``metrics.json`` records the device). A run's precision is part of its recipe: put
-    ``--precision`` in ``argv``."""
+    ``threads`` and ``device`` say where a run trains, not what it is, so they are not part of the command a
+    finished run is recognised by; a run's precision is part of its recipe (``--precision`` goes in ``argv``)."""
     metrics = read_json(out / "metrics.json")
     # one process: the bare arguments, as every command.json written before torchrun runs existed (still reused)
     command = list(argv) if processes == 1 else [*launcher(processes), *argv]

@@ -147,9 +147,8 @@ def run_faithfulness(
 ) -> dict:
     """Train (or reuse) each data set x model and its uniform twin, measure, write and return the summary
     (``checkpoint``: the Transformer of ``dates``, default the shipped one). ``minutes``: each row measures its
-    sampled documents, in a seeded random order, only while this budget lasts (the command's default,
-    :data:`MEASURE_MINUTES`, when ``--documents`` is not given); ``None`` measures every sampled document. Each
-    row's minutes are printed and recorded against the 10-minute target (training is not counted in it)."""
+    sampled documents, in a seeded random order, only while this budget lasts (``None``: all of them); each row's
+    minutes are recorded against the 10-minute target (training not counted)."""
     unknown = sorted(set(datasets) - set(DATASETS))
     if unknown:
         raise ValueError(f"no faithfulness setting for {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
@@ -327,8 +326,7 @@ def _run_model(
 def _uniform(data: str, model: str, dataset, classifier, metrics: dict, root: Path, threads, device) -> dict:
     """Wiegreffe & Pinter's baseline of a row: its uniform-attention twin (the short recipe, or a shipped model's own
     recipe: :func:`shipped_uniform_argv`) trained or reused, and the accuracy difference on the whole test split
-    (reused while both runs are unchanged). Returns the row's ``uniform``, ``uniform_command`` and
-    ``minutes.train``."""
+    (reused while both runs are unchanged): the row's ``uniform``, ``uniform_command`` and ``minutes``."""
     from attnkit.experiments.faithfulness.measure import Stopwatch, uniform_difference
     from attnkit.tasks.classify.inference import load_classifier
 

@@ -70,8 +70,7 @@ def uniform_accuracy_difference(
 ) -> dict[str, float]:
     """Wiegreffe & Pinter's baseline: ``accuracy`` of the trained ``classifier``, ``uniform_accuracy`` of the same
     model trained with uniform attention (``attnkit train classify ... --uniform-attention``), and ``difference``
-    (learned minus uniform, in percentage points) on the same labelled ``texts``; all three in percent, as every
-    rate attnkit reports (``Classifier.evaluate``'s ``accuracy`` is a percentage)."""
+    (learned minus uniform, in percentage points) on the same labelled ``texts``; all three in percent."""
     learned = classifier.evaluate(texts, labels)["accuracy"]
     uniform = uniform_classifier.evaluate(texts, labels)["accuracy"]
     return {"accuracy": learned, "uniform_accuracy": uniform, "difference": learned - uniform}

@@ -63,10 +63,8 @@ READOUTS = ("first", "last")
 
 def load_local(directory: str | os.PathLike[str]) -> tuple[nn.Module, object]:
     """The model (``AutoModelForSequenceClassification``, eval mode, eager attention) and tokenizer saved in a
-    local ``directory`` (``save_pretrained``); never downloads. An ``OSError`` names a directory that is not there
-    or not a saved model, a ``model_type`` this ``transformers`` does not know, a weights file cut short, or a
-    missing tokenizer (:mod:`~attnkit.explain.faithfulness.hf_directory`); a ``RuntimeError`` says how to install
-    ``transformers``."""
+    local ``directory`` (``save_pretrained``); never downloads. What the directory lacks is one ``OSError``
+    (:mod:`~attnkit.explain.faithfulness.hf_directory`)."""
     from attnkit.explain.faithfulness.hf_directory import check_directory, check_tokenizer
 
     path = Path(directory)
@@ -260,10 +258,8 @@ def faithfulness(
     readout: str = "first",
 ) -> list:
     """The faithfulness tests on each text's prediction by a Hugging Face sequence classifier: one
-    :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text (attention, rollout, flow,
-    gradient × input, integrated gradients in ``steps``, leave-one-out and ``random`` drawn with ``seed``; the top
-    k % of words erased the ``erase`` way). The model runs where its parameters are. ``texts`` as attnkit's
-    ``predict`` takes them: a ``str`` is one text, an empty sequence gives ``[]``, a non-str item a TypeError."""
+    :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text. The model runs where its
+    parameters are. ``texts`` as ``predict`` takes them: a ``str`` is one text, an empty sequence gives ``[]``."""
     from attnkit.data.inputs import as_texts
 
     if not as_texts(texts):
