@@ -43,11 +43,6 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def label_text(token: object, limit: int) -> str:
-    """What an axis shows for ``token``: visible, cut to ``limit``, ``$`` escaped."""
-    return plain(cut(visible(token), limit))
-
-
 def set_token_ticks(
     axes, axis: str, tokens: Sequence[object], *, fontsize: float, length_points: float, limit: int
 ) -> None:
