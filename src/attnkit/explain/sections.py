@@ -52,12 +52,11 @@ def han_section(
 ) -> Section:
     """A document as a hierarchical attention network saw it (Yang et al. 2016, Fig. 5).
 
-    Each sentence row starts with a marker (class ``attn-sentence``) shaded by the sentence's weight relative
-    to the document's most-attended sentence, and showing that weight. Each word (class ``attn-token``) is shaded
-    by ``word_shading``: ``"document"`` (the default) by word weight × its sentence's weight, against the largest
-    such product in the document — a word of a 0.01-weight sentence stays pale —, or ``"sentence"`` by its weight
-    against the most-attended word of its own sentence. The prediction and class probabilities are on top, then
-    (with ``caption``; a page of many documents shows it once) the caption and the colour scale.
+    Each sentence row starts with a marker (class ``attn-sentence``) showing the sentence's weight, shaded against
+    the document's most-attended sentence. Words (class ``attn-token``) are shaded by ``word_shading``:
+    ``"document"`` by word × sentence weight against the document's largest product (a word of a 0.01-weight
+    sentence stays pale), or ``"sentence"`` against the most-attended word of their own sentence. ``caption``: show
+    the caption and colour scale (a page of many documents shows them once).
 
     ``sentences`` are ``S`` lists of words; ``word_weights`` one ``[W_s]`` row per sentence or a padded ``[S', W]``
     tensor, ``sentence_weights`` ``[S']`` (S' ≥ S, extra positions zero padding); ``probabilities`` ``[C]``.

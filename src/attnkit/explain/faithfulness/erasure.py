@@ -7,10 +7,8 @@ every k (layer 5). Imports no torch at module level: the command line offers :da
 | ``mask`` | stays in the sequence (an RNN still reads it, positions do not move), masked out of every attention |
 | ``unk`` | is replaced by the unknown token (a grid cell: by zero features) |
 
-An :class:`Erasure` works on a subject's units as values ``[N, T]`` (token ids, or cell numbers) and says, per
-variant, each unit's value, whether it is ``present`` in the sequence and whether attention may ``attend`` to it
-(:class:`Erased`); each subject turns that into its model's inputs (:func:`compact` closes up the absent units).
-Adding an erasure is one class and one line in :data:`ERASURES` (``tests/explain/test_faithfulness_tables.py``).
+An :class:`Erasure` turns a subject's unit values ``[N, T]`` into :class:`Erased` variants, which each subject
+turns into its model's inputs. Adding an erasure is one class and one line in :data:`ERASURES`.
 
 Shape glossary:
     T  units   K  erasure sizes   N  variants
