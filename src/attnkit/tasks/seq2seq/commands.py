@@ -1,7 +1,5 @@
-"""The seq2seq command hooks: ``attnkit train seq2seq`` (an RNN encoder-decoder with attention, or a Transformer, on
-a built-in data set or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
-checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit translate`` is in
-:mod:`attnkit.tasks.seq2seq.translate_command`."""
+"""The seq2seq command hooks: ``attnkit train seq2seq`` and what ``evaluate`` / ``predict`` / ``explain`` do with a
+``seq2seq`` checkpoint (layer 5; torch is imported only when a hook runs)."""
 
 from __future__ import annotations
 
@@ -208,8 +206,7 @@ def _read_in_memory(
 
 def _distillation(args: argparse.Namespace, start):
     """The run's :class:`~attnkit.tasks.seq2seq.distill.student.Distillation` (None without ``--distill-from``),
-    its options and teachers checked (configs only) before any data is read. No source of the whole data set is
-    added as an unlabelled one (``held_out``: a ``--limit`` run keeps only some of them in its splits)."""
+    its options and teachers checked (configs only) before any data is read."""
     from attnkit.tasks.seq2seq.distill.student import distillation_from_args
     from attnkit.tasks.seq2seq.distill.teachers import resolve_teachers
 
@@ -221,8 +218,7 @@ def _distillation(args: argparse.Namespace, start):
 
 
 def trainer_options(args: argparse.Namespace) -> dict:
-    """What the trainer takes from the arguments for pairs in memory and streamed alike (run directory, batching,
-    vocabulary, length limits, device)."""
+    """What the trainer takes from the arguments for pairs in memory and streamed alike."""
     return {
         "out_dir": args.out,
         "batch_size": args.batch_size,
@@ -256,9 +252,8 @@ def _report(report) -> int:
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", quantize: str | None = None):
-    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
-    ``device``, decoding in ``precision``; of a CTranslate2 export, a
-    :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
+    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`), or of a
+    CTranslate2 export (:class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport`: ``precision`` fp32 only)."""
     from attnkit.tasks.seq2seq.ctranslate2.probe import is_export
 
     if is_export(checkpoint):
@@ -310,12 +305,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     metrics = evaluate_seq2seq(loaded, pairs, references, **decoding_options(args))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if getattr(args, "json", False):
-        print(
-            json.dumps(
-                {"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}},
-                ensure_ascii=False,
-            )
-        )
+        record = {"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}
+        print(json.dumps(record, ensure_ascii=False))
         return 0
     say(f"{scoring_named(loaded.config.metrics).summary(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0

@@ -39,7 +39,7 @@ from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_in
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
-from attnkit.tasks.seq2seq.scoring import scoring_named
+from attnkit.tasks.seq2seq.scoring import checked_references, scoring_named
 
 __all__ = [
     "LoadedSeq2Seq",
@@ -209,11 +209,7 @@ def evaluate_seq2seq(
     """Decode every source of ``pairs`` and score it: ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, plus
     the teacher-forced ``loss``, ``token_accuracy`` and ``count``. ``references[i]``: every acceptable target of
     ``pairs[i]`` (default: its own target)."""
-    if not pairs:
-        raise ValueError("nothing to evaluate: no pairs")
-    references = [[target] for _, target in pairs] if references is None else references
-    if len(references) != len(pairs):
-        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
+    references = checked_references(pairs, references)
     dataset = encode_pairs(pairs, loaded.source_tokenizer, loaded.target_tokenizer)
     scoring = scoring_named(loaded.config.metrics)
     decoding = {"beam_size": beam_size, "length_penalty": length_penalty, "max_len": max_len}

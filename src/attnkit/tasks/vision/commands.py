@@ -1,6 +1,5 @@
-"""The visual-attention classifier's command hooks: ``attnkit train vision`` (a CNN feature grid + 2-D attention
-pooling) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``vision`` checkpoint (layer 5; torch is
-imported only when a hook runs)."""
+"""The visual-attention classifier's command hooks: ``attnkit train vision`` and what ``evaluate`` / ``predict`` /
+``explain`` do with a ``vision`` checkpoint (layer 5; torch is imported only when a hook runs)."""
 
 from __future__ import annotations
 
@@ -99,8 +98,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
-    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`) on
-    ``device``, running in ``precision``."""
+    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`)."""
     from attnkit.tasks.vision.inference import load_vision
 
     return load_vision(checkpoint, device=device, precision=precision)
@@ -116,11 +114,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     data = load_data_set(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
     if getattr(args, "json", False):
-        print(
-            json.dumps(
-                {"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}, ensure_ascii=False
-            )
-        )
+        record = {"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}
+        print(json.dumps(record, ensure_ascii=False))
         return 0
     say(f"accuracy {metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
     return 0
