@@ -43,8 +43,9 @@ def load_data(
             raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
+    levels = {"source_level": source_level, "target_level": target_level}
     keys = {"source_key": source_column, "target_key": target_column, "delimiter": delimiter}
-    return load_pair_files(data, valid, test, **{"source_level": source_level, "target_level": target_level}, **keys)
+    return load_pair_files(data, valid, test, **levels, **keys)
 
 
 def subset(data: Seq2SeqData, limit: int) -> Seq2SeqData:
