@@ -38,14 +38,19 @@ def load_data(
                 f"{' and '.join(given)} are for pair files; the built-in data set {data!r} has its own splits"
             )
         return load_data_set(data)
-    for name, level in (("source_level", source_level), ("target_level", target_level)):
-        if level not in LEVELS:
-            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
+    check_levels(source_level, target_level)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
     levels = {"source_level": source_level, "target_level": target_level}
     keys = {"source_key": source_column, "target_key": target_column, "delimiter": delimiter}
     return load_pair_files(data, valid, test, **levels, **keys)
+
+
+def check_levels(source: str, target: str, *names: str) -> None:
+    """Refuse a source or target level that is not one of :data:`LEVELS` (``names``: how the message calls them)."""
+    for name, level in zip(names or ("source_level", "target_level"), (source, target), strict=True):
+        if level not in LEVELS:
+            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
 
 
 def subset(data: Seq2SeqData, limit: int) -> Seq2SeqData:
