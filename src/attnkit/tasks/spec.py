@@ -67,3 +67,15 @@ class TaskSpec:
     commands: tuple[Callable[[Any], None], ...] = ()
     ensembles: bool = False
     exports: ExportFormat | None = None
+
+    @classmethod
+    def from_commands(cls, module: Any, /, **fields: Any) -> TaskSpec:
+        """The task whose hooks are the functions of its commands ``module`` named as the fields (``train``,
+        ``load``, ``add_evaluate_arguments``, ...), its ``--help`` page that module's ``DESCRIPTION`` and
+        ``EXAMPLES``; ``fields`` give the rest, and win."""
+        hooks = {name: getattr(module, name) for name in _HOOKS if hasattr(module, name)}
+        return cls(description=module.DESCRIPTION, epilog=module.EXAMPLES, **{**hooks, **fields})
+
+
+_HOOKS = ("add_train_arguments", "train", "load", "evaluate", "predict", "explain", "faithfulness")
+_HOOKS += ("add_evaluate_arguments", "add_predict_arguments", "add_explain_arguments", "add_faithfulness_arguments")
