@@ -79,17 +79,9 @@ def train(args: argparse.Namespace) -> int:
     data, load_seconds = _read_in_memory(args, max_chars=document_chars(config))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
+    in_memory = {"valid_fraction": args.valid_fraction, "valid_seed": args.valid_seed, "load_seconds": load_seconds}
     with start.plan.writing():
-        report = train_classifier(
-            data,
-            config,
-            start.fit_config,
-            valid_fraction=args.valid_fraction,
-            valid_seed=args.valid_seed,
-            init_from=start.init,
-            load_seconds=load_seconds,
-            **options,
-        )
+        report = train_classifier(data, config, start.fit_config, init_from=start.init, **in_memory, **options)
     _summarise(report)
     return 0
 
@@ -99,14 +91,8 @@ def _read_in_memory(args: argparse.Namespace, *, max_chars: int) -> tuple[TextCl
     from attnkit.tasks.classify.data import load_data
 
     started = time.monotonic()
-    data = load_data(
-        args.data,
-        test_path=args.test,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        delimiter=args.delimiter,
-        max_chars=max_chars,
-    )
+    columns = {"text_column": args.text_column, "label_column": args.label_column, "delimiter": args.delimiter}
+    data = load_data(args.data, test_path=args.test, max_chars=max_chars, **columns)
     if args.limit is not None:  # the first N training rows
         data = dataclasses.replace(
             data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]

@@ -159,17 +159,9 @@ def train(args: argparse.Namespace) -> int:
     data, distill, load_seconds = _read_in_memory(args, distill)
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
+    in_memory = {"strict": args.strict, "init_from": start.init, "load_seconds": load_seconds, "distill": distill}
     with start.plan.writing():
-        report = train_seq2seq(
-            data,
-            start.config,
-            start.fit_config,
-            strict=args.strict,
-            init_from=start.init,
-            load_seconds=load_seconds,
-            distill=distill,
-            **options,
-        )
+        report = train_seq2seq(data, start.config, start.fit_config, **in_memory, **options)
     return _report(report)
 
 
@@ -181,16 +173,8 @@ def _read_in_memory(
     from attnkit.tasks.seq2seq.data import load_data, subset
 
     started = time.monotonic()
-    data = load_data(
-        args.data,
-        valid=args.valid,
-        test=args.test,
-        source_column=args.source_column,
-        target_column=args.target_column,
-        source_level=args.source_level,
-        target_level=args.target_level,
-        delimiter=args.delimiter,
-    )
+    same_named = ("valid", "test", "source_column", "target_column", "source_level", "target_level", "delimiter")
+    data = load_data(args.data, **{name: getattr(args, name) for name in same_named})
     if distill is not None:  # the whole data set's sources, not only those a --limit run keeps
         distill = dataclasses.replace(distill, held_out=frozenset(s for s, _ in (*data.train, *data.valid, *data.test)))
     if args.limit is not None:

@@ -77,19 +77,10 @@ def train(args: argparse.Namespace) -> int:
         fit_overrides={"select_metric": args.select, "select_mode": "min" if args.select == "loss" else "max"},
     )
     data = load_data(args.data, limit=args.limit)
+    options = {"out_dir": args.out, "batch_size": args.batch_size, "resume": args.resume, "device": args.device}
+    options |= {"valid_fraction": args.valid_fraction, "max_shift": args.shift, "init_from": start.init}
     with start.plan.writing():
-        report = train_vision(
-            data,
-            start.config,
-            start.fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            valid_fraction=args.valid_fraction,
-            max_shift=args.shift,
-            resume=args.resume,
-            device=args.device,
-            init_from=start.init,
-        )
+        report = train_vision(data, start.config, start.fit_config, **options)
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} images")
