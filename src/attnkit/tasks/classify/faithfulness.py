@@ -281,17 +281,9 @@ class HanSubject(_ClassifierSubject):
         self._check_keep(keep)
         if keep.shape[0] == 0:
             return torch.empty(0, len(self.label_names))
-        token_grid = self._whole()[0][0]  # [S, W]
-        return delete_reusing_sentences(
-            self.model,
-            token_grid=token_grid,
-            sentence_vectors=self._output.words.context[0],  # [S, D]
-            sentence_of=self.sentence_of,
-            word_of=self.word_of,
-            keep=keep.cpu(),
-            chunk=CHUNK,
-            pad_id=self.pad_id,
-        )
+        grid, vectors = self._whole()[0][0], self._output.words.context[0]  # [S, W], [S, D]
+        where = {"sentence_of": self.sentence_of, "word_of": self.word_of, "chunk": CHUNK, "pad_id": self.pad_id}
+        return delete_reusing_sentences(self.model, token_grid=grid, sentence_vectors=vectors, keep=keep.cpu(), **where)
 
     def _values(self) -> torch.Tensor:
         return self.flat_ids

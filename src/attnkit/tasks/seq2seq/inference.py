@@ -101,19 +101,15 @@ class LoadedSeq2Seq:
         num_hypotheses: int = 1,
     ) -> list[Translation]:
         """Decode ``texts`` in input order (see :func:`translate_texts`); a ``str`` is one text (one translation)."""
-        return translate_texts(
-            self.model,
-            self.source_tokenizer,
-            self.target_tokenizer,
-            texts,
-            beam_size=beam_size,
-            batch_size=batch_size,
-            length_penalty=length_penalty,
-            max_len=max_len,
-            need_weights=need_weights,
-            precision=self.precision,
-            num_hypotheses=num_hypotheses,
-        )
+        tokenizers = (self.source_tokenizer, self.target_tokenizer)
+        options = {
+            "beam_size": beam_size,
+            "batch_size": batch_size,
+            "length_penalty": length_penalty,
+            "max_len": max_len,
+        }
+        options |= {"need_weights": need_weights, "precision": self.precision, "num_hypotheses": num_hypotheses}
+        return translate_texts(self.model, *tokenizers, texts, **options)
 
     def faithfulness(self, texts: str | Sequence[str], **options: Any) -> list:
         """Does the attention explain each emitted token? Per text, one ``DocumentFaithfulness`` per greedily decoded

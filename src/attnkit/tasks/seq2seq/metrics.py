@@ -92,14 +92,8 @@ def g2p_scores(predictions: Sequence[str | Tokens], references: Sequence[Sequenc
         edits += distances[best]
         phonemes += len(candidates[best])
     words = len(predictions)
-    return G2PScores(
-        wer=100.0 * word_errors / words if words else 0.0,
-        per=100.0 * edits / phonemes if phonemes else 0.0,
-        words=words,
-        word_errors=word_errors,
-        phoneme_edits=edits,
-        reference_phonemes=phonemes,
-    )
+    wer, per = 100.0 * word_errors / words if words else 0.0, 100.0 * edits / phonemes if phonemes else 0.0
+    return G2PScores(wer, per, words, word_errors, phoneme_edits=edits, reference_phonemes=phonemes)
 
 
 def word_error_rate(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> float:
@@ -160,15 +154,13 @@ def bleu_from_statistics(sums: Mapping[str, float]) -> float:
 
     metric = BLEU(max_ngram_order=BLEU_ORDER)
     counts = {key: round(sums[key]) for key in bleu_statistics([], [])}
+    options = ("smooth_method", "smooth_value", "effective_order", "max_ngram_order")
     score = BLEU.compute_bleu(
         correct=[counts[f"bleu_correct_{n}"] for n in range(1, BLEU_ORDER + 1)],
         total=[counts[f"bleu_total_{n}"] for n in range(1, BLEU_ORDER + 1)],
         sys_len=counts["bleu_sys_len"],
         ref_len=counts["bleu_ref_len"],
-        smooth_method=metric.smooth_method,
-        smooth_value=metric.smooth_value,
-        effective_order=metric.effective_order,
-        max_ngram_order=metric.max_ngram_order,
+        **{name: getattr(metric, name) for name in options},
     )
     return float(score.score)
 

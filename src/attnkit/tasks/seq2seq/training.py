@@ -205,13 +205,9 @@ def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, targ
     """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes and the data's
     scoring, levels and name."""
     model = {**config.model, "source_vocab_size": source.vocab_size, "target_vocab_size": target.vocab_size}
+    levels = {"source_level": data.source_level, "target_level": data.target_level}
     return dataclasses.replace(
-        config,
-        model=model,
-        data=config.data or data.name,
-        metrics=scoring_for(data).name,
-        source_level=data.source_level,
-        target_level=data.target_level,
+        config, model=model, data=config.data or data.name, metrics=scoring_for(data).name, **levels
     )
 
 

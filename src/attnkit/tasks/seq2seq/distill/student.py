@@ -78,21 +78,14 @@ def distilled_data(
     unlabelled, record = [], None
     if distillation.unlabelled is not None:
         exclude = {source for source, _ in (*data.train, *data.valid, *data.test)} | distillation.held_out
+        sample = {"limit": distillation.max_unlabelled, "seed": distillation.seed}
         unlabelled, record = unlabelled_sources(
-            distillation.unlabelled,
-            exclude=exclude,
-            known=lambda source: UNK_ID not in source_tokenizer.encode(source),
-            limit=distillation.max_unlabelled,
-            seed=distillation.seed,
+            distillation.unlabelled, exclude=exclude, known=lambda s: UNK_ID not in source_tokenizer.encode(s), **sample
         )
+    decoding = {name: getattr(distillation, name) for name in ("beam_size", "length_penalty", "batch_size")}
+    cache_root, report_progress = distillation.cache_root or teacher_cache_root(), _progress() if progress else None
     labels = teacher_outputs(
-        teachers,
-        labelled + unlabelled,
-        beam_size=distillation.beam_size,
-        length_penalty=distillation.length_penalty,
-        batch_size=distillation.batch_size,
-        cache_root=distillation.cache_root or teacher_cache_root(),
-        progress=_progress() if progress else None,
+        teachers, labelled + unlabelled, cache_root=cache_root, progress=report_progress, **decoding
     )
     taught = [(source, labels.outputs[source]) for source in labelled + unlabelled if labels.outputs[source]]
     train = list(dict.fromkeys([*data.train, *taught])) if distillation.gold else taught
