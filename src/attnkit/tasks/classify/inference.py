@@ -154,12 +154,7 @@ def load_classifier(
 
 @torch.no_grad()
 def predict_texts(
-    model: nn.Module,
-    encoder: TextEncoder,
-    texts: str | Sequence[str],
-    *,
-    batch_size: int = 32,
-    precision: str = "fp32",
+    model: nn.Module, encoder: TextEncoder, texts: str | Sequence[str], *, batch_size: int = 32, precision: str = "fp32"
 ) -> list[Prediction]:
     """Predict labels for ``texts`` and collect the attention weights for explanation (under autocast in
     ``precision``); a ``str`` is one text."""

@@ -128,11 +128,7 @@ class LoadedSeq2Seq:
 
 
 def load_seq2seq(
-    checkpoint: str | Path,
-    *,
-    device: str | torch.device = "auto",
-    precision: str = "fp32",
-    quantize: str | None = None,
+    checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32", quantize: str | None = None
 ) -> LoadedSeq2Seq:
     """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``), ready on
     ``device``; ``quantize="int8"`` quantises its linear layers for CPU inference (fp32 on the CPU only)."""

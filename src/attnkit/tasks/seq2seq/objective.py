@@ -27,13 +27,7 @@ from attnkit.decoding import DecodeOutput, decode
 from attnkit.tasks.seq2seq.metrics import bleu_from_statistics, bleu_statistics, chrf_from_statistics, chrf_statistics
 from attnkit.tasks.seq2seq.scoring import SEQUENCE, Scoring
 
-__all__ = [
-    "Seq2SeqObjective",
-    "distribution_matching_loss",
-    "label_smoothed_loss",
-    "sacrebleu_score",
-    "sacrebleu_sums",
-]
+__all__ = ["Seq2SeqObjective", "distribution_matching_loss", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
 
 def label_smoothed_loss(
