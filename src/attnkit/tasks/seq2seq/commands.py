@@ -203,16 +203,9 @@ def _distillation(args: argparse.Namespace, start):
 
 def trainer_options(args: argparse.Namespace) -> dict:
     """What the trainer takes from the arguments for pairs in memory and streamed alike."""
-    return {
-        "out_dir": args.out,
-        "batch_size": args.batch_size,
-        "vocab_size": args.vocab_size,
-        "resume": args.resume,
-        "evaluate_test": not args.no_test,
-        "max_source_length": args.max_source_length,
-        "max_target_length": args.max_target_length,
-        "device": args.device,
-    }
+    run = {"out_dir": args.out, "batch_size": args.batch_size, "vocab_size": args.vocab_size, "resume": args.resume}
+    limits = {"max_source_length": args.max_source_length, "max_target_length": args.max_target_length}
+    return {**run, "evaluate_test": not args.no_test, **limits, "device": args.device}
 
 
 def _report(report) -> int:

@@ -31,9 +31,8 @@ class Hypothesis:
 
 
 class CTranslate2Translator:
-    """An exported model loaded in CTranslate2, with attnkit's tokenisers on both ends.
-
-    Made by :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2`; ``translator`` is the ``ctranslate2.Translator``."""
+    """An exported model loaded in CTranslate2 (``translator``: the ``ctranslate2.Translator``), with attnkit's
+    tokenisers on both ends (made by :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2`)."""
 
     def __init__(
         self, translator: Any, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, manifest: dict[str, Any]
