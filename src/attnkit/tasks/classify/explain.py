@@ -47,13 +47,8 @@ def _prediction_section(
 ) -> Section:
     """Document ``number``'s section: a HAN document, or a pooled classifier's token rows (the caption and colour
     scale on the first document only)."""
-    shared = {
-        "label_names": label_names,
-        "probabilities": [prediction.probabilities[name] for name in label_names],
-        "true_label": gold,
-        "title": f"Document {number}",
-        "caption": number == 1,
-    }
+    shared = {"label_names": label_names, "probabilities": [prediction.probabilities[name] for name in label_names]}
+    shared |= {"true_label": gold, "title": f"Document {number}", "caption": number == 1}
     if prediction.sentences is not None:
         weights = (prediction.sentences, prediction.word_weights, prediction.sentence_weights)
         unknown = getattr(prediction, "unknown_words", None)

@@ -56,15 +56,11 @@ def seq2seq_report(
             _, encoder_layers = loaded.model.encode(
                 source_ids, torch.ones_like(source_ids, dtype=torch.bool), need_weights=True
             )
-        encoder_layers = to_host(encoder_layers)
+        encoder = [layer[0] for layer in to_host(encoder_layers)]  # L x [H, S, S]
+        cross = [weights[:, layer].transpose(0, 1) for layer in range(weights.shape[1])]  # L x [H, T, S]
+        every = f"{number}. every layer and head"
         sections.append(
-            transformer_section(
-                source_tokens,
-                target_tokens,
-                encoder_layers=[layer[0] for layer in encoder_layers],  # [H, S, S]
-                cross_layers=[weights[:, layer].transpose(0, 1) for layer in range(weights.shape[1])],  # [H, T, S]
-                title=f"{number}. every layer and head",
-            )
+            transformer_section(source_tokens, target_tokens, encoder_layers=encoder, cross_layers=cross, title=every)
         )
     for start, result in zip(starts, faithfulness or [], strict=False):
         sections[start] = _with_panel(sections[start], result)
