@@ -81,10 +81,8 @@ def step_subjects(loaded, texts: Sequence[str]) -> list[list[Seq2SeqStepSubject]
         source_ids = loaded.source_tokenizer.encode(text)
         tokens = loaded.source_tokenizer.tokens(text)[: len(source_ids)]
         target_ids = list(translation.token_ids or [])
-        subject = Seq2SeqStepSubject
-        found.append(
-            [subject(loaded.model, source_ids, target_ids, t, tokens, vocabulary) for t in range(len(target_ids))]
-        )
+        steps = range(len(target_ids))
+        found.append([Seq2SeqStepSubject(loaded.model, source_ids, target_ids, t, tokens, vocabulary) for t in steps])
     return found
 
 
