@@ -64,11 +64,7 @@ def registered_tasks() -> list[TaskSpec]:
 
 
 def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
-    """The task of checkpoints of ``kind``.
-
-    Raises:
-        ValueError: no task has that kind (the message names ``where`` and the known kinds).
-    """
+    """The task of checkpoints of ``kind`` (ValueError naming ``where`` and the known kinds if none)."""
     tasks = _tasks()
     if not isinstance(kind, str):
         raise ValueError(f"{where}: the field 'kind' must be a string naming the checkpoint's task, got {kind!r}")
@@ -80,14 +76,8 @@ def task_for_kind(kind: Any, *, where: str = "checkpoint") -> TaskSpec:
 
 def task_for_checkpoint(path: str | Path, *, exports: bool = False) -> tuple[TaskSpec, Path]:
     """``(task, checkpoint directory)`` of ``path`` — a checkpoint directory, or a run directory meaning its
-    ``best/`` (:func:`~attnkit.checkpointing.resolve_checkpoint`); with ``exports``, also an export
-    directory (``attnkit export``), whose manifest names its task's kind (a task's ``TaskSpec.exports``).
-
-    Raises:
-        CheckpointError: ``path`` is neither (an export, when a checkpoint is asked for, says so), or its
-            ``config.json`` is unreadable.
-        ValueError: its kind is not a registered task's.
-    """
+    ``best/``; with ``exports``, also an export directory (``attnkit export``), whose manifest names its task's kind
+    (an export given where a checkpoint is asked for is refused, saying so)."""
     from attnkit.checkpointing import CheckpointError, read_config, resolve_checkpoint
 
     for exporter in (task.exports for task in list(_tasks().values()) if task.exports is not None):
@@ -110,13 +100,8 @@ def task_named(name: str) -> TaskSpec:
 
 
 def run_training(name: str, options: Sequence[str]) -> int:
-    """Train as ``attnkit train NAME options...`` does — the task's own options parsed by its own parser, then its
-    ``train`` hook — in this process. The experiments describe their runs this way, so the command a results table
-    shows is exactly what ran.
-
-    Raises:
-        ValueError: options the task's parser refuses (the message is argparse's).
-    """
+    """Train as ``attnkit train NAME options...`` does, in this process (options the parser refuses raise
+    ValueError). The experiments describe their runs this way, so the command a results table shows is what ran."""
     from attnkit.tasks.options import apply_runtime
 
     task = task_named(name)
@@ -136,14 +121,12 @@ class _RaisingParser(argparse.ArgumentParser):
 
 def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
     """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``; a shipped model's
-    name means that model: :func:`~attnkit.checkpointing.resolve_checkpoint`), on ``device``
-    (``"auto"``: CUDA when available, else the CPU; ``"cpu"``, ``"cuda:1"``, ``"mps"``, ...) running in
-    ``precision`` (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
+    name means that model), on ``device`` (``"auto"``: CUDA when available, else the CPU) running in ``precision``
+    (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
-    Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and
-    ``evaluate`` for each); see the task packages. An export (``attnkit export``: seq2seq only so far) comes back
-    from the task its manifest names: a seq2seq export with ``translate`` and ``evaluate`` decoded by CTranslate2
-    (:class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport`; ``precision`` does not apply).
+    Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and ``evaluate``
+    for each). An export (``attnkit export``) comes back from the task its manifest names, decoded by CTranslate2
+    (``precision`` does not apply).
     """
     task, checkpoint = task_for_checkpoint(path, exports=True)
     return task.load(checkpoint, device=device, precision=precision)

@@ -88,11 +88,7 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
 
 def apply_runtime(args: argparse.Namespace) -> None:
     """Seed and thread settings, applied before any work; ``--device`` and ``--precision`` are checked here too, so
-    a device this machine does not have is refused before anything is read or written.
-
-    Raises:
-        ValueError: ``--device`` names a device that is not there, or ``--precision`` one it cannot compute in.
-    """
+    a device this machine does not have is refused before anything is read or written."""
     import torch
 
     from attnkit.runtime.devices import check_precision, resolve_device
@@ -289,16 +285,9 @@ def say(*values: object) -> None:
 
 
 def read_texts(args: argparse.Namespace, *, keep_blank: bool = False) -> list[str]:
-    """The input texts: ``--text`` values, the ``--file``'s texts (:func:`read_file_texts`: a table's input column,
-    else its lines), or standard input's lines (lines end at ``\\n`` only, so a text may hold U+2028 or NEL; see
-    :func:`attnkit.data.reading.read_lines`).
-
-    Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output lines up with its input).
-
-    Raises:
-        ValueError: no text given, an empty ``--text``, a ``--file`` that is missing, a directory or not UTF-8 text
-            (naming the line).
-    """
+    """The input texts: ``--text`` values, the ``--file``'s texts (:func:`read_file_texts`), or standard input's
+    lines (ending at ``\\n`` only). Blank lines are dropped unless ``keep_blank`` (translate keeps them so its output
+    lines up with its input)."""
     import sys
 
     from attnkit.data.reading import read_lines
@@ -338,15 +327,9 @@ def add_file_column_option(parser: argparse.ArgumentParser) -> None:
 
 
 def read_file_texts(args: argparse.Namespace) -> list[str]:
-    """The texts of ``args.file``, read the same way by every command that runs a model on them (predict,
-    explain, translate, faithfulness): a table (CSV, TSV, JSONL, Parquet) gives every row's input column — the
-    ``--column`` given, else a classifier checkpoint's text column (as ``attnkit evaluate`` reads it), a seq2seq
-    checkpoint's source column (a headerless pair file: its first field) — and any other file its lines, blank
-    ones kept (:mod:`attnkit.data.input_files`). Only the checkpoint's ``config.json`` is read here.
-
-    Raises:
-        DataError: ``file:line: ...`` (a missing column, an empty text, bytes that are not UTF-8, ...).
-    """
+    """The texts of ``args.file``, read the same way by every command that runs a model on them: a table gives every
+    row's input column (``--column``, else a classifier's text column, a seq2seq model's source column), any other
+    file its lines, blank ones kept (:mod:`attnkit.data.input_files`)."""
     from attnkit.data.input_files import is_table, read_input_file
 
     if not is_table(args.file):
@@ -361,8 +344,7 @@ def read_file_texts(args: argparse.Namespace) -> list[str]:
 
 
 def _checkpoint_config(checkpoint: str | Sequence[str]) -> dict:
-    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory, which has
-    none: its task's registry entry recognises it, :func:`attnkit.tasks.task_for_checkpoint`)."""
+    """The ``config.json`` of ``checkpoint`` (the first of several; ``{}`` for an export directory, which has none)."""
     from attnkit.checkpointing import CONFIG_FILE, read_config
     from attnkit.tasks import task_for_checkpoint
 
@@ -386,11 +368,7 @@ def add_task_arguments(parser: argparse.ArgumentParser, tasks: Sequence, hook: s
 
 def refuse_foreign_options(args: argparse.Namespace, task) -> None:
     """Refuse an option another task brought to the command (``--index`` for a classifier), given for a checkpoint
-    of ``task``.
-
-    Raises:
-        ValueError: ``--index: an option of the vision task, not of classify checkpoints``.
-    """
+    of ``task``."""
     for dest, (option, default, owner) in getattr(args, "task_options", {}).items():
         if owner != task.name and getattr(args, dest, default) != default:
             raise ValueError(f"{option}: an option of the {owner} task, not of {task.name} checkpoints")

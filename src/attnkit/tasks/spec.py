@@ -29,12 +29,8 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class ExportFormat:
-    """How the registry recognises the directories a task's ``export`` command writes (no checkpoints).
-
-    Attributes:
-        kind_of: ``kind_of(path)``: the kind of the task that wrote the export at ``path``, or None if it is none.
-        refusal: ``refusal(path)``: one line saying why that export cannot be read as a checkpoint.
-    """
+    """How the registry recognises the directories a task's ``export`` command writes (no checkpoints):
+    ``kind_of(path)`` (None: no export) and ``refusal(path)``, one line saying why it is no checkpoint."""
 
     kind_of: Callable[[Path], str | None]
     refusal: Callable[[Path], str]
@@ -44,27 +40,12 @@ class ExportFormat:
 class TaskSpec:
     """One task.
 
-    Attributes:
-        kind: the ``"kind"`` its checkpoints' ``config.json`` carries (``"classifier"``, ``"seq2seq"``, ...).
-        name: the ``attnkit train NAME`` sub-command.
-        help: one line for ``attnkit train --help``.
-        description, epilog: the ``attnkit train NAME --help`` page.
-        add_train_arguments: adds the task's training options to ``attnkit train NAME``'s parser.
-        train: runs ``attnkit train NAME`` (returns the exit status).
-        load: ``load(checkpoint directory, *, device, precision) -> ready model`` (what :func:`attnkit.load`
-            returns for this kind): the model on ``device`` (``"auto"``, ``"cpu"``, ``"cuda:N"``, ...; see
-            :func:`attnkit.runtime.devices.resolve_device`), running in ``precision``
-            (``"fp32"``/``"bf16"``/``"fp16"``).
-        evaluate: runs ``attnkit evaluate`` for checkpoints of this kind (several only if ``ensembles``).
-        predict: runs ``attnkit predict`` for one checkpoint of this kind, or None if the task cannot.
-        explain: writes ``attnkit explain``'s report for one checkpoint; returns the path, or None if unsupported.
-        faithfulness: runs ``attnkit faithfulness`` for one checkpoint (returns the exit status), or None.
-        add_evaluate_arguments, add_predict_arguments, add_explain_arguments, add_faithfulness_arguments: the
-            task's own options of those commands (each in its own argument group; the commands' shared options are
-            theirs; another task's option given for a checkpoint of this kind is refused in one line).
-        commands: extra top-level commands the task brings (``translate``, ``export``): ``register(subparsers)``.
-        ensembles: whether ``evaluate`` accepts several checkpoints at once.
-        exports: how to recognise what the task's ``export`` command writes, or None.
+    ``kind`` is what its checkpoints' ``config.json`` carries; ``name`` the ``attnkit train NAME`` sub-command.
+    ``load(checkpoint directory, *, device, precision)`` gives what :func:`attnkit.load` returns for this kind. The
+    command hooks take the parsed arguments; ``predict``, ``explain`` and ``faithfulness`` may be None (the task
+    cannot). The ``add_*_arguments`` hooks add the task's own options of a shared command (another task's option
+    given for a checkpoint of this kind is refused). ``commands``: extra top-level commands,
+    ``register(subparsers)``; ``ensembles``: whether ``evaluate`` takes several checkpoints.
     """
 
     kind: str
@@ -86,3 +67,15 @@ class TaskSpec:
     commands: tuple[Callable[[Any], None], ...] = ()
     ensembles: bool = False
     exports: ExportFormat | None = None
+
+    @classmethod
+    def from_commands(cls, module: Any, /, **fields: Any) -> TaskSpec:
+        """The task whose hooks are the functions of its commands ``module`` named as the fields (``train``,
+        ``load``, ``add_evaluate_arguments``, ...), its ``--help`` page that module's ``DESCRIPTION`` and
+        ``EXAMPLES``; ``fields`` give the rest, and win."""
+        hooks = {name: getattr(module, name) for name in _HOOKS if hasattr(module, name)}
+        return cls(description=module.DESCRIPTION, epilog=module.EXAMPLES, **{**hooks, **fields})
+
+
+_HOOKS = ("add_train_arguments", "train", "load", "evaluate", "predict", "explain", "faithfulness")
+_HOOKS += ("add_evaluate_arguments", "add_predict_arguments", "add_explain_arguments", "add_faithfulness_arguments")

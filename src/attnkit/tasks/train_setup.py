@@ -50,28 +50,16 @@ def scan_bytes(args: argparse.Namespace) -> int | None:
 
 
 def stream_options(args: argparse.Namespace) -> dict:
-    """What every streamed training file is read with: ``limit``, ``skip_bad_rows``, ``delimiter``, ``progress``
-    (rank 0 only) and ``sample_bytes`` (:func:`scan_bytes`)."""
-    return {
-        "limit": args.limit,
-        "skip_bad_rows": args.skip_bad_rows,
-        "delimiter": args.delimiter,
-        "progress": not args.no_progress and is_main_process(),
-        "sample_bytes": scan_bytes(args),
-    }
+    """What every streamed training file is read with (``progress`` on rank 0 only)."""
+    options = {"limit": args.limit, "skip_bad_rows": args.skip_bad_rows, "delimiter": args.delimiter}
+    return {**options, "progress": not args.no_progress and is_main_process(), "sample_bytes": scan_bytes(args)}
 
 
 @dataclass(frozen=True)
 class TrainingStart:
-    """What a train hook knows before it reads its data.
-
-    Attributes:
-        plan: the checked :class:`~attnkit.tasks.run.plan.RunPlan` (``plan.writing()`` guards every write).
-        init: the ``--init-from`` checkpoint (:class:`~attnkit.training.init_from.InitFrom`), or None.
-        config: the task's config, from the checkpoint when ``init`` is given, else from the arguments.
-        fit_config: the loop's options.
-        streamed: whether ``--data`` is trained on as a stream.
-    """
+    """What a train hook knows before it reads its data: the checked run ``plan`` (``plan.writing()`` guards every
+    write), the ``--init-from`` checkpoint or None, the task's config (from that checkpoint when given), the loop's
+    options and whether ``--data`` is trained on as a stream."""
 
     plan: Any
     init: Any
@@ -93,21 +81,8 @@ def start_training(
     fit_overrides: Mapping[str, Any] | None = None,
 ) -> TrainingStart:
     """Check and build everything ``args`` asks of one training run, in the order its errors are reported.
-
-    Args:
-        command: ``"train classify"``, as the run's manifest records it.
-        kind: the task's checkpoint kind (``--init-from`` must name a checkpoint of it).
-        inputs, writes: what :func:`~attnkit.tasks.run.plan.plan_run` checks (input files, the run's own
-            directories).
-        config_from_args: the task's ``config_from_args`` (its ``config`` module).
-        config_from_init: the task's config from an ``--init-from`` checkpoint
-            (:class:`~attnkit.training.init_from.InitFrom`).
-        streams: whether the arguments ask for a streamed run (None: the task never streams).
-        fit_overrides: the task's own :class:`FitConfig` fields (``select_metric``, ...).
-
-    Raises:
-        ValueError, OSError: the run plan's refusals, a bad config or ``--init-from``.
-    """
+    ``inputs`` and ``writes`` are what :func:`~attnkit.tasks.run.plan.plan_run` checks; ``streams`` None: the task
+    never streams; ``fit_overrides``: the task's own :class:`FitConfig` fields (``select_metric``, ...)."""
     from attnkit.tasks.run.plan import plan_run
     from attnkit.training.init_from import resolve_init_from
 
@@ -121,12 +96,7 @@ def start_training(
 
 def streams_file(args: argparse.Namespace, builtins: Sequence[str]) -> bool:
     """Whether ``--data`` is read as a stream: a file, and ``--streaming always`` / ``--skip-bad-rows`` or (auto)
-    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data set names.
-
-    Raises:
-        ValueError: ``--streaming always`` or ``--skip-bad-rows`` with built-in data, or ``--skip-bad-rows`` with
-            ``--streaming never``.
-    """
+    larger than :data:`STREAM_ABOVE_BYTES`. ``builtins`` are the task's built-in data set names."""
     if args.data in builtins:
         if args.streaming == "always" or args.skip_bad_rows:
             raise ValueError(

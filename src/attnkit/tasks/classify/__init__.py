@@ -27,21 +27,11 @@
 from attnkit.tasks.classify import commands, demo
 from attnkit.tasks.spec import TaskSpec
 
-SPEC = TaskSpec(
+SPEC = TaskSpec.from_commands(
+    commands,
     kind="classifier",
     name="classify",
     help="document classification (HAN or pooled classifier)",
-    description=commands.DESCRIPTION,
-    epilog=commands.EXAMPLES,
-    add_train_arguments=commands.add_train_arguments,
-    train=commands.train,
-    load=commands.load,
-    evaluate=commands.evaluate,
-    add_evaluate_arguments=commands.add_evaluate_arguments,
-    predict=commands.predict,
-    explain=commands.explain,
-    faithfulness=commands.faithfulness,
-    add_explain_arguments=commands.add_explain_arguments,
     commands=(demo.register,),
     ensembles=True,
 )

@@ -1,21 +1,9 @@
 """Which words a classifier attended to most, and how many of them are stop words or punctuation (layer 5).
 
-A document's attention over its words: for a HAN, a word's weight within its sentence times the sentence's weight
-(the share of the document vector that comes through that word); for a pooled classifier, a token's weight
-averaged over the pooling heads. :func:`stop_word_share` is what ``attnkit demo`` prints: over a set of
-documents, the mean share of stop words and punctuation among each document's ``k`` most-attended words. A
-content-word model scores near 0; a model that attends to ``the``, ``'`` and ``,`` near 1.
-
-The stop words are scikit-learn's English list (``ENGLISH_STOP_WORDS``: 318 function words, from the Glasgow
-Information Retrieval group; scikit-learn is already in the ``data`` extra), not a hand-written one. A token is
-punctuation when it holds no letter or digit. :func:`content_word_table` marks the vocabulary's content words for
-``--attend content``, where the word attention may only attend to those.
-
-That list holds negations and other function words a sentiment or stance turns on ("not", "no", "never", "nor",
-"without", "but", "cannot", "nothing", "against", "very", "too", ...): :data:`SENTIMENT_FUNCTION_WORDS` are taken
-out of it (:func:`content_stop_words`), so that ``--attend content`` can still attend to "not" in "Not buying
-again", and the demo's share does not count an attended negation as a stop word. (Before this, checkpoints trained
-with ``--attend content`` saved their table with these words masked; a saved table is kept as it was trained.)
+A document's attention over its words: for a HAN, a word's weight within its sentence times the sentence's weight;
+for a pooled classifier, a token's weight averaged over the pooling heads. The stop words are scikit-learn's English
+list without :data:`SENTIMENT_FUNCTION_WORDS` (negations, contrast, degree), so that ``--attend content`` can still
+attend to "not" in "Not buying again"; a token is punctuation when it holds no letter or digit.
 """
 
 from __future__ import annotations
@@ -77,13 +65,7 @@ def content_word_table(tokenizer: TextTokenizer, stop_words: Collection[str] | N
 
 
 def word_weights(prediction: Prediction) -> list[tuple[str, float]]:
-    """Every word of the document with its share of the document's attention, in reading order.
-
-    HAN: word weight x sentence weight; pooled: the token's weight averaged over heads.
-
-    Raises:
-        ValueError: a prediction that carries no attention weights.
-    """
+    """Every word of the document with its share of the document's attention, in reading order."""
     if prediction.sentences is not None and prediction.word_weights is not None:
         sentence_weights = prediction.sentence_weights or [0.0] * len(prediction.sentences)
         return [
@@ -112,12 +94,7 @@ def top_attended_words(prediction: Prediction, k: int = 3) -> list[str]:
 
 def stop_word_share(predictions: Sequence[Prediction], k: int = 3, stop_words: Collection[str] | None = None) -> float:
     """Mean over documents of the share of stop words and punctuation among each one's ``k`` most-attended words
-    (a document with fewer than ``k`` words counts the ones it has; one with none is skipped). The stop words are
-    :func:`content_stop_words` unless given: an attended "not" is not counted against the model.
-
-    Raises:
-        ValueError: no document with a word.
-    """
+    (a document with fewer than ``k`` words counts the ones it has; one with none is skipped)."""
     stop_words = content_stop_words() if stop_words is None else stop_words
     shares = []
     for prediction in predictions:

@@ -26,17 +26,8 @@ def fit_tfidf_logreg(
     min_df: int = 2,
     seed: int = 0,
 ) -> Pipeline:
-    """Fit the TF-IDF + logistic-regression pipeline on training texts and labels.
-
-    Args:
-        c: inverse L2 regularisation strength of the logistic regression.
-        max_ngram: longest word n-gram used as a feature.
-        min_df: a feature must occur in at least this many training documents.
-        seed: seeds SAGA's sampling, so repeated fits give the same model.
-
-    Returns:
-        A fitted scikit-learn ``Pipeline``: ``predict(texts)`` gives labels, ``predict_proba`` probabilities.
-    """
+    """Fit the TF-IDF + logistic-regression pipeline (``c``: inverse L2 strength; ``seed``: SAGA's sampling) on
+    training texts and labels; returns the fitted scikit-learn ``Pipeline``."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline

@@ -19,12 +19,7 @@ from attnkit.tasks.classify.train_options import (
     add_fit_arguments,
     add_network_arguments,
 )
-from attnkit.tasks.options import (
-    add_runtime_options,
-    add_training_options,
-    read_texts,
-    say,
-)
+from attnkit.tasks.options import add_runtime_options, add_training_options, read_texts, say
 
 if TYPE_CHECKING:
     from attnkit.data.classification import TextClassificationData
@@ -42,8 +37,7 @@ EXAMPLES = """examples:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``attnkit train classify``: one function per group in
-    :mod:`~attnkit.tasks.classify.train_options` (a new option is one line there)."""
+    """The options of ``attnkit train classify`` (one function per group in :mod:`~attnkit.tasks.classify.train_options`)."""
     data = parser.add_argument_group("data")
     add_data_arguments(data)
     model = parser.add_argument_group("model")
@@ -72,11 +66,7 @@ def train(args: argparse.Namespace) -> int:
         args,
         command="train classify",
         kind=KIND,
-        inputs={
-            "data": (args.data, data_set_names()),
-            "test": (args.test, ()),
-            "embeddings": (embeddings_file, ()),
-        },
+        inputs={"data": (args.data, data_set_names()), "test": (args.test, ()), "embeddings": (embeddings_file, ())},
         writes=train_writes(args, TOKENIZER_DIR),
         config_from_args=config_from_args,
         config_from_init=lambda init: ClassifierConfig.from_dict(init.config),
@@ -89,35 +79,20 @@ def train(args: argparse.Namespace) -> int:
     data, load_seconds = _read_in_memory(args, max_chars=document_chars(config))
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
+    in_memory = {"valid_fraction": args.valid_fraction, "valid_seed": args.valid_seed, "load_seconds": load_seconds}
     with start.plan.writing():
-        report = train_classifier(
-            data,
-            config,
-            start.fit_config,
-            valid_fraction=args.valid_fraction,
-            valid_seed=args.valid_seed,
-            init_from=start.init,
-            load_seconds=load_seconds,
-            **options,
-        )
+        report = train_classifier(data, config, start.fit_config, init_from=start.init, **in_memory, **options)
     _summarise(report)
     return 0
 
 
 def _read_in_memory(args: argparse.Namespace, *, max_chars: int) -> tuple[TextClassificationData, float]:
-    """The labelled texts of ``--data`` (the first ``--limit`` training rows), said with their summary, and the
-    seconds reading took."""
+    """The labelled texts of ``--data`` (the first ``--limit`` training rows), said, and the seconds reading took."""
     from attnkit.tasks.classify.data import load_data
 
     started = time.monotonic()
-    data = load_data(
-        args.data,
-        test_path=args.test,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        delimiter=args.delimiter,
-        max_chars=max_chars,
-    )
+    columns = {"text_column": args.text_column, "label_column": args.label_column, "delimiter": args.delimiter}
+    data = load_data(args.data, test_path=args.test, max_chars=max_chars, **columns)
     if args.limit is not None:  # the first N training rows
         data = dataclasses.replace(
             data, train_texts=data.train_texts[: args.limit], train_labels=data.train_labels[: args.limit]
@@ -130,13 +105,8 @@ def _read_in_memory(args: argparse.Namespace, *, max_chars: int) -> tuple[TextCl
 
 def trainer_options(args: argparse.Namespace) -> dict:
     """What the in-memory and the streamed trainer both take from the arguments (run directory, batching, device)."""
-    return {
-        "out_dir": args.out,
-        "batch_size": args.batch_size,
-        "resume": args.resume,
-        "bucketed": not args.random_batches,
-        "device": args.device,
-    }
+    options = {"out_dir": args.out, "batch_size": args.batch_size, "resume": args.resume, "device": args.device}
+    return {**options, "bucketed": not args.random_batches}
 
 
 def _summarise(report) -> None:
@@ -160,15 +130,13 @@ def check_source_is_file(source: str) -> bool:
 
 
 def document_chars(config) -> int:
-    """How many characters of a document the classifier can use at most, generously: a token is rarely longer
-    than 64 characters, so a document is cut there when it is read (a 50 MB field would only exhaust memory in
-    the tokeniser, and its end is never read)."""
+    """How many characters of a document the classifier can use at most, generously (64 per token): a document is
+    cut there when it is read, since a huge field would only exhaust memory in the tokeniser."""
     return 64 * max(config.max_tokens, config.max_sentences * config.max_words)  # whichever family reads more
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
-    """The ready model of a classifier checkpoint (:class:`~attnkit.tasks.classify.inference.Classifier`) on
-    ``device``, running in ``precision``."""
+    """The ready model of a classifier checkpoint (:class:`~attnkit.tasks.classify.inference.Classifier`)."""
     from attnkit.tasks.classify.inference import load_classifier
 
     return load_classifier(checkpoint, device=device, precision=precision)
@@ -183,9 +151,7 @@ def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     """``attnkit evaluate`` for classifiers: accuracy, per-class precision/recall/F1 and the confusion matrix on
-    a built-in test split or every row of a file (read with the first checkpoint's columns unless told otherwise).
-    Several checkpoints are scored as one ensemble, their class probabilities averaged
-    (:class:`~attnkit.tasks.classify.ensemble.ClassifierEnsemble`)."""
+    a built-in test split or every row of a file; several checkpoints are scored as one ensemble."""
     from attnkit.data.classification import data_set_names
     from attnkit.tasks.classify.data import load_data
     from attnkit.tasks.classify.ensemble import ClassifierEnsemble
@@ -196,17 +162,13 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     members = [load(checkpoint, device=args.device, precision=args.precision) for checkpoint in checkpoints]
     classifier = members[0]
     scorer = classifier if len(members) == 1 else ClassifierEnsemble(members)
-    text_column = args.text_column or classifier.config.text_column
-    label_column = args.label_column or classifier.config.label_column
-    delimiter = getattr(args, "delimiter", None)
-    data = load_data(
-        args.data,
-        text_column=text_column,
-        label_column=label_column,
-        min_labels=1,
-        delimiter=delimiter,
-        max_chars=max(document_chars(member.config) for member in members),
-    )
+    columns = {
+        "text_column": args.text_column or classifier.config.text_column,
+        "label_column": args.label_column or classifier.config.label_column,
+        "delimiter": getattr(args, "delimiter", None),
+    }
+    max_chars = max(document_chars(member.config) for member in members)
+    data = load_data(args.data, min_labels=1, max_chars=max_chars, **columns)
     if args.data in data_set_names():
         texts, labels = data.test_texts, data.test_labels
     else:  # a user file: every row is evaluated
@@ -261,16 +223,8 @@ def explain(args: argparse.Namespace, checkpoint: Path) -> Path:
     if getattr(args, "faithfulness", False):
         steps = getattr(args, "steps", PANEL_STEPS)
         tests = classifier.faithfulness(texts, erase=args.erase, seed=args.seed, steps=steps)
-    shading = getattr(args, "word_shading", "document")
-    return classifier_report(
-        predictions,
-        classifier.label_names,
-        args.out,
-        title=title,
-        faithfulness=tests,
-        word_shading=shading,
-        recipe=classifier.config.recipe(),
-    )
+    options = {"word_shading": getattr(args, "word_shading", "document"), "recipe": classifier.config.recipe()}
+    return classifier_report(predictions, classifier.label_names, args.out, title=title, faithfulness=tests, **options)
 
 
 def faithfulness(args: argparse.Namespace, checkpoint: Path) -> int:

@@ -251,41 +251,22 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
 
 
 def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
-    """The config ``attnkit train classify``'s options describe (the embeddings' source checked against its size).
-
-    Raises:
-        ValueError: a bad combination of options, or ``--embeddings`` vectors of another size than ``--embed-dim``.
-    """
+    """The config ``attnkit train classify``'s options describe (the embeddings' source checked against its size)."""
     config = ClassifierConfig(
-        model=args.model,
-        tokenizer=args.tokenizer,
-        vocab_size=args.vocab_size,
-        max_sentences=args.max_sentences,
-        max_words=args.max_words,
-        max_tokens=args.max_tokens,
+        **{name: getattr(args, name) for name in _OPTIONS_AS_FIELDS.split()},
         embed_dim=args.embed_dim or default_embed_dim(args.embeddings),
-        hidden=args.hidden,
-        encoder=args.encoder,
-        pooling=args.pooling,
-        attention_padding=args.attention_padding,
         packed=not args.unpacked_rnn,
-        attend=args.attend,
-        heads=args.heads,
-        dropout=args.dropout,
-        bigram_buckets=args.bigram_buckets,
-        text_column=args.text_column,
-        label_column=args.label_column,
-        embeddings=args.embeddings,
-        freeze_embeddings=args.freeze_embeddings,
-        label_smoothing=args.label_smoothing,
-        uniform_attention=args.uniform_attention,
-        attention_distribution=args.attention_distribution,
-        task_scaling=args.task_scaling,
-        encoder_diversity=args.encoder_diversity,
-        attention_values=args.attention_values,
     )
     check_embeddings(args.embeddings, config.embed_dim)
     return config
+
+
+# the options of ``attnkit train classify`` that are config fields of the same name, space-separated
+_OPTIONS_AS_FIELDS = (
+    "model tokenizer vocab_size max_sentences max_words max_tokens hidden encoder pooling attention_padding attend "
+    "heads dropout bigram_buckets text_column label_column embeddings freeze_embeddings label_smoothing "
+    "uniform_attention attention_distribution task_scaling encoder_diversity attention_values"
+)
 
 
 def default_embed_dim(source: str) -> int:
@@ -296,13 +277,7 @@ def default_embed_dim(source: str) -> int:
 
 def check_embeddings(source: str, embed_dim: int) -> None:
     """Check ``--embeddings`` before anything is written: the packages it needs are installed, and the vectors'
-    size is ``embed_dim`` (a file's size is read from its first line; GloVe's is 50; self-trained vectors take
-    ``embed_dim``).
-
-    Raises:
-        ValueError: an unknown source, a missing package, an unreadable file, or vectors of another size (naming
-            the ``--embed-dim`` to pass).
-    """
+    size is ``embed_dim`` (a file's size is read from its first line)."""
     import importlib.util
 
     from attnkit.data.classify.embeddings import check_source

@@ -39,9 +39,7 @@ def load_data(
     max_chars: int | None = None,
 ) -> TextClassificationData:
     """A built-in data set name, or a CSV/TSV/JSONL training file (with an optional test file) holding at least
-    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars``
-    characters (see :mod:`attnkit.data.classify.field_rules`); ``delimiter`` reads CSV-like files whose columns another
-    character separates."""
+    ``min_labels`` distinct labels (a file to evaluate on may hold one), each text cut to ``max_chars`` characters."""
     if data in data_set_names():
         if test_path is not None:
             raise ValueError(f"--test is for user files; the built-in data set {data!r} has its own test split")
@@ -50,12 +48,5 @@ def load_data(
         return load_data_set(data)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
-    return load_files(
-        data,
-        test_path,
-        text_column=text_column,
-        label_column=label_column,
-        min_labels=min_labels,
-        delimiter=delimiter,
-        max_chars=max_chars,
-    )
+    columns = {"text_column": text_column, "label_column": label_column, "delimiter": delimiter}
+    return load_files(data, test_path, min_labels=min_labels, max_chars=max_chars, **columns)

@@ -158,8 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _recipe(args: argparse.Namespace):
     """The HAN's config and its ``FitConfig``: the recipe chosen on fine-foods' validation splits
-    (docs/results/classification_notes.md): a cosine schedule over --epochs, the last 3 epochs' weights averaged,
-    and (by default) refitted on every training review."""
+    (docs/results/classification_notes.md)."""
     from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
     from attnkit.training.loop import FitConfig
 
@@ -205,11 +204,8 @@ def _print_accuracies(args: argparse.Namespace, data, baseline: float, reports, 
     )
     minutes = sum(trained.train_seconds for trained in reports) / 60
     epochs = ", ".join(str(trained.fit.best_epoch) for trained in reports)
-    kept = (
-        "best epoch"
-        if args.valid_fraction
-        else f"kept the mean of the last {fit_config.average_last} epochs' weights, epoch"
-    )
+    kept = f"kept the mean of the last {fit_config.average_last} epochs' weights, epoch"
+    kept = "best epoch" if args.valid_fraction else kept
     plural = "s" if args.ensemble > 1 else ""
     print(f"HAN{plural} trained {minutes:.1f} min, {kept}{plural} {epochs}")
     if args.ensemble > 1:
@@ -244,14 +240,8 @@ def _explain(args: argparse.Namespace, data, report) -> None:
             print(f"  its top words: {_top_words(prediction.sentences[best], prediction.word_weights[best])}")
     shown = predictions[: args.report_documents]
     gold = [data.label_names[label] for label in data.test_labels[: len(shown)]]
-    report_path = classifier_report(
-        shown,
-        classifier.label_names,
-        Path(args.out) / "report.html",
-        title=REPORT_TITLE,
-        true_labels=gold,
-        recipe=classifier.config.recipe(),
-    )
+    options = {"title": REPORT_TITLE, "true_labels": gold, "recipe": classifier.config.recipe()}
+    report_path = classifier_report(shown, classifier.label_names, Path(args.out) / "report.html", **options)
     print(f"\nreport of what the model attended to: {report_path}")
     methods = ["attention", "integrated_gradients", "random"]
     tests = classifier.faithfulness([p.text for p in shown], methods=methods, seed=args.seed)

@@ -1,7 +1,6 @@
 """A classifier's embedding table started from word vectors (layer 5): ``--embeddings word2vec|fasttext|glove|PATH``.
 
-The vectors come from :func:`attnkit.data.classify.embeddings.pretrained_embeddings`, lined up with the run's tokeniser
-(row ``i`` = token ``i``; tokens without a vector get seeded random rows of the same scale; padding is zero).
+Row ``i`` is token ``i``'s vector (tokens without one get seeded random rows of the same scale; padding is zero).
 ``word2vec``/``fasttext`` are trained on the training split only, with a fixed gensim seed, so every seed and
 resumed part of a run reuses one cached training.
 
@@ -28,11 +27,7 @@ def initialise_embeddings(
     model: nn.Module, config: ClassifierConfig, tokenizer: TextTokenizer, texts: Sequence[str], *, seed: int
 ) -> ClassifierConfig:
     """Copy the vectors ``config.embeddings`` names into ``model.embedding`` (``[V, D]``), freeze it if asked;
-    return ``config`` with the vectors' settings recorded.
-
-    Raises:
-        ValueError: vectors whose size is not ``config.embed_dim`` (naming the size to use), or a bad source.
-    """
+    return ``config`` with the vectors' settings recorded."""
     from attnkit.data.classify.embeddings import TrainOptions, pretrained_embeddings
 
     options = TrainOptions(dim=config.embed_dim)  # gensim's own seed stays fixed: one cached training per corpus

@@ -115,12 +115,9 @@ class TextEncoder:
     """Texts -> model inputs as the config says: nested sentence ids for HAN, flat ids otherwise."""
 
     def __init__(self, config: ClassifierConfig, tokenizer: TextTokenizer) -> None:
-        self.config = config
-        self.tokenizer = tokenizer
-        self.family = FAMILIES[config.model]
-        self.splitter = SentenceSplitter(
-            punctuated=config.punctuated, words_per_pseudo_sentence=config.words_per_pseudo_sentence
-        )
+        self.config, self.tokenizer, self.family = config, tokenizer, FAMILIES[config.model]
+        pseudo = config.words_per_pseudo_sentence
+        self.splitter = SentenceSplitter(punctuated=config.punctuated, words_per_pseudo_sentence=pseudo)
 
     def sentences(self, texts: Sequence[str]) -> list[list[str]]:
         """The sentences each document is read as (HAN), after the ``max_sentences`` cap."""
@@ -132,12 +129,8 @@ class TextEncoder:
 
     def encode_sentences(self, documents: Sequence[Sequence[str]]) -> list[list[list[int]]]:
         """``[D][S][W]`` ids of documents already split by :meth:`sentences`."""
-        return encode_documents(
-            documents,
-            self.tokenizer.encode_batch,
-            max_sentences=self.config.max_sentences,
-            max_words=self.config.max_words,
-        )
+        limits = {"max_sentences": self.config.max_sentences, "max_words": self.config.max_words}
+        return encode_documents(documents, self.tokenizer.encode_batch, **limits)
 
     def collate(self) -> Callable:
         """The collate function for this model family."""

@@ -3,9 +3,8 @@
     ensemble = ClassifierEnsemble([load_classifier(path) for path in ("runs/r8-0", "runs/r8-1", "runs/r8-2")])
     ensemble.evaluate(texts, label_names)["accuracy"]
 
-What ``attnkit evaluate --checkpoint A B C`` runs for classifiers. Each member reads the texts with its own
-tokeniser (members may differ in vocabulary and model family); they must share the classes, in one order.
-Averaging probabilities (not logits) is the usual seed ensemble: a member that is unsure weighs less.
+Each member reads the texts with its own tokeniser (members may differ in vocabulary and model family); they must
+share the classes, in one order. Averaging probabilities (not logits): a member that is unsure weighs less.
 
 Shape glossary:
     N  documents   C  classes   M  members
@@ -25,11 +24,7 @@ __all__ = ["ClassifierEnsemble"]
 
 
 class ClassifierEnsemble:
-    """Classifiers trained on one label set whose probabilities are averaged.
-
-    Raises:
-        ValueError: no members, or members whose classes (or their order) differ.
-    """
+    """Classifiers trained on one label set whose probabilities are averaged."""
 
     def __init__(self, members: Sequence[Classifier]) -> None:
         if not members:
@@ -59,13 +54,8 @@ class ClassifierEnsemble:
         return self.members[0].label_ids(labels)
 
     def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, Any]:
-        """What :meth:`Classifier.evaluate` gives, for the averaged probabilities: ``accuracy`` (percent), ``loss``
-        (mean negative log of the gold class's averaged probability), ``count``, the per-class table, and
-        ``members`` (how many).
-
-        Raises:
-            ValueError: a label that is not one of the classes, no texts, or an empty text.
-        """
+        """What :meth:`Classifier.evaluate` gives, for the averaged probabilities (``loss``: mean negative log of the
+        gold class's averaged probability), and ``members`` (how many)."""
         from attnkit.tasks.classify.report import classification_report
 
         texts, gold = labelled_texts(texts, labels, self.label_ids)
@@ -74,10 +64,5 @@ class ClassifierEnsemble:
         picked = probabilities[torch.arange(len(gold)), torch.tensor(gold)]  # [N]
         loss = float(-picked.clamp_min(torch.finfo(torch.float32).tiny).log().mean())
         correct = sum(int(g == p) for g, p in zip(gold, probabilities.argmax(-1).tolist(), strict=True))
-        return {
-            **report,
-            "accuracy": 100 * correct / len(gold),
-            "loss": loss,
-            "count": len(gold),
-            "members": len(self.members),
-        }
+        scores = {"accuracy": 100 * correct / len(gold), "loss": loss, "count": len(gold)}
+        return {**report, **scores, "members": len(self.members)}

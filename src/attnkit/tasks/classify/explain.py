@@ -25,16 +25,9 @@ def classifier_report(
     word_shading: str = "document",
     recipe: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``).
-
-    HAN predictions become document sections (sentence and word shading: ``word_shading`` ``"document"``, word ×
-    sentence weight, or ``"sentence"``, see :func:`~attnkit.explain.sections.han_section`); pooled-classifier
-    predictions token rows, one per pooling head. The caption and colour scale are shown once, above the first
-    document. ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness`
-    per prediction, each shown as a panel under its document. ``recipe`` (optional): the model's
-    :meth:`~attnkit.tasks.classify.config.ClassifierConfig.recipe`, stated above the documents. Returns the path
-    written (a :class:`~attnkit.explain.html.ReportPath`).
-    """
+    """Write the report for classifier predictions (``attnkit.tasks.classify.encoding.Prediction``): HAN documents
+    shaded by sentence and word (``word_shading``: see :func:`~attnkit.explain.sections.han_section`), pooled token
+    rows one per head; a ``faithfulness`` panel under each document and the ``recipe`` above them, when given."""
     if faithfulness is not None and len(faithfulness) != len(predictions):
         raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(predictions)} prediction(s)")
     true_labels = list(true_labels) if true_labels is not None else [None] * len(predictions)
@@ -54,13 +47,8 @@ def _prediction_section(
 ) -> Section:
     """Document ``number``'s section: a HAN document, or a pooled classifier's token rows (the caption and colour
     scale on the first document only)."""
-    shared = {
-        "label_names": label_names,
-        "probabilities": [prediction.probabilities[name] for name in label_names],
-        "true_label": gold,
-        "title": f"Document {number}",
-        "caption": number == 1,
-    }
+    shared = {"label_names": label_names, "probabilities": [prediction.probabilities[name] for name in label_names]}
+    shared |= {"true_label": gold, "title": f"Document {number}", "caption": number == 1}
     if prediction.sentences is not None:
         weights = (prediction.sentences, prediction.word_weights, prediction.sentence_weights)
         unknown = getattr(prediction, "unknown_words", None)

@@ -1,10 +1,7 @@
-"""The classifiers' faithfulness adapter (layer 5): one document of a HAN or a pooled classifier (with or without
-an encoder) as a :class:`~attnkit.explain.faithfulness.subject.Subject` — the tokens it read, batched forwards of
-its erased variants, its attention (HAN: word × sentence weight; pooled: the pooling's weights, and rollout / flow
-through a Transformer encoder) and its embeddings for the gradient methods, one document at a time or many stacked
-(``batched_gradient_inputs``: the whole report's gradients in a few batched passes; a document's own
-``gradient_inputs`` is a batch of one, and a test compares the two). What ``attnkit faithfulness``, ``attnkit explain
---faithfulness`` and ``Classifier.faithfulness`` run:
+"""The classifiers' faithfulness adapter (layer 5): one document of a HAN or a pooled classifier as a
+:class:`~attnkit.explain.faithfulness.subject.Subject` — the tokens it read, batched forwards of its erased variants,
+its attention (HAN: word × sentence weight; pooled: the pooling's weights, and rollout / flow through a Transformer
+encoder) and its embeddings for the gradient methods, one document at a time or many stacked:
 
     classifier = attnkit.load("runs/ff")
     result = classifier.faithfulness(["Stale and overpriced."])[0]
@@ -165,8 +162,7 @@ class _ClassifierSubject(abc.ABC):
         return erased_probabilities(keep, self._values(), erase, blank=self.unk_id, forward=forward, classes=classes)
 
     def gradient_inputs(self) -> GradientInputs:
-        """This document's embeddings and forward: its family's stacked inputs of a batch of one (the tests compare
-        them with batches of many, where padding must change nothing)."""
+        """This document's embeddings and forward: its family's stacked inputs of a batch of one."""
         stacked = self.batched_gradient_inputs([self])
         return GradientInputs(
             stacked.embeddings, stacked.forward, lambda attributions: stacked.to_units(attributions)[0]
@@ -276,27 +272,18 @@ class HanSubject(_ClassifierSubject):
         return batch.token_ids, batch.word_mask, batch.sentence_mask  # [1, S, W], [1, S, W], [1, S]
 
     def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
-        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` (an erasure that ``only_removes``) reuses the vectors of the sentences a variant
-        leaves untouched and encodes each shortened sentence once (:mod:`~attnkit.tasks.classify.han_sentence_reuse`;
-        equal to :meth:`full_probabilities_when`, tested); ``mask`` and ``unk`` run the whole model, and so does
-        ``delete`` while an attention distribution of the model is swapped since the prediction (the permutation
-        test's shuffles: then the prediction's sentence vectors are not the model's any more)."""
+        """keep ``[N, T]`` -> probabilities ``[N, C]``. ``delete`` reuses the vectors of the sentences a variant
+        leaves untouched (:mod:`~attnkit.tasks.classify.han_sentence_reuse`, equal to :meth:`full_probabilities_when`);
+        the rest run the whole model, and so does ``delete`` once an attention distribution of the model has been
+        swapped since the prediction (the permutation test's shuffles)."""
         if not as_erasure(erase).only_removes or self._distributions() != self._predicted_with:
             return self.full_probabilities_when(keep, erase)
         self._check_keep(keep)
         if keep.shape[0] == 0:
             return torch.empty(0, len(self.label_names))
-        token_grid = self._whole()[0][0]  # [S, W]
-        return delete_reusing_sentences(
-            self.model,
-            token_grid=token_grid,
-            sentence_vectors=self._output.words.context[0],  # [S, D]
-            sentence_of=self.sentence_of,
-            word_of=self.word_of,
-            keep=keep.cpu(),
-            chunk=CHUNK,
-            pad_id=self.pad_id,
-        )
+        grid, vectors = self._whole()[0][0], self._output.words.context[0]  # [S, W], [S, D]
+        where = {"sentence_of": self.sentence_of, "word_of": self.word_of, "chunk": CHUNK, "pad_id": self.pad_id}
+        return delete_reusing_sentences(self.model, token_grid=grid, sentence_vectors=vectors, keep=keep.cpu(), **where)
 
     def _values(self) -> torch.Tensor:
         return self.flat_ids
@@ -387,10 +374,8 @@ def classifier_faithfulness(
     seed: int = 0,
     steps: int = 32,
 ) -> list[DocumentFaithfulness]:
-    """The faithfulness tests on each text's prediction (see :mod:`attnkit.explain.faithfulness`): every
-    method's scores, comprehensiveness and sufficiency at 1/5/10/20/50 %, AOPC, flip fraction, Kendall τ.
-    ``texts`` are taken as ``predict`` takes them (:func:`attnkit.data.inputs.as_texts`): a ``str`` is one text,
-    an empty sequence gives ``[]``; ``None`` or a non-str item is a TypeError, an empty text a ValueError."""
+    """The faithfulness tests on each text's prediction (see :mod:`attnkit.explain.faithfulness`); ``texts`` are
+    taken as ``predict`` takes them (an empty sequence gives ``[]``)."""
     texts = as_texts(texts)
     if not texts:
         return []

@@ -2,13 +2,8 @@
 :meth:`~attnkit.tasks.classify.faithfulness.HanSubject.probabilities_when`.
 
 A HAN encodes each sentence from its own words alone, so erasing words changes only the sentences that contain
-them. Every erased variant of a document is therefore built from three kinds of sentence: untouched (the vector of
-the prediction's own forward is reused), emptied (the sentence leaves the document) and shortened (re-encoded; a
-shortened sentence shared by several variants, as the top-k erasures of different methods often are, is encoded
-once). Leave-one-out becomes one batch of single-sentence re-encodings and one batch of sentence-level forwards.
-
-The readable reference is the subject's ``full_probabilities_when`` (every variant through the whole model);
-``tests/explain/test_faithfulness_han_reuse.py`` compares the two.
+them: untouched sentences reuse the prediction's vectors, emptied ones leave the document, and each distinct
+shortened sentence is re-encoded once. The readable reference is the subject's ``full_probabilities_when``.
 
 Shape glossary:
     N  erased variants   T  words of the document   S  sentences   W  words per sentence (longest)
@@ -36,18 +31,10 @@ def delete_reusing_sentences(
     chunk: int,
     pad_id: int,
 ) -> torch.Tensor:
-    """p(class) of each ``delete`` variant of one HAN document, re-encoding only the shortened sentences.
+    """p(class) ``[N, C]`` (float32, CPU) of each ``delete`` variant of one HAN document (eval mode).
 
-    Args:
-        model: a :class:`~attnkit.models.han.HierarchicalAttentionClassifier` in eval mode.
-        token_grid: ``[S, W]`` the document's word ids, padded with ``pad_id``.
-        sentence_vectors: ``[S, D]`` each sentence's vector from the whole document's forward.
-        sentence_of, word_of: ``[T]`` each word's sentence and place in it.
-        keep: ``[N, T]`` bool, False = the word leaves its sentence (a sentence left empty leaves the document).
-        chunk: variants per sentence-level forward.
-
-    Returns:
-        ``[N, C]`` float32 probabilities, on the CPU.
+    token_grid ``[S, W]`` word ids; sentence_vectors ``[S, D]`` from the whole document's forward; sentence_of,
+    word_of ``[T]`` each word's place; keep ``[N, T]`` bool (False: the word leaves its sentence).
     """
     device = sentence_vectors.device
     n = keep.shape[0]
@@ -77,12 +64,7 @@ def delete_reusing_sentences(
 
 
 def _encode_shortened(
-    model: nn.Module,
-    token_grid: torch.Tensor,
-    sentence: torch.Tensor,
-    kept: torch.Tensor,
-    pad_id: int,
-    device: torch.device,
+    model: nn.Module, token_grid: torch.Tensor, sentence: torch.Tensor, kept: torch.Tensor, pad_id: int, device
 ) -> torch.Tensor:
     """The vectors of sentences ``sentence [U]`` keeping only the words ``kept [U, W]``: ``[U, D]``."""
     if kept.shape[0] == 0:

@@ -40,7 +40,7 @@ def labelled_texts(
     texts: Sequence[str], labels: Sequence[str], label_ids: Callable[[Sequence[str]], list[int]]
 ) -> tuple[list[str], list[int]]:
     """The texts to evaluate (checked by :func:`~attnkit.data.inputs.as_texts`) and the class ids of their gold
-    ``labels``. Raises ``ValueError`` when the two lengths differ or there is no text."""
+    ``labels``."""
     texts = as_texts(texts)
     if len(labels) != len(texts):
         raise ValueError(f"texts has {len(texts)} items but labels has {len(labels)}")
@@ -51,8 +51,7 @@ def labelled_texts(
 
 @dataclass
 class Classifier:
-    """A trained classifier (in eval mode) and the text encoder it reads documents with; it runs where the model's
-    parameters are, under autocast in ``precision`` (``"fp32"``: none)."""
+    """A trained classifier (in eval mode) and its text encoder, run under autocast in ``precision``."""
 
     model: nn.Module
     encoder: TextEncoder
@@ -75,12 +74,7 @@ class Classifier:
 
     def predict(self, texts: str | Sequence[str], *, batch_size: int = 32) -> list[Prediction]:
         """Each text's label, class probabilities and attention weights (see :func:`predict_texts`); a ``str`` is
-        one text (one prediction), an empty sequence no texts (``[]``).
-
-        Raises:
-            TypeError: ``None``, or an item that is not a ``str`` (naming its index). ValueError: an empty text
-                (likewise).
-        """
+        one text (one prediction), an empty sequence no texts (``[]``)."""
         return predict_texts(self.model, self.encoder, texts, batch_size=batch_size, precision=self.precision)
 
     def faithfulness(
@@ -92,16 +86,8 @@ class Classifier:
         seed: int = 0,
         steps: int = 32,
     ) -> list:
-        """Does the attention explain each prediction? One
-        :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text: every method's scores
-        (attention, rollout/flow, gradient × input, integrated gradients in ``steps``, leave-one-out, random drawn
-        with ``seed``), comprehensiveness/sufficiency with the top k % erased the ``erase`` way (``delete``,
-        ``mask``, ``unk``), AOPC, flip fraction and Kendall τ (:mod:`attnkit.tasks.classify.faithfulness`).
-        The texts are taken as :meth:`predict` takes them: a ``str`` is one text, an empty sequence gives ``[]``.
-
-        Raises:
-            TypeError: ``None``, or an item that is not a ``str`` (naming its index). ValueError: an empty text.
-        """
+        """Does the attention explain each prediction? One ``DocumentFaithfulness`` per text, texts taken as
+        :meth:`predict` takes them (:mod:`attnkit.tasks.classify.faithfulness`)."""
         from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
         from attnkit.tasks.classify.faithfulness import classifier_faithfulness
 
@@ -110,14 +96,8 @@ class Classifier:
         )
 
     def evaluate(self, texts: Sequence[str], labels: Sequence[str], *, batch_size: int = 64) -> dict[str, Any]:
-        """What ``attnkit evaluate`` prints, on ``texts`` with their gold label names: ``accuracy`` (percent, as
-        every attnkit rate), mean ``loss``, ``count``, and the per-class table — ``per_class[name]`` with
-        ``precision``/``recall``/``f1`` (percent) and ``support``, ``average`` (macro, weighted), ``labels`` and
-        ``confusion[i][j]`` (:func:`attnkit.tasks.classify.report.classification_report`).
-
-        Raises:
-            ValueError: a label that is not one of the checkpoint's classes, no texts, or an empty text.
-        """
+        """What ``attnkit evaluate`` prints, on ``texts`` with their gold label names: ``accuracy`` (percent),
+        mean ``loss``, ``count``, and the per-class table of :func:`attnkit.tasks.classify.report.classification_report`."""
         from attnkit.tasks.classify.report import classification_report
 
         texts, gold = labelled_texts(texts, labels, self.label_ids)
@@ -141,19 +121,16 @@ class Classifier:
 
     @torch.no_grad()
     def probabilities(self, texts: Sequence[str], *, batch_size: int = 64) -> torch.Tensor:
-        """Each text's class probabilities ``[N, C]`` (float32, on the CPU, in input order; batches of similar
-        lengths, no attention kept)."""
+        """Each text's class probabilities ``[N, C]`` (float32, on the CPU, in input order; no attention kept)."""
         items = self.encoder.encode(as_texts(texts))
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
         collate = self.encoder.collate()
         result = torch.zeros(len(items), len(self.label_names))  # [N, C]
-        device = self.device
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            with autocast(device, self.precision):
-                logits = forward_batch(
-                    self.model, collate([(items[i], None) for i in chunk]).to(device)
-                ).logits  # [B, C]
+            batch = collate([(items[i], None) for i in chunk]).to(self.device)
+            with autocast(self.device, self.precision):
+                logits = forward_batch(self.model, batch).logits  # [B, C]
             result[chunk] = torch.softmax(logits.float(), dim=-1).cpu()
         return result
 
@@ -161,14 +138,8 @@ class Classifier:
 def load_classifier(
     checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
 ) -> Classifier:
-    """Rebuild a trained classifier and its text encoder from a checkpoint directory (a run directory means its
-    ``best/``; a shipped model's name means that model), ready on ``device``
-    (``"auto"``: CUDA when available, else the CPU) to run in ``precision`` (``fp32``, ``bf16``, ``fp16``).
-
-    Raises:
-        CheckpointError: not an attnkit checkpoint, not a classifier, a bad config, or weights that do not fit.
-        ValueError: a device that is not there, or a precision it cannot run in.
-    """
+    """Rebuild a trained classifier and its text encoder from a checkpoint (a run directory means its ``best/``; a
+    shipped model's name means that model), ready on ``device`` to run in ``precision``."""
     checkpoint = resolve_checkpoint(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
     try:
@@ -183,29 +154,24 @@ def load_classifier(
 
 @torch.no_grad()
 def predict_texts(
-    model: nn.Module,
-    encoder: TextEncoder,
-    texts: str | Sequence[str],
-    *,
-    batch_size: int = 32,
-    precision: str = "fp32",
+    model: nn.Module, encoder: TextEncoder, texts: str | Sequence[str], *, batch_size: int = 32, precision: str = "fp32"
 ) -> list[Prediction]:
-    """Predict labels for ``texts`` and collect the attention weights for explanation (on the model's device, under
-    autocast in ``precision``; each batch's outputs come back to the CPU in float32 at once). A ``str`` is one text;
-    an empty or non-``str`` item is refused, naming its index (:func:`attnkit.data.inputs.as_texts`)."""
+    """Predict labels for ``texts`` and collect the attention weights for explanation (under autocast in
+    ``precision``); a ``str`` is one text."""
     texts = as_texts(texts)
     model.eval()
-    device = device_of(model)
-    label_names = encoder.config.label_names
-    family = encoder.family
+    device, label_names, family, collate = (
+        device_of(model),
+        encoder.config.label_names,
+        encoder.family,
+        encoder.collate(),
+    )
     results: list[Prediction] = []
-    collate = encoder.collate()
     for start in range(0, len(texts), batch_size):
         chunk = list(texts[start : start + batch_size])
         items, views = family.read(encoder, chunk)
         with autocast(device, precision):
-            out = forward_batch(model, collate([(item, None) for item in items]).to(device))
-        out = to_host(out)
+            out = to_host(forward_batch(model, collate([(item, None) for item in items]).to(device)))
         probabilities = torch.softmax(out.logits, dim=-1)  # [B, C]
         for row, text in enumerate(chunk):
             probs = {name: float(p) for name, p in zip(label_names, probabilities[row], strict=True)}

@@ -1,8 +1,6 @@
 """The faithful-attention recipe of a classifier (issue #38), where people meet it (layer 5; no torch at import):
 the options of ``attnkit train classify`` that choose it, and the part of an ``attnkit explain`` report that states
-it. The options themselves live in :class:`~attnkit.tasks.classify.config.ClassifierConfig` (and its
-``recipe()``); the models take the built modules (a distribution, a :class:`~attnkit.pooling.TaskScaling`) and
-the objective adds the diversity penalty.
+it (the values live in :class:`~attnkit.tasks.classify.config.ClassifierConfig`).
 """
 
 from __future__ import annotations

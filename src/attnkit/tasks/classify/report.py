@@ -22,18 +22,13 @@ def classification_report(gold: Sequence[int], predicted: Sequence[int], label_n
     labels = list(range(len(label_names)))
     precision, recall, f1, support = precision_recall_fscore_support(gold, predicted, labels=labels, zero_division=0)
     per_class = {
-        name: {
-            "precision": round(100 * float(precision[i]), 2),
-            "recall": round(100 * float(recall[i]), 2),
-            "f1": round(100 * float(f1[i]), 2),
-            "support": int(support[i]),
-        }
+        name: {**_percentages(precision[i], recall[i], f1[i]), "support": int(support[i])}
         for i, name in enumerate(label_names)
     }
     averages = {}
     for average in ("macro", "weighted"):
         p, r, f, _ = precision_recall_fscore_support(gold, predicted, labels=labels, average=average, zero_division=0)
-        averages[average] = {"precision": round(100 * p, 2), "recall": round(100 * r, 2), "f1": round(100 * f, 2)}
+        averages[average] = _percentages(p, r, f)
     correct = sum(int(g == p) for g, p in zip(gold, predicted, strict=True))
     return {
         "accuracy": round(100 * correct / len(gold), 2),
@@ -42,6 +37,14 @@ def classification_report(gold: Sequence[int], predicted: Sequence[int], label_n
         "average": averages,
         "labels": list(label_names),
         "confusion": confusion_matrix(gold, predicted, labels=labels).tolist(),
+    }
+
+
+def _percentages(precision: float, recall: float, f1: float) -> dict[str, float]:
+    return {
+        "precision": round(100 * float(precision), 2),
+        "recall": round(100 * float(recall), 2),
+        "f1": round(100 * float(f1), 2),
     }
 
 

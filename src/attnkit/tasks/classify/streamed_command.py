@@ -18,10 +18,8 @@ def streams(args: argparse.Namespace) -> bool:
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict, *, max_chars: int | None = None):
-    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
-    checked) holds the config, the ``--init-from`` checkpoint and guards every write; ``options`` are the trainer's,
-    as for rows in memory (:func:`attnkit.tasks.classify.commands.trainer_options`); ``max_chars`` cuts the
-    texts as they are read. Returns the :class:`~attnkit.training.run_report.TrainReport`."""
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`) holds
+    the config and guards every write; ``options`` are the trainer's, as for rows in memory."""
     from attnkit.data.classify.text_stream import TextFileStream
     from attnkit.tasks.classify.streamed_rows import StreamedRows
     from attnkit.tasks.classify.training import train_classifier

@@ -1,14 +1,10 @@
 """A classifier's training file read as a stream: the rows ``attnkit train classify --data big.csv`` trains on when
 the file is large (or ``--streaming always``) (layer 5).
 
-The file is read once for its tokeniser, label counts and validation rows
-(:class:`~attnkit.data.classify.text_stream.TextFileStream`, cached), then once per epoch for the training rows, which
-are encoded once, kept on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`: the first epoch reads the
-text and writes them, later epochs and runs read them), and batched by
-:class:`~attnkit.data.streaming.StreamedBatches`: memory holds the model, a shuffle pool and a window, never the
-file. Under torchrun each rank trains on its own stride of rows, every rank the same number of steps. The trainer,
-the model, the loop, the checkpoints and ``metrics.json`` are those of
-:func:`~attnkit.tasks.classify.training.train_classifier`.
+The file is read once for its tokeniser, label counts and validation rows (cached), then the training rows are
+encoded once and kept on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`): memory holds the model, a
+shuffle pool and a window, never the file. Under torchrun each rank trains on its own stride of rows, every rank
+the same number of steps.
 
 Shape glossary:
     B  documents   S  sentences   W  words of a sentence   T  tokens
@@ -42,15 +38,8 @@ SELF_TRAINED = ("word2vec", "fasttext")
 
 
 class StreamedRows:
-    """``stream``'s rows for :func:`~attnkit.tasks.classify.training.train_classifier`. ``metrics.json``'s details
-    add ``load_seconds`` (the first pass, 0 from the cache), the row counts and the bad rows skipped. ``test_path``
-    is evaluated a chunk at a time after training (read with ``stream``'s columns and delimiter).
-
-    Raises (from ``open``):
-        ValueError: self-trained embeddings (word2vec, fasttext need the texts in memory: use
-            ``--streaming never``).
-        DataError: as :meth:`TextFileStream.scan`.
-    """
+    """``stream``'s rows for :func:`~attnkit.tasks.classify.training.train_classifier`; ``test_path`` is evaluated
+    a chunk at a time after training. Self-trained embeddings (word2vec, fasttext) need the texts in memory."""
 
     def __init__(self, stream: TextFileStream, *, test_path: str | Path | None = None) -> None:
         self.stream, self.name, self.test_path = stream, stream.name, test_path
@@ -162,11 +151,7 @@ def evaluate_file(
     chunk_rows: int = 8192,
 ) -> dict[str, float]:
     """Accuracy, loss and count of ``model`` on every row of the file ``path`` (``stream``'s columns), read and
-    scored ``chunk_rows`` at a time.
-
-    Raises:
-        DataError: a bad row, or a label the training file never had (``file:line: ...``).
-    """
+    scored ``chunk_rows`` at a time."""
     from attnkit.data.classify.files import iter_rows
 
     def batches() -> Iterator:

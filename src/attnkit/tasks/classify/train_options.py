@@ -1,6 +1,5 @@
 """The options of ``attnkit train classify``, one function per group of its ``--help`` (data, the attention, the
-network, fitting); :func:`attnkit.tasks.classify.commands.add_train_arguments` calls them in that order, with the
-faithful-attention group of :mod:`~attnkit.tasks.classify.recipe` and the shared training and runtime options."""
+network, fitting)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@
 
 One trainer over rows in memory (:class:`InMemoryRows`: validation carved from the training split, stratified and
 deterministic) or streamed (:class:`~attnkit.tasks.classify.streamed_rows.StreamedRows`). The test split is only
-ever used for the final evaluation. A run directory holds ``best/`` and ``last/`` (safetensors + ``config.json`` +
-``tokenizer.json``), ``tokenizer/`` (the run's own copy, reused by ``resume``) and ``metrics.json``.
+ever used for the final evaluation.
 
 Shape glossary:
     B  documents   C  classes   S  sentences   W  words of a sentence   T  tokens
@@ -42,8 +41,7 @@ TOKENIZER_DIR = "tokenizer"
 
 
 class ClassifierRows(Protocol):
-    """Labelled rows :func:`train_classifier` trains on. It calls ``open``, ``tokenizer`` (unless the run has one),
-    ``describe``, ``batches``, and after training ``test_metrics`` and ``details``."""
+    """Labelled rows :func:`train_classifier` trains on; its methods are called in the order given."""
 
     name: str
     texts: list[str]  # what self-trained vectors learn from
@@ -89,16 +87,9 @@ def train_classifier(
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training rows; keep the best checkpoint by validation accuracy.
 
-    ``data`` is a loaded data set, read as :class:`InMemoryRows` with ``valid_fraction``, ``valid_seed`` (default
-    ``fit_config.seed``) and ``load_seconds``, or any :class:`ClassifierRows`. ``config``'s ``label_names`` and
-    ``punctuated`` are taken from the rows (the report carries the config the checkpoint stores). The model trains
-    on ``device`` (``"auto"``: CUDA when available) in ``fit_config.precision``. Writes ``out_dir/best``,
-    ``out_dir/last`` and ``out_dir/metrics.json``; returns the :class:`~attnkit.training.run_report.TrainReport`.
-    ``init_from`` starts from a checkpoint's weights and tokeniser (``config`` must be its config; the rows must
-    have its labels, in its order). Under torchrun each rank trains on its own share of the rows.
-
-    Raises:
-        ValueError: ``init_from``'s labels are not the rows'; as the rows' ``open``.
+    ``data`` is a loaded data set (read as :class:`InMemoryRows`) or any :class:`ClassifierRows`; ``config``'s
+    ``label_names`` and ``punctuated`` are taken from the rows. ``init_from`` starts from a checkpoint's weights and
+    tokeniser (the rows must have its labels, in its order).
     """
     if isinstance(data, TextClassificationData):
         seed = fit_config.seed if valid_seed is None else valid_seed
@@ -131,8 +122,7 @@ def train_classifier(
 @dataclasses.dataclass
 class InMemoryRows:
     """A loaded data set's rows for :func:`train_classifier`: ``valid_fraction`` of its training split carved for
-    validation with ``seed`` (:func:`validation_split`; 0: none, the last epoch is kept), its test split scored
-    after training; ``load_seconds``, the time spent reading it, goes to ``metrics.json``'s details."""
+    validation (0: none, the last epoch is kept), its test split scored after training."""
 
     data: TextClassificationData
     valid_fraction: float = 0.1
@@ -196,9 +186,8 @@ class InMemoryRows:
 def run_tokenizer(
     directory: Path, *, resume: bool, init_from: InitFrom | None, build: Callable[[], TextTokenizer]
 ) -> TextTokenizer:
-    """The run's tokeniser: its own copy in ``directory`` when resuming and it exists; else ``init_from``'s (the
-    vocabulary its weights were trained with); else ``build()`` (from the training texts). A new one is saved in
-    ``directory`` (by rank 0)."""
+    """The run's tokeniser: its own copy in ``directory`` when resuming; else ``init_from``'s; else ``build()`` (a
+    new one is saved in ``directory``)."""
     if resume and (directory / TextTokenizer.FILENAME).exists():
         return TextTokenizer.load(directory)
     tokenizer = build() if init_from is None else TextTokenizer.load(init_from.checkpoint)
@@ -218,11 +207,9 @@ def prepared_model(
     init_from: InitFrom | None,
     texts: list[str],
 ) -> tuple[nn.Module, ClassifierConfig]:
-    """The model a run trains and the config its checkpoints store: ``config``'s untrained model for ``tokenizer``'s
-    vocabulary, seeded by ``fit_config.seed``, its word attention limited to content words when ``config.attend``
-    says so, on ``device``, with the pre-trained vectors ``config.embeddings`` names copied in (``texts``: what
-    self-trained vectors learn from) unless the run resumes (its checkpoint's weights replace any initialisation,
-    and the config keeps the vectors' settings its first start recorded) or starts from ``init_from``."""
+    """The model a run trains and the config its checkpoints store, with the pre-trained vectors
+    ``config.embeddings`` names copied in unless the run resumes (the config keeps the vectors' settings its first
+    start recorded) or starts from ``init_from``."""
     torch.manual_seed(fit_config.seed)
     model = build_classifier(config, tokenizer.vocab_size)
     if config.attend == "content":
@@ -241,8 +228,7 @@ def prepared_model(
 
 def validation_split(data: TextClassificationData, valid_fraction: float, seed: int) -> tuple[list[int], list[int]]:
     """``(train, valid)`` indices into ``data``'s training split: ``valid_fraction`` of each label carved for
-    validation with ``seed`` (:func:`~attnkit.data.classification.stratified_split`), or, for ``valid_fraction``
-    0, every document in training and none in validation."""
+    validation with ``seed`` (0: none)."""
     if valid_fraction == 0:
         return list(range(len(data.train_texts))), []
     return stratified_split(data.train_texts, data.train_labels, test_fraction=valid_fraction, seed=seed)
@@ -259,13 +245,13 @@ def fit_classifier(
     resume: bool,
     init_from: InitFrom | None = None,
 ):
-    """:func:`~attnkit.training.loop.fit` on a classifier: the label-smoothed loss, validation accuracy, and
-    checkpoints holding ``config`` and the run's tokeniser (``out_dir/tokenizer``). Returns fit's result."""
+    """:func:`~attnkit.training.loop.fit` on a classifier, with checkpoints holding ``config`` and the tokeniser."""
     tokenizer_file = out_dir / TOKENIZER_DIR / TextTokenizer.FILENAME
+    objective = classification_objective(
+        model, label_smoothing=config.label_smoothing, encoder_diversity=config.encoder_diversity
+    )
     return fit(
-        classification_objective(
-            model, label_smoothing=config.label_smoothing, encoder_diversity=config.encoder_diversity
-        ),
+        objective,
         train_batches,
         None if valid_batches is None else lambda: valid_batches(0),
         fit_config,
@@ -279,8 +265,7 @@ def fit_classifier(
 
 def checkpoint_config(config: ClassifierConfig, out_dir: Path, *, resume: bool) -> dict:
     """The ``config.json`` of the run's checkpoints. A resumed run started before the faithful-attention options
-    existed keeps writing its config as it started (without them, which reads as the recipe it was trained with:
-    :data:`~attnkit.tasks.classify.config.RECIPE_BEFORE_OPTIONS`), so that resuming compares equal configs."""
+    existed keeps writing its config without them, so that resuming compares equal configs."""
     values = {"kind": KIND, **config.to_dict()}
     saved = Path(out_dir) / "last" / "config.json"
     if resume and saved.is_file():

@@ -102,11 +102,7 @@ def _held(path: Path) -> bool:
 
 
 def check_unlocked(directory: str | Path, *, what: str = "run directory") -> None:
-    """Refuse a ``directory`` that a live process is writing (writes nothing).
-
-    Raises:
-        ValueError: one line naming the directory and the owner's pid.
-    """
+    """Refuse a ``directory`` that a live process is writing (writes nothing)."""
     directory = Path(directory)
     path = directory / LOCK_FILE
     if path.is_file() and _held(path):
@@ -132,11 +128,7 @@ class DirectoryLock:
 
 
 def acquire(directory: str | Path, *, command: str = "", what: str = "run directory") -> DirectoryLock:
-    """Take the lock of ``directory`` (created if needed), taking over a stale lock file of a dead process.
-
-    Raises:
-        ValueError: a live process holds it (one line naming its pid).
-    """
+    """Take the lock of ``directory`` (created if needed), taking over a stale lock file of a dead process."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_FILE

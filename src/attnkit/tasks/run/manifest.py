@@ -84,8 +84,7 @@ REMEMBER_ABOVE_BYTES = 64 * 2**20  # inputs larger than this have their hash rem
 
 def remembered_sha256(path: Path) -> str:
     """:func:`file_sha256` of a large file, remembered under ``$ATTNKIT_CACHE/hashes/`` by its resolved path, size
-    and modification time (in nanoseconds), so a second run on a 2 GB training file does not read it whole again
-    (about 1 CPU second a gigabyte). Small files are hashed every time."""
+    and modification time (in nanoseconds); small files are hashed every time."""
     stat = path.stat()
     if stat.st_size <= REMEMBER_ABOVE_BYTES:
         return file_sha256(path)
@@ -109,8 +108,7 @@ def remembered_sha256(path: Path) -> str:
 
 
 def input_record(value: str, *, builtin: bool) -> InputRecord:
-    """The record of an input option's value: a built-in name as given, a file by path, size and hash (a large
-    file's hash remembered, see :func:`remembered_sha256`)."""
+    """The record of an input option's value: a built-in name as given, a file by path, size and hash."""
     if builtin:
         return InputRecord(path=value)
     path = Path(value).expanduser().resolve()
@@ -118,11 +116,7 @@ def input_record(value: str, *, builtin: bool) -> InputRecord:
 
 
 def read_manifest(directory: Path) -> RunManifest | None:
-    """The manifest of the run in ``directory``, or None for a run without one (written before it existed).
-
-    Raises:
-        ValueError: a manifest that is not valid JSON or does not fit the schema (naming the file and field).
-    """
+    """The manifest of the run in ``directory``, or None for a run without one (written before it existed)."""
     path = directory / MANIFEST_FILE
     if not path.exists():
         return None
@@ -144,11 +138,9 @@ def differences(
     saved: RunManifest, command: str, settings: Mapping[str, Any], inputs: Mapping[str, InputRecord],
     *, may_change: Sequence[str], added_later: Mapping[str, Any] | None = None,
 ) -> list[str]:  # fmt: skip
-    """Every way the new command differs from the run it would resume, one phrase each (``"model: han then,
-    pooled now"``, ``"data: /d/a.csv has changed since the run started (sha256 1f2e3d4c then, 5a6b7c8d now)"``);
-    settings named in ``may_change`` (``epochs``, ``device``, ...) are not compared. A setting the saved run does not
-    record but ``added_later`` names (an option added to attnkit after the run started) is compared as if the saved
-    run had held ``added_later[name]``."""
+    """Every way the new command differs from the run it would resume, one phrase each (``"model: han then, pooled
+    now"``); ``may_change`` settings are not compared. A setting the saved run does not record but ``added_later``
+    names is compared as if the saved run had held ``added_later[name]``."""
     added_later = added_later or {}
     if saved.command != command:
         return [f"command: {saved.command} then, {command} now"]

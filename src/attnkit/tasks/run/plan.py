@@ -142,15 +142,7 @@ def plan_run(
 ) -> RunPlan:
     """Check everything a training command will touch, before it touches anything; return its plan.
 
-    Args:
-        args: the command's arguments (``out``, ``resume``, ``overwrite``, ``tensorboard`` and the settings).
-        command: ``"train classify"``, ...
-        inputs: ``{option: (value, the built-in names it may take instead of a file)}`` for every input (None
-            values are skipped).
-        writes: the entries of ``--out`` the run writes (:func:`train_writes`).
-
-    Raises:
-        ValueError: one line naming the option, path or field (see the module docstring).
+    ``inputs``: ``{option: (value, the built-in names it may take instead of a file)}`` (None values are skipped).
     """
     out = Path(args.out)
     resume, overwrite = bool(getattr(args, "resume", False)), bool(getattr(args, "overwrite", False))
@@ -250,13 +242,9 @@ def _check_resume(out: Path, manifest: RunManifest) -> None:
     saved = read_manifest(out)
     if saved is None:  # a run from before manifests: fit compares the settings its checkpoint records
         return
+    may_change = (*MAY_CHANGE, *DISPATCH)
     found = differences(
-        saved,
-        manifest.command,
-        manifest.settings,
-        manifest.inputs,
-        may_change=(*MAY_CHANGE, *DISPATCH),
-        added_later=ADDED_LATER,
+        saved, manifest.command, manifest.settings, manifest.inputs, may_change=may_change, added_later=ADDED_LATER
     )
     if found:
         raise ValueError(

@@ -26,21 +26,12 @@ from attnkit.tasks.seq2seq.ctranslate2 import command as export_command
 from attnkit.tasks.seq2seq.ctranslate2.probe import EXPORTS
 from attnkit.tasks.spec import TaskSpec
 
-SPEC = TaskSpec(
+SPEC = TaskSpec.from_commands(
+    commands,
     kind="seq2seq",
     name="seq2seq",
     help="sequence-to-sequence: G2P (cmudict), dates, EN->ES Bible, or your pairs",
-    description=commands.DESCRIPTION,
-    epilog=commands.EXAMPLES,
-    add_train_arguments=commands.add_train_arguments,
-    train=commands.train,
-    load=commands.load,
-    evaluate=commands.evaluate,
-    add_evaluate_arguments=commands.add_evaluate_arguments,
-    predict=commands.predict,
     add_predict_arguments=translate_command.add_decoding_arguments,
-    explain=commands.explain,
-    faithfulness=commands.faithfulness,
     commands=(translate_command.register, export_command.register),
     ensembles=True,
     exports=EXPORTS,

@@ -1,7 +1,5 @@
-"""The seq2seq command hooks: ``attnkit train seq2seq`` (an RNN encoder-decoder with attention, or a Transformer, on
-a built-in data set or your pair file) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``seq2seq``
-checkpoint (layer 5; torch is imported only when a hook runs). ``attnkit translate`` is in
-:mod:`attnkit.tasks.seq2seq.translate_command`."""
+"""The seq2seq command hooks: ``attnkit train seq2seq`` and what ``evaluate`` / ``predict`` / ``explain`` do with a
+``seq2seq`` checkpoint (layer 5; torch is imported only when a hook runs)."""
 
 from __future__ import annotations
 
@@ -161,17 +159,9 @@ def train(args: argparse.Namespace) -> int:
     data, distill, load_seconds = _read_in_memory(args, distill)
     if args.label_smoothing:
         say(f"label smoothing {args.label_smoothing:g}: the training loss reads higher than the validation loss")
+    in_memory = {"strict": args.strict, "init_from": start.init, "load_seconds": load_seconds, "distill": distill}
     with start.plan.writing():
-        report = train_seq2seq(
-            data,
-            start.config,
-            start.fit_config,
-            strict=args.strict,
-            init_from=start.init,
-            load_seconds=load_seconds,
-            distill=distill,
-            **options,
-        )
+        report = train_seq2seq(data, start.config, start.fit_config, **in_memory, **options)
     return _report(report)
 
 
@@ -183,16 +173,8 @@ def _read_in_memory(
     from attnkit.tasks.seq2seq.data import load_data, subset
 
     started = time.monotonic()
-    data = load_data(
-        args.data,
-        valid=args.valid,
-        test=args.test,
-        source_column=args.source_column,
-        target_column=args.target_column,
-        source_level=args.source_level,
-        target_level=args.target_level,
-        delimiter=args.delimiter,
-    )
+    same_named = ("valid", "test", "source_column", "target_column", "source_level", "target_level", "delimiter")
+    data = load_data(args.data, **{name: getattr(args, name) for name in same_named})
     if distill is not None:  # the whole data set's sources, not only those a --limit run keeps
         distill = dataclasses.replace(distill, held_out=frozenset(s for s, _ in (*data.train, *data.valid, *data.test)))
     if args.limit is not None:
@@ -208,8 +190,7 @@ def _read_in_memory(
 
 def _distillation(args: argparse.Namespace, start):
     """The run's :class:`~attnkit.tasks.seq2seq.distill.student.Distillation` (None without ``--distill-from``),
-    its options and teachers checked (configs only) before any data is read. No source of the whole data set is
-    added as an unlabelled one (``held_out``: a ``--limit`` run keeps only some of them in its splits)."""
+    its options and teachers checked (configs only) before any data is read."""
     from attnkit.tasks.seq2seq.distill.student import distillation_from_args
     from attnkit.tasks.seq2seq.distill.teachers import resolve_teachers
 
@@ -221,18 +202,10 @@ def _distillation(args: argparse.Namespace, start):
 
 
 def trainer_options(args: argparse.Namespace) -> dict:
-    """What the trainer takes from the arguments for pairs in memory and streamed alike (run directory, batching,
-    vocabulary, length limits, device)."""
-    return {
-        "out_dir": args.out,
-        "batch_size": args.batch_size,
-        "vocab_size": args.vocab_size,
-        "resume": args.resume,
-        "evaluate_test": not args.no_test,
-        "max_source_length": args.max_source_length,
-        "max_target_length": args.max_target_length,
-        "device": args.device,
-    }
+    """What the trainer takes from the arguments for pairs in memory and streamed alike."""
+    run = {"out_dir": args.out, "batch_size": args.batch_size, "vocab_size": args.vocab_size, "resume": args.resume}
+    limits = {"max_source_length": args.max_source_length, "max_target_length": args.max_target_length}
+    return {**run, "evaluate_test": not args.no_test, **limits, "device": args.device}
 
 
 def _report(report) -> int:
@@ -256,9 +229,8 @@ def _report(report) -> int:
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32", quantize: str | None = None):
-    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`) on
-    ``device``, decoding in ``precision``; of a CTranslate2 export, a
-    :class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport` (its own weight type: ``precision`` fp32 only)."""
+    """The ready model of a seq2seq checkpoint (:class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`), or of a
+    CTranslate2 export (:class:`~attnkit.tasks.seq2seq.ctranslate2.loaded.LoadedExport`: ``precision`` fp32 only)."""
     from attnkit.tasks.seq2seq.ctranslate2.probe import is_export
 
     if is_export(checkpoint):
@@ -310,12 +282,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     metrics = evaluate_seq2seq(loaded, pairs, references, **decoding_options(args))
     decoding = "greedy" if args.beam == 1 else f"beam {args.beam}"
     if getattr(args, "json", False):
-        print(
-            json.dumps(
-                {"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}},
-                ensure_ascii=False,
-            )
-        )
+        record = {"data": label, "decoding": decoding, **{k: round(v, 4) for k, v in metrics.items()}}
+        print(json.dumps(record, ensure_ascii=False))
         return 0
     say(f"{scoring_named(loaded.config.metrics).summary(metrics)} of {label} ({decoding}; loss {metrics['loss']:.4f})")
     return 0

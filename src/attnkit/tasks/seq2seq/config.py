@@ -21,16 +21,9 @@ KIND = "seq2seq"
 class Seq2SeqConfig(JsonConfig):
     """What a seq2seq checkpoint's ``config.json`` holds besides ``"kind"``.
 
-    Attributes:
-        model: :func:`~attnkit.models.seq2seq.build_seq2seq`'s config, vocabulary sizes included.
-        data: the built-in data set name, or the training file as given.
-        metrics: the name of the decoded outputs' :class:`~attnkit.tasks.seq2seq.scoring.Scoring`: ``"sequence"``
-            (WER/PER) or ``"text"`` (BLEU/chrF).
-        source_level, target_level: how each side was tokenised (``char``, ``symbol``, ``subword``).
-        label_smoothing: of the training loss.
-        distillation: how a distilled student was taught (None: on the gold): its teachers as given, their files'
-            SHA-256, their beam, whether the gold pairs were kept and the unlabelled sources added
-            (:func:`~attnkit.tasks.seq2seq.distill.student.provenance`). A resumed run must keep it.
+    ``model`` is :func:`~attnkit.models.seq2seq.build_seq2seq`'s config, vocabulary sizes included; ``metrics`` the
+    name of a :class:`~attnkit.tasks.seq2seq.scoring.Scoring`; ``distillation`` how a distilled student was taught
+    (None: on the gold; :func:`~attnkit.tasks.seq2seq.distill.student.provenance`).
     """
 
     kind_name: ClassVar[str] = "seq2seq config"
@@ -49,13 +42,8 @@ class Seq2SeqConfig(JsonConfig):
 
 
 def check_model_types(model: dict[str, Any]) -> None:
-    """Refuse a model config whose options have the wrong JSON type (``"dim": "32"``), naming the field; the
-    types are those of the model family's constructor (``build_rnn_seq2seq``, ``build_transformer_seq2seq``). Unknown
-    options are left to :func:`~attnkit.models.seq2seq.build_seq2seq`, which names them.
-
-    Raises:
-        ValueError: ``seq2seq config field 'model.dim' must be an integer, got '32' (str)``.
-    """
+    """Refuse a model config whose options have the wrong JSON type (``"dim": "32"``) for the model family's
+    constructor, naming the field; unknown options are left to :func:`~attnkit.models.seq2seq.build_seq2seq`."""
     import typing
 
     from attnkit.checkpointing.config_io import value_problem
@@ -77,38 +65,23 @@ def check_model_types(model: dict[str, Any]) -> None:
 
 
 def build_seq2seq_model(config: Seq2SeqConfig):
-    """The untrained model ``config`` describes (its ``model`` holds the vocabulary sizes):
-    :func:`~attnkit.models.seq2seq.build_seq2seq`.
-
-    Raises:
-        ValueError: options the model family does not take, or a bad combination of them.
-    """
+    """The untrained model ``config`` describes (:func:`~attnkit.models.seq2seq.build_seq2seq`)."""
     from attnkit.models.seq2seq import build_seq2seq
 
     return build_seq2seq(config.model)
 
 
 def config_from_args(args: argparse.Namespace, init=None) -> Seq2SeqConfig:
-    """The config ``attnkit train seq2seq``'s options describe: the model (its vocabulary sizes, metric kind and
-    the data's levels are filled in by training, from the data and its tokenisers), the data, the label smoothing.
-    With ``init`` (an ``--init-from`` :class:`~attnkit.training.init_from.InitFrom`), the checkpoint's model.
-
-    Raises:
-        ValueError: an option of the other model family, or a model its options cannot build.
-    """
+    """The config ``attnkit train seq2seq``'s options describe (vocabulary sizes, metric kind and levels are
+    filled in by training); with ``init`` (an ``--init-from`` checkpoint), the checkpoint's model."""
     if init is None:
         model = model_options(args)
         check_model_options(model)
     else:  # the checkpoint's model, vocabulary sizes aside (its tokenisers bring them)
         vocabulary = ("source_vocab_size", "target_vocab_size")
         model = {key: value for key, value in init.config["model"].items() if key not in vocabulary}
-    return Seq2SeqConfig(
-        model=model,
-        data=args.data,
-        source_level=args.source_level,
-        target_level=args.target_level,
-        label_smoothing=args.label_smoothing,
-    )
+    levels = {"source_level": args.source_level, "target_level": args.target_level}
+    return Seq2SeqConfig(model=model, data=args.data, label_smoothing=args.label_smoothing, **levels)
 
 
 # option dest -> (family it belongs to, build_seq2seq key); None values are left to the model's defaults
@@ -122,12 +95,7 @@ RNN_OPTIONS = {
     "local_score": "local_score",
 }
 TRANSFORMER_OPTIONS = {
-    "dim": "dim",
-    "heads": "heads",
-    "encoder_layers": "encoder_layers",
-    "decoder_layers": "decoder_layers",
-    "ff_dim": "ff_dim",
-    "positions": "positions",
+    name: name for name in ("dim", "heads", "encoder_layers", "decoder_layers", "ff_dim", "positions")
 }
 
 
@@ -140,12 +108,8 @@ FAMILY_OPTIONS = {"rnn": RNN_OPTIONS, "transformer": TRANSFORMER_OPTIONS}
 
 
 def model_options(args: argparse.Namespace) -> dict:
-    """The ``build_seq2seq`` config the arguments describe (vocabulary sizes are added by training); one table per
-    model family maps its options to the builder's keys.
-
-    Raises:
-        ValueError: an option of the other model family was given (``--attention`` with ``--model transformer``).
-    """
+    """The ``build_seq2seq`` config the arguments describe (vocabulary sizes are added by training); an option of
+    the other model family (``--attention`` with ``--model transformer``) is refused."""
     for family in FAMILY_OPTIONS.keys() - {args.model}:
         stray = [dest for dest in FAMILY_OPTIONS[family] if getattr(args, dest) is not None]
         stray += [dest for dest in FAMILY_FLAGS[family] if getattr(args, dest)]
@@ -153,13 +117,8 @@ def model_options(args: argparse.Namespace) -> dict:
             names = ", ".join("--" + dest.replace("_", "-") for dest in stray)
             raise ValueError(f"{names}: option(s) of --model {family}, not of --model {args.model}")
     options: dict = {"model": args.model}
-    options.update(
-        {
-            key: getattr(args, dest)
-            for dest, key in FAMILY_OPTIONS[args.model].items()
-            if getattr(args, dest) is not None
-        }
-    )
+    own = FAMILY_OPTIONS[args.model]
+    options.update({key: getattr(args, dest) for dest, key in own.items() if getattr(args, dest) is not None})
     options.update({key: value for dest, (key, value) in FAMILY_FLAGS[args.model].items() if getattr(args, dest)})
     if args.dropout is not None:
         options["dropout"] = args.dropout

@@ -27,17 +27,8 @@ def load_data(
     target_level: str = "char",
     delimiter: str | None = None,
 ) -> Seq2SeqData:
-    """A built-in data set by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file.
-
-    For a file: ``valid`` and ``test`` files are optional (without ``valid``, a hashed 5% of the training sources
-    is held out; without ``test`` nothing is tested); the levels say how to tokenise each side; ``delimiter``
-    separates the columns of all three (read as CSV with it, see :func:`attnkit.data.seq2seq.read_pairs`).
-
-    Raises:
-        ValueError: file options given with a built-in data set, or an unknown level.
-        DataError / PairFileError: unreadable or bad files (``file:line: ...``).
-        FileNotFoundError: ``data`` is neither a built-in data set nor a file.
-    """
+    """A built-in data set by name (``cmudict``, ``dates``, ``bible-en-es``) or a TSV/CSV/JSONL pair file (without
+    ``valid``, a hashed 5% of the training sources is held out; without ``test`` nothing is tested)."""
     if data in data_set_names():
         if delimiter is not None:
             raise ValueError(f"--delimiter is for pair files; the built-in data set {data!r} needs none")
@@ -47,21 +38,19 @@ def load_data(
                 f"{' and '.join(given)} are for pair files; the built-in data set {data!r} has its own splits"
             )
         return load_data_set(data)
-    for name, level in (("source_level", source_level), ("target_level", target_level)):
-        if level not in LEVELS:
-            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
+    check_levels(source_level, target_level)
     if not Path(data).exists():
         raise FileNotFoundError(f"{data}: neither a built-in data set ({', '.join(data_set_names())}) nor a file")
-    return load_pair_files(
-        data,
-        valid,
-        test,
-        source_level=source_level,  # type: ignore[arg-type]
-        target_level=target_level,  # type: ignore[arg-type]
-        source_key=source_column,
-        target_key=target_column,
-        delimiter=delimiter,
-    )
+    levels = {"source_level": source_level, "target_level": target_level}
+    keys = {"source_key": source_column, "target_key": target_column, "delimiter": delimiter}
+    return load_pair_files(data, valid, test, **levels, **keys)
+
+
+def check_levels(source: str, target: str, *names: str) -> None:
+    """Refuse a source or target level that is not one of :data:`LEVELS` (``names``: how the message calls them)."""
+    for name, level in zip(names or ("source_level", "target_level"), (source, target), strict=True):
+        if level not in LEVELS:
+            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
 
 
 def subset(data: Seq2SeqData, limit: int) -> Seq2SeqData:
@@ -91,12 +80,9 @@ def evaluation_data(
     target_column: str = "target",
     delimiter: str | None = None,
 ) -> tuple[list[Pair], list[list[str]], str]:
-    """The pairs to evaluate a checkpoint on, each one's acceptable references, and a label for them.
-
-    ``data`` is a built-in data set (its ``split``: ``test`` by default, or ``valid``) or a pair file (every distinct
-    source in it, with all its targets as references; ``delimiter`` separates its columns); None means the data set
-    the checkpoint was trained on.
-    """
+    """The pairs to evaluate a checkpoint on, each one's acceptable references, and a label for them: a built-in
+    data set's ``split`` (default test), or every distinct source of a pair file with all its targets; ``data`` None
+    means the data set the checkpoint was trained on."""
     name = config.data if data is None else data
     if name in data_set_names():
         split = split or "test"

@@ -30,10 +30,7 @@ def seq2seq_report(
     faithfulness: Sequence | None = None,
 ) -> Path:
     """Translate ``texts`` with their attention and write the report to ``out``; returns the path written.
-
-    ``faithfulness`` (optional): one :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per text
-    (its emitted tokens' tests averaged, :func:`~attnkit.tasks.seq2seq.faithfulness.text_faithfulness`), shown as
-    the classifiers' panel under the text's alignment."""
+    ``faithfulness``: one result per text (its emitted tokens' tests averaged), shown under its alignment."""
     if faithfulness is not None and len(faithfulness) != len(texts):
         raise ValueError(f"faithfulness: {len(faithfulness)} result(s) for {len(texts)} text(s)")
     translations = loaded.translate(texts, need_weights=True)
@@ -50,29 +47,20 @@ def seq2seq_report(
             sections.append(alignment_section(weights, source_tokens, target_tokens, title=heading))
             continue
         # the Transformer: the last layer's head-averaged alignment, then every layer and head
+        caption = captions.TRANSFORMER_ALIGNMENT
         sections.append(
-            alignment_section(
-                weights[:, -1].mean(1),
-                source_tokens,
-                target_tokens,
-                title=heading,
-                caption=captions.TRANSFORMER_ALIGNMENT,
-            )
+            alignment_section(weights[:, -1].mean(1), source_tokens, target_tokens, title=heading, caption=caption)
         )
         source_ids = torch.tensor([loaded.source_tokenizer.encode(text)], device=loaded.device)  # [1, S]
         with torch.no_grad(), autocast(loaded.device, loaded.precision):
             _, encoder_layers = loaded.model.encode(
                 source_ids, torch.ones_like(source_ids, dtype=torch.bool), need_weights=True
             )
-        encoder_layers = to_host(encoder_layers)
+        encoder = [layer[0] for layer in to_host(encoder_layers)]  # L x [H, S, S]
+        cross = [weights[:, layer].transpose(0, 1) for layer in range(weights.shape[1])]  # L x [H, T, S]
+        every = f"{number}. every layer and head"
         sections.append(
-            transformer_section(
-                source_tokens,
-                target_tokens,
-                encoder_layers=[layer[0] for layer in encoder_layers],  # [H, S, S]
-                cross_layers=[weights[:, layer].transpose(0, 1) for layer in range(weights.shape[1])],  # [H, T, S]
-                title=f"{number}. every layer and head",
-            )
+            transformer_section(source_tokens, target_tokens, encoder_layers=encoder, cross_layers=cross, title=every)
         )
     for start, result in zip(starts, faithfulness or [], strict=False):
         sections[start] = _with_panel(sections[start], result)

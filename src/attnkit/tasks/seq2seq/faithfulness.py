@@ -6,15 +6,10 @@ tokens, one emitted target token at a time (layer 5): what ``attnkit faithfulnes
     steps = g2p.faithfulness(["attention"])[0]       # one DocumentFaithfulness per emitted phoneme
     steps[0].label, steps[0].methods["attention"].comprehensiveness["10"]
 
-The subject: one emitted target token of an RNN or Transformer
-encoder-decoder as a :class:`~attnkit.explain.faithfulness.subject.Subject` whose units are the source tokens.
-
 The decoder is teacher-forced on the decoded prefix ``<bos> y_1 .. y_{t-1}`` and the prediction is its
-distribution at step ``t``; an erased source changes only the source. ``attention`` is the step's attention
-over the source (the Transformer: the last layer's cross-attention, heads averaged); ``rollout`` and ``flow``
-follow the Transformer encoder's mixing down to the source tokens and are read out by that cross-attention.
-``mask`` erasure masks a source token out of every attention (the Transformer's encoder self-attention and
-cross-attention); an RNN encoder reads a prefix, so it has ``delete`` and ``unk`` only.
+distribution at step ``t``; an erased source changes only the source. ``attention`` is the step's attention over
+the source (the Transformer: the last layer's cross-attention, heads averaged). An RNN encoder reads a prefix, so
+it has ``delete`` and ``unk`` erasure only (no ``mask``).
 
 Shape glossary:
     S  source tokens   t  the step   V  target vocabulary   N  erased variants   H  heads   E  embedding features
@@ -60,9 +55,7 @@ def seq2seq_faithfulness(
     steps: int = STEPS,
 ) -> list[list[DocumentFaithfulness]]:
     """For each text, greedy-decode it, then run the tests on every emitted token (``<eos>`` included) over the
-    source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token. ``texts`` are
-    taken as ``translate`` takes them (:func:`attnkit.data.inputs.as_texts`: a ``str`` is one text, an empty
-    sequence gives ``[]``, ``None`` or a non-str item is a TypeError)."""
+    source tokens: one :class:`DocumentFaithfulness` per step, its ``label`` the emitted token."""
     texts = as_texts(texts)
     if not texts:
         return []
@@ -88,19 +81,13 @@ def step_subjects(loaded, texts: Sequence[str]) -> list[list[Seq2SeqStepSubject]
         source_ids = loaded.source_tokenizer.encode(text)
         tokens = loaded.source_tokenizer.tokens(text)[: len(source_ids)]
         target_ids = list(translation.token_ids or [])
-        found.append(
-            [
-                Seq2SeqStepSubject(loaded.model, source_ids, target_ids, step, tokens, vocabulary)
-                for step in range(len(target_ids))
-            ]
-        )
+        steps = range(len(target_ids))
+        found.append([Seq2SeqStepSubject(loaded.model, source_ids, target_ids, t, tokens, vocabulary) for t in steps])
     return found
 
 
 def text_faithfulness(loaded, texts: Sequence[str], **options: Any) -> list[DocumentFaithfulness]:
-    """One result per text for ``attnkit explain --faithfulness``: the tests of every emitted token averaged
-    (:func:`~attnkit.explain.faithfulness.results.mean_over_steps`); ``label`` says "each emitted token";
-    ``options`` as :func:`seq2seq_faithfulness` takes them."""
+    """One result per text for ``attnkit explain --faithfulness``: the tests of every emitted token averaged."""
     from attnkit.explain.faithfulness.results import mean_over_steps
 
     per_text = seq2seq_faithfulness(loaded, texts, **options)
@@ -162,9 +149,7 @@ class Seq2SeqStepSubject:
         self.model.eval()
         target = self.target_in.expand(source.shape[0], -1)
         with torch.no_grad():
-            return self.model(
-                source.to(self.device), mask.to(self.device), target.to(self.device), need_weights=need_weights
-            )
+            return self.model(*(t.to(self.device) for t in (source, mask, target)), need_weights=need_weights)
 
     def probabilities_when(self, keep: torch.Tensor, erase: Erasure | str) -> torch.Tensor:
         """keep ``[N, S]`` -> the step's distribution ``[N, V]``, in forwards of at most :data:`CHUNK`."""
@@ -208,8 +193,7 @@ class Seq2SeqStepSubject:
 
     def permutable(self) -> list[nn.Module] | None:
         """The attention modules Jain & Wallace's permutation test shuffles: a Transformer's decoder
-        cross-attentions (every layer and head; the encoder's self-attention is left as it is); None (the model's
-        attention poolings, which an RNN seq2seq has none of) otherwise."""
+        cross-attentions; None (the model's attention poolings) otherwise."""
         if isinstance(self.model, TransformerSeq2Seq):
             return [layer.cross_attention for layer in self.model.decoder_layers]
         return None

@@ -1,15 +1,12 @@
 """A trained sequence-to-sequence model, ready to use: what ``attnkit.load``, ``evaluate``, ``translate`` and
 ``explain`` get for the checkpoints ``attnkit train seq2seq`` writes (layer 5).
 
-    loaded = load_seq2seq("runs/d")                 # RUN or RUN/best; device="auto", precision="fp32"
+    loaded = load_seq2seq("runs/d")                 # RUN or RUN/best
     loaded.translate(["March 4, 1997"], beam_size=4)
-    loaded.evaluate(["March 4, 1997"], ["1997-03-04"])["exact_match"]   # as Classifier.evaluate(texts, labels)
-    ensemble = load_seq2seq_ensemble(["runs/a", "runs/b"])          # averages the members' next-token distributions
+    loaded.evaluate(["March 4, 1997"], ["1997-03-04"])["exact_match"]
 
-Decoding runs one path (the cached decoders of :mod:`attnkit.decoding`), with or without attention weights: when
-they are asked for, the decoded tokens are read once more by the model's teacher-forced forward pass, which returns
-the weights of exactly the steps that produced them. Decoding runs on the model's device, under autocast in the
-loaded model's ``precision``; the results come back to the CPU once per batch.
+Attention weights, when asked for, come from one teacher-forced pass over the decoded tokens, so the decoding itself
+is the same with or without them.
 
 Shape glossary:
     B  sources   S  source positions   T  decoded steps   L  layers   H  heads   V  target vocabulary
@@ -42,7 +39,7 @@ from attnkit.runtime.devices import autocast, device_of, on_device, ready_for_in
 from attnkit.tasks.seq2seq.config import KIND, Seq2SeqConfig, build_seq2seq_model
 from attnkit.tasks.seq2seq.ctranslate2.probe import export_message, is_export
 from attnkit.tasks.seq2seq.objective import Seq2SeqObjective
-from attnkit.tasks.seq2seq.scoring import scoring_named
+from attnkit.tasks.seq2seq.scoring import checked_references, scoring_named
 
 __all__ = [
     "LoadedSeq2Seq",
@@ -58,11 +55,9 @@ __all__ = [
 class Translation:
     """One decoded source: its ``text``, normalised ``score``, and (when asked) ``attention [T, *W]``.
 
-    ``token_ids`` are the generated ids (``<eos>`` included when the hypothesis finished): row ``t`` of
-    ``attention`` is the step that produced ``token_ids[t]`` (``[T, S]`` for the RNN, ``[T, L, H, S]`` for the
-    Transformer; None for a model without attention or an ensemble). ``n_best`` holds the ``num_hypotheses``
-    best hypotheses of the beam, best first (the first is this one, without attention), as :func:`translate_texts`
-    returns them.
+    Row ``t`` of ``attention`` is the step that produced ``token_ids[t]`` (``[T, S]`` for the RNN, ``[T, L, H, S]``
+    for the Transformer; None without attention or for an ensemble). ``n_best``: the beam's best hypotheses, this
+    one first (without attention).
     """
 
     source: str
@@ -81,8 +76,7 @@ class Translation:
 
 @dataclass
 class LoadedSeq2Seq:
-    """A trained model (in eval mode) with its two tokenisers (the same object when shared) and its config; it runs
-    where the model's parameters are, under autocast in ``precision`` (``"fp32"``: none)."""
+    """A trained model (in eval mode) with its two tokenisers and its config, run under autocast in ``precision``."""
 
     model: nn.Module
     source_tokenizer: Tokenizer
@@ -106,31 +100,20 @@ class LoadedSeq2Seq:
         need_weights: bool = False,
         num_hypotheses: int = 1,
     ) -> list[Translation]:
-        """Decode ``texts`` in input order (see :func:`translate_texts`); a ``str`` is one text (one translation).
-
-        Raises:
-            TypeError: an item that is not a ``str`` (naming its index). ValueError: an empty text (likewise).
-        """
-        return translate_texts(
-            self.model,
-            self.source_tokenizer,
-            self.target_tokenizer,
-            texts,
-            beam_size=beam_size,
-            batch_size=batch_size,
-            length_penalty=length_penalty,
-            max_len=max_len,
-            need_weights=need_weights,
-            precision=self.precision,
-            num_hypotheses=num_hypotheses,
-        )
+        """Decode ``texts`` in input order (see :func:`translate_texts`); a ``str`` is one text (one translation)."""
+        tokenizers = (self.source_tokenizer, self.target_tokenizer)
+        options = {
+            "beam_size": beam_size,
+            "batch_size": batch_size,
+            "length_penalty": length_penalty,
+            "max_len": max_len,
+        }
+        options |= {"need_weights": need_weights, "precision": self.precision, "num_hypotheses": num_hypotheses}
+        return translate_texts(self.model, *tokenizers, texts, **options)
 
     def faithfulness(self, texts: str | Sequence[str], **options: Any) -> list:
-        """Does the attention explain each emitted token? Per text, one
-        :class:`~attnkit.explain.faithfulness.results.DocumentFaithfulness` per greedily decoded token, over the
-        source tokens (options: ``methods``, ``erase``, ``seed``, ``steps``; see
-        :mod:`attnkit.tasks.seq2seq.faithfulness`). The texts are taken as :meth:`translate` takes them: a
-        ``str`` is one text, an empty sequence gives ``[]``; ``None`` or a non-str item is a TypeError."""
+        """Does the attention explain each emitted token? Per text, one ``DocumentFaithfulness`` per greedily decoded
+        token (:mod:`attnkit.tasks.seq2seq.faithfulness`); an empty sequence gives ``[]``."""
         from attnkit.tasks.seq2seq.faithfulness import seq2seq_faithfulness
 
         return seq2seq_faithfulness(self, texts, **options)
@@ -138,35 +121,17 @@ class LoadedSeq2Seq:
     def evaluate(
         self, sources: Sequence[str], targets: Sequence[str | Sequence[str]], **options: Any
     ) -> dict[str, float]:
-        """The decoded metrics of ``sources`` against ``targets`` — the shape of ``Classifier.evaluate(texts,
-        labels)``: one target per source, a ``str`` or the list of every acceptable one (the first is scored by
-        the teacher-forced loss). Options and results: :func:`evaluate_seq2seq`.
-
-        Raises:
-            TypeError / ValueError: as :func:`attnkit.data.inputs.as_pairs` (a non-str or empty item, naming its
-                index; lengths that differ; no sources).
-        """
+        """The decoded metrics of ``sources`` against ``targets`` (:func:`evaluate_seq2seq`): one target per source, a
+        ``str`` or the list of every acceptable one (the first is scored by the teacher-forced loss)."""
         pairs, references = as_pairs(sources, targets)
         return evaluate_seq2seq(self, pairs, references, **options)
 
 
 def load_seq2seq(
-    checkpoint: str | Path,
-    *,
-    device: str | torch.device = "auto",
-    precision: str = "fp32",
-    quantize: str | None = None,
+    checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32", quantize: str | None = None
 ) -> LoadedSeq2Seq:
     """Rebuild a trained seq2seq model, its tokenisers and config from ``RUN/best`` (or ``RUN``), ready on
-    ``device`` (``"auto"``: CUDA when available, else the CPU) to decode in ``precision``; ``quantize="int8"``
-    quantises its linear layers for CPU inference (:func:`attnkit.models.quantize.quantize_model`).
-
-    Raises:
-        CheckpointError: not an attnkit checkpoint, not a seq2seq one, a bad config, missing tokenisers, or
-            weights that do not fit.
-        ValueError: a device that is not there, or a precision it cannot run in; ``quantize`` off the CPU or
-            with a precision other than fp32.
-    """
+    ``device``; ``quantize="int8"`` quantises its linear layers for CPU inference (fp32 on the CPU only)."""
     checkpoint = resolve_checkpoint(checkpoint)
     if is_export(checkpoint):
         raise CheckpointError(export_message(checkpoint))
@@ -197,15 +162,9 @@ def load_seq2seq_ensemble(
     precision: str = "fp32",
     quantize: str | None = None,
 ) -> LoadedSeq2Seq:
-    """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`); one checkpoint
-    gives :func:`load_seq2seq`'s model itself.
-
-    The members must have been trained on one data set, with identical tokenisers on both sides (the same vocabulary
-    in the same order: a built-in data set gives that to every run). The result carries the first member's config.
-
-    Raises:
-        CheckpointError: as :func:`load_seq2seq`, or members that do not agree on data, metrics or tokenisers.
-    """
+    """Several checkpoints as one model (:class:`~attnkit.models.ensemble.Seq2SeqEnsemble`), carrying the first
+    member's config; one checkpoint gives :func:`load_seq2seq`'s model itself. Members must share data, metrics and
+    identical tokenisers."""
     if not checkpoints:
         raise ValueError("an ensemble needs at least one checkpoint")
     members = [load_seq2seq(c, device=device, precision=precision, quantize=quantize) for c in checkpoints]
@@ -240,30 +199,18 @@ def evaluate_seq2seq(
     max_len: int | None = None,
 ) -> dict[str, float]:
     """Decode every source of ``pairs`` and score it: ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, plus
-    the teacher-forced ``loss``, ``token_accuracy`` and ``count``.
-
-    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target). Runs on the model's
-    device, under autocast in ``loaded.precision``.
-    """
-    if not pairs:
-        raise ValueError("nothing to evaluate: no pairs")
-    references = [[target] for _, target in pairs] if references is None else references
-    if len(references) != len(pairs):
-        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
+    the teacher-forced ``loss``, ``token_accuracy`` and ``count``. ``references[i]``: every acceptable target of
+    ``pairs[i]`` (default: its own target)."""
+    references = checked_references(pairs, references)
     dataset = encode_pairs(pairs, loaded.source_tokenizer, loaded.target_tokenizer)
+    scoring = scoring_named(loaded.config.metrics)
+    decoding = {"beam_size": beam_size, "length_penalty": length_penalty, "max_len": max_len}
     objective = Seq2SeqObjective(
-        loaded.model,
-        loaded.target_tokenizer,
-        scoring=scoring_named(loaded.config.metrics),
-        references=references,
-        beam_size=beam_size,
-        length_penalty=length_penalty,
-        max_len=max_len,
+        loaded.model, loaded.target_tokenizer, scoring=scoring, references=references, **decoding
     )
-    device = loaded.device
     batches = make_loader(dataset, batch_size=batch_size, shuffle=False, by="source_lengths")
-    with autocast(device, loaded.precision):
-        return objective.evaluate(on_device(batches, device))
+    with autocast(loaded.device, loaded.precision):
+        return objective.evaluate(on_device(batches, loaded.device))
 
 
 @torch.no_grad()
@@ -281,17 +228,11 @@ def translate_texts(
     precision: str = "fp32",
     num_hypotheses: int = 1,
 ) -> list[Translation]:
-    """Decode ``texts`` in batches (in eval mode, on the model's device, under autocast in ``precision``), best
-    hypothesis each, in input order (a ``str`` is one text; an empty or non-``str`` item is refused, naming its
-    index: :func:`attnkit.data.inputs.as_texts`); each batch's results come back to the CPU (float32) in one copy per tensor.
+    """Decode ``texts`` in batches (eval mode, under autocast in ``precision``), best hypothesis each, in input order.
 
-    With ``need_weights`` each translation carries the model's weights for its decoded steps: ``[T, S]`` for
-    the RNN, ``[T, L, H, S]`` for the Transformer (``S`` = the source's own tokens), read by one teacher-forced
-    pass over the decoded tokens; the decoding itself is the same with or without them.
-
-    ``num_hypotheses`` (``1 <= n <= beam_size``) fills each translation's ``n_best`` with the beam's ``n`` best
-    finished hypotheses (:func:`~attnkit.decoding.beam_search` keeps ``beam_size`` of them, sorted by score; fewer
-    when a source has fewer possible outputs); the translation itself is always the first.
+    With ``need_weights`` each translation carries ``[T, S]`` (RNN) or ``[T, L, H, S]`` (Transformer) weights over
+    the source's own tokens. ``num_hypotheses`` (``1 <= n <= beam_size``) fills each ``n_best`` with the beam's
+    ``n`` best finished hypotheses (fewer when a source has fewer possible outputs).
     """
     texts = as_texts(texts)  # a str is one text; empty or non-str items refused, naming the index
     if not 1 <= num_hypotheses <= beam_size:
@@ -340,12 +281,8 @@ def _translations(
 def _forced_attention(
     model: nn.Module, source_ids: torch.Tensor, source_mask: torch.Tensor, tokens: torch.Tensor
 ) -> torch.Tensor | None:
-    """The attention of the steps that produced ``tokens [B, T]``: the model reads ``<bos>`` + ``tokens[:, :-1]``
-    teacher-forced (each step sees only earlier tokens, so steps after a row's ``<eos>`` change nothing before it).
-
-    Returns ``[B, T, S]`` (RNN attention), ``[B, T, L, H, S]`` (every Transformer layer's cross-attention), or
-    None for a model that gives no weights (no attention, an ensemble).
-    """
+    """The attention ``[B, T, S]`` (RNN) or ``[B, T, L, H, S]`` (Transformer) of the steps that produced ``tokens
+    [B, T]``, read teacher-forced from ``<bos>`` + ``tokens[:, :-1]``; None for a model that gives no weights."""
     if tokens.shape[1] == 0 or "need_weights" not in inspect.signature(model.forward).parameters:
         return None  # nothing decoded, or a model that gives no weights (an ensemble)
     bos = torch.full_like(tokens[:, :1], BOS_ID)

@@ -12,13 +12,9 @@ reference, counted against that closest reference's length (the first such on a 
     PER = 100 · Σ_words min_r edits(prediction, r) / Σ_words len(closest r)
 
 Corpus BLEU and chrF are functions of statistics that add up over sentences, so shards of a corpus (the ranks of
-a distributed evaluation) can be scored apart and combined exactly: :func:`bleu_statistics` /
-:func:`chrf_statistics` give a shard's, and :func:`bleu_from_statistics` / :func:`chrf_from_statistics` score
-their sum, equal to :func:`corpus_bleu` / :func:`corpus_chrf` on the whole corpus. BLEU's go through sacreBLEU's
-public API (``BLEU.corpus_score``'s counts and lengths, the static ``BLEU.compute_bleu``). sacreBLEU exposes no
-chrF statistics publicly, so they are counted here, as sacreBLEU's chrF defines them (character n-grams up to 6 with
-whitespace removed, β = 2, precision and recall averaged over the orders present); the tests hold them equal to
-``sacrebleu.corpus_chrf``, so a change in sacreBLEU's chrF fails a test instead of drifting silently.
+a distributed evaluation) can be scored apart and combined exactly (``*_statistics``, then ``*_from_statistics``).
+sacreBLEU exposes no chrF statistics, so they are counted here as its chrF defines them; the tests hold them equal
+to ``sacrebleu.corpus_chrf``.
 """
 
 from __future__ import annotations
@@ -50,10 +46,7 @@ DEFAULT_LENGTH_EDGES = (10, 20, 30, 40, 50, 60)
 
 
 def edit_distance(a: Tokens, b: Tokens) -> int:
-    """Levenshtein distance between two token sequences: the fewest insertions, deletions and substitutions.
-
-    Works on any sequences of hashable tokens — lists of phonemes, words, or the characters of a string.
-    """
+    """Levenshtein distance between two sequences of hashable tokens (phonemes, words, a string's characters)."""
     if len(a) < len(b):
         a, b = b, a
     previous = list(range(len(b) + 1))  # distances from a[:0] to every prefix of b
@@ -72,16 +65,7 @@ def _symbols(sequence: str | Tokens) -> list:
 
 @dataclass(frozen=True)
 class G2PScores:
-    """Word and phoneme error rates over a corpus, with the counts behind them.
-
-    Attributes:
-        wer: word error rate, percent.
-        per: phoneme error rate, percent.
-        words: words scored.
-        word_errors: words whose prediction matched no reference.
-        phoneme_edits: summed minimum edit distances.
-        reference_phonemes: summed lengths of the closest references.
-    """
+    """Word and phoneme error rates (percent) over a corpus, with the counts behind them."""
 
     wer: float
     per: float
@@ -92,12 +76,8 @@ class G2PScores:
 
 
 def g2p_scores(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> G2PScores:
-    """WER and PER of ``predictions`` against every word's acceptable ``references``.
-
-    Args:
-        predictions: one predicted pronunciation per word: a phoneme list or a space-separated string.
-        references: for each word, its acceptable pronunciations (at least one), in the same forms.
-    """
+    """WER and PER of ``predictions`` (phoneme lists or space-separated strings) against every word's acceptable
+    ``references`` (at least one each)."""
     if len(predictions) != len(references):
         raise ValueError(f"predictions has {len(predictions)} items but references has {len(references)}")
     word_errors = edits = phonemes = 0
@@ -112,14 +92,8 @@ def g2p_scores(predictions: Sequence[str | Tokens], references: Sequence[Sequenc
         edits += distances[best]
         phonemes += len(candidates[best])
     words = len(predictions)
-    return G2PScores(
-        wer=100.0 * word_errors / words if words else 0.0,
-        per=100.0 * edits / phonemes if phonemes else 0.0,
-        words=words,
-        word_errors=word_errors,
-        phoneme_edits=edits,
-        reference_phonemes=phonemes,
-    )
+    wer, per = 100.0 * word_errors / words if words else 0.0, 100.0 * edits / phonemes if phonemes else 0.0
+    return G2PScores(wer, per, words, word_errors, phoneme_edits=edits, reference_phonemes=phonemes)
 
 
 def word_error_rate(predictions: Sequence[str | Tokens], references: Sequence[Sequence[str | Tokens]]) -> float:
@@ -133,8 +107,7 @@ def phoneme_error_rate(predictions: Sequence[str | Tokens], references: Sequence
 
 
 def _check_corpus(hypotheses: Sequence[str], references: Sequence[str]) -> None:
-    if len(hypotheses) != len(references):
-        raise ValueError(f"hypotheses has {len(hypotheses)} items but references has {len(references)}")
+    _check_lengths(hypotheses, references)
     if not hypotheses:
         raise ValueError("cannot score an empty corpus")
 
@@ -160,13 +133,8 @@ CHRF_CHAR_ORDER, CHRF_BETA = 6, 2  # sacreBLEU's chrF defaults (no word n-grams:
 
 
 def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """BLEU's additive statistics of a corpus (one reference each), by sacreBLEU's defaults (13a tokens):
-    ``bleu_sys_len``, ``bleu_ref_len`` (closest reference lengths) and, for n = 1..4, ``bleu_correct_n`` and
-    ``bleu_total_n`` (clipped n-gram matches and hypothesis n-grams). An empty corpus gives the same keys, zero.
-
-    Raises:
-        ValueError: the two sequences differ in length.
-    """
+    """BLEU's additive statistics of a corpus (one reference each), by sacreBLEU's defaults: ``bleu_sys_len``,
+    ``bleu_ref_len`` and, for n = 1..4, ``bleu_correct_n`` and ``bleu_total_n``. An empty corpus gives zeros."""
     _check_lengths(hypotheses, references)
     keys = ["bleu_sys_len", "bleu_ref_len"]
     keys += [f"bleu_{kind}_{n}" for kind in ("correct", "total") for n in range(1, BLEU_ORDER + 1)]
@@ -186,28 +154,21 @@ def bleu_from_statistics(sums: Mapping[str, float]) -> float:
 
     metric = BLEU(max_ngram_order=BLEU_ORDER)
     counts = {key: round(sums[key]) for key in bleu_statistics([], [])}
+    options = ("smooth_method", "smooth_value", "effective_order", "max_ngram_order")
     score = BLEU.compute_bleu(
         correct=[counts[f"bleu_correct_{n}"] for n in range(1, BLEU_ORDER + 1)],
         total=[counts[f"bleu_total_{n}"] for n in range(1, BLEU_ORDER + 1)],
         sys_len=counts["bleu_sys_len"],
         ref_len=counts["bleu_ref_len"],
-        smooth_method=metric.smooth_method,
-        smooth_value=metric.smooth_value,
-        effective_order=metric.effective_order,
-        max_ngram_order=metric.max_ngram_order,
+        **{name: getattr(metric, name) for name in options},
     )
     return float(score.score)
 
 
 def chrf_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """chrF's additive statistics of a corpus (one reference each): for n = 1..6, ``chrf_hyp_n``, ``chrf_ref_n``
-    and ``chrf_match_n``, the hypothesis, reference and matching character n-grams (whitespace removed; a
-    hypothesis' n-grams count only where its reference has some of that order, as in sacreBLEU). An empty corpus
-    gives the same keys, zero.
-
-    Raises:
-        ValueError: the two sequences differ in length.
-    """
+    and ``chrf_match_n`` (a hypothesis' n-grams count only where its reference has some of that order, as in
+    sacreBLEU). An empty corpus gives zeros."""
     _check_lengths(hypotheses, references)
     totals = [0] * (3 * CHRF_CHAR_ORDER)  # [hyp, ref, match] per order
     for hypothesis, reference in zip(hypotheses, references, strict=True):
@@ -253,14 +214,8 @@ def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None
 
 @dataclass(frozen=True)
 class BucketScore:
-    """BLEU over the sentences whose source length falls in ``[low, high)`` words.
-
-    Attributes:
-        low, high: the bucket's bounds in source words (``high`` is ``None`` for the open last bucket).
-        count: sentences in the bucket.
-        bleu: corpus BLEU of those sentences, percent.
-        label: ``"10-19"`` or ``"60+"``, for a plot's axis.
-    """
+    """BLEU (percent) over the ``count`` sentences whose source length falls in ``[low, high)`` words (``high``
+    None: the open last bucket)."""
 
     low: int
     high: int | None
@@ -283,11 +238,8 @@ def bleu_by_length(
     *,
     edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
 ) -> list[BucketScore]:
-    """BLEU per source-length bucket (the plot of Bahdanau et al. 2015, Fig. 2).
-
-    Source length is counted in whitespace-separated words. ``edges`` ``(10, 20, ...)`` give the buckets
-    ``[0, 10), [10, 20), ..., [last, ∞)``; empty buckets are left out. Returns the buckets in order.
-    """
+    """BLEU per source-length bucket in words (Bahdanau et al. 2015, Fig. 2): ``edges`` ``(10, 20, ...)`` give
+    ``[0, 10), [10, 20), ..., [last, ∞)``; empty buckets are left out."""
     if len(sources) != len(hypotheses):
         raise ValueError(f"sources has {len(sources)} items but hypotheses has {len(hypotheses)}")
     _check_corpus(hypotheses, references)
@@ -301,12 +253,7 @@ def bleu_by_length(
         k = next(k for k, (low, high) in enumerate(bounds) if high is None or low <= n < high)
         members[k].append(i)
     return [
-        BucketScore(
-            low=low,
-            high=high,
-            count=len(ids),
-            bleu=corpus_bleu([hypotheses[i] for i in ids], [references[i] for i in ids]),
-        )
+        BucketScore(low, high, len(ids), corpus_bleu([hypotheses[i] for i in ids], [references[i] for i in ids]))
         for (low, high), ids in zip(bounds, members, strict=True)
         if ids
     ]

@@ -1,36 +1,13 @@
 """Sequence-to-sequence training and evaluation for :func:`attnkit.training.loop.fit` (layer 5): the loss and the
 decoded metrics.
 
-    objective = Seq2SeqObjective(model, target_tokenizer, scoring=scoring_for(data), references=data.references_for("valid"))
-    fit(objective, train_batches, valid_batches, FitConfig(select_metric=objective.select_metric, select_mode=objective.select_mode))
+Training minimises label-smoothed cross-entropy; with a ``teacher`` (token-level distillation, Hinton et al. 2015,
+Kim & Rush 2016), a weighted mix of it and :func:`distribution_matching_loss`. Evaluation decodes every source and
+scores the text with a :class:`~attnkit.tasks.seq2seq.scoring.Scoring` (``"sequence"``: wer, per, exact_match;
+``"text"``: bleu, chrf), plus the teacher-forced ``loss``, ``token_accuracy`` and ``count``.
 
-Training minimises label-smoothed cross-entropy over the real target tokens; with a ``teacher`` (token-level
-knowledge distillation, Hinton et al. 2015, Kim & Rush 2016; :mod:`attnkit.tasks.seq2seq.distill`), a weighted mix
-of it and the cross-entropy of the student's next-token distributions against the teacher's
-(:func:`distribution_matching_loss`), both read teacher-forced on the same target prefixes. Evaluation decodes every source
-(greedy, or beam search with ``beam_size > 1``) and scores the decoded text with the objective's
-:class:`~attnkit.tasks.seq2seq.scoring.Scoring`:
-
-* ``"sequence"`` metrics (G2P, dates — any data set whose outputs are short symbol or character sequences):
-  ``wer`` (percent of outputs matching none of their references), ``per`` (edits per reference symbol,
-  percent) and ``exact_match = 100 - wer``; selection by lowest ``wer``.
-* ``"text"`` metrics (translation): sacreBLEU's ``bleu`` and ``chrf``; selection by highest ``bleu``.
-
-Both also report the teacher-forced ``loss`` (mean cross-entropy per token, without smoothing),
-``token_accuracy`` (percent) and ``count`` (examples scored).
-
-Evaluation under DDP (:class:`~attnkit.training.loop.SummableObjective`): ``evaluate_sums`` returns additive
-statistics only, which ``fit`` sums over ranks before ``metrics_from_sums`` turns them into metrics — so N
-processes, each decoding its own shard, report exactly the metrics of one process decoding everything:
-
-* always: ``loss_sum``, ``tokens``, ``correct_tokens``, ``examples``;
-* ``"sequence"``: ``word_errors``, ``phoneme_edits``, ``reference_phonemes`` (the counts behind WER and PER);
-* ``"text"``: BLEU's and chrF's sufficient statistics, summed over sentences — ``bleu_sys_len``,
-  ``bleu_ref_len``, ``bleu_correct_n`` and ``bleu_total_n`` for n = 1..4, and ``chrf_hyp_n``, ``chrf_ref_n``,
-  ``chrf_match_n`` for character n-gram orders 1..6 (:func:`~attnkit.tasks.seq2seq.metrics.bleu_statistics`,
-  :func:`~attnkit.tasks.seq2seq.metrics.chrf_statistics`). A corpus score is a function of exactly these sums, so the
-  result equals :func:`~attnkit.tasks.seq2seq.metrics.corpus_bleu` / ``corpus_chrf`` on the gathered hypotheses;
-  a test checks it. Hypotheses themselves are never gathered.
+Under DDP, ``evaluate_sums`` returns additive statistics only (token counts, edit counts, BLEU/chrF sufficient
+statistics), summed over ranks before ``metrics_from_sums``: N ranks report exactly the metrics of one.
 
 Shape glossary:
     B  pairs   S  source positions   T  target positions   V  target vocabulary
@@ -47,32 +24,16 @@ from torch import nn
 
 from attnkit.data.seq2seq import PAD_ID, Seq2SeqBatch
 from attnkit.decoding import DecodeOutput, decode
-from attnkit.tasks.seq2seq.metrics import (
-    bleu_from_statistics,
-    bleu_statistics,
-    chrf_from_statistics,
-    chrf_statistics,
-)
+from attnkit.tasks.seq2seq.metrics import bleu_from_statistics, bleu_statistics, chrf_from_statistics, chrf_statistics
 from attnkit.tasks.seq2seq.scoring import SEQUENCE, Scoring
 
-__all__ = [
-    "Seq2SeqObjective",
-    "distribution_matching_loss",
-    "label_smoothed_loss",
-    "sacrebleu_score",
-    "sacrebleu_sums",
-]
+__all__ = ["Seq2SeqObjective", "distribution_matching_loss", "label_smoothed_loss", "sacrebleu_score", "sacrebleu_sums"]
 
 
 def label_smoothed_loss(
     logits: torch.Tensor, targets: torch.Tensor, *, smoothing: float = 0.1, pad_id: int = PAD_ID
 ) -> torch.Tensor:
-    """Mean label-smoothed cross-entropy over the non-padding targets.
-
-    Args:
-        logits: ``[B, T, V]``. targets: ``[B, T]`` long, ``pad_id`` where there is no target.
-        smoothing: ``ε``: the target distribution is ``1 - ε`` on the right token plus ``ε / V`` everywhere.
-    """
+    """Mean label-smoothed cross-entropy over the non-padding targets: logits ``[B, T, V]``, targets ``[B, T]``."""
     if logits.shape[:2] != targets.shape:
         raise ValueError(f"logits [B, T, V] {tuple(logits.shape)} and targets [B, T] {tuple(targets.shape)} disagree")
     if not 0.0 <= smoothing < 1.0:
@@ -85,14 +46,10 @@ def label_smoothed_loss(
 def distribution_matching_loss(
     logits: torch.Tensor, teacher_logits: torch.Tensor, targets: torch.Tensor, *, pad_id: int = PAD_ID
 ) -> torch.Tensor:
-    """Mean over the real target positions of ``-Σ_v p_teacher(v) log p_student(v)``: the KL divergence from the
-    teacher's distribution to the student's plus the teacher's entropy (a constant, so the same gradient, zero where
-    the two distributions agree).
+    """Mean over the real target positions of ``-Σ_v p_teacher(v) log p_student(v)`` (KL plus a constant).
 
-    Args:
-        logits: the student's ``[B, T, V]``. teacher_logits: the teacher's ``[B, T, V]`` (logits, or the log
-            probabilities an ensemble returns: they are normalised with a softmax either way).
-        targets: ``[B, T]``, ``pad_id`` where there is no target (those positions are not counted).
+    logits, teacher_logits ``[B, T, V]`` (the teacher's may be log probabilities: both go through a softmax),
+    targets ``[B, T]`` (``pad_id`` positions are not counted).
     """
     if logits.shape != teacher_logits.shape or logits.shape[:2] != targets.shape:
         raise ValueError(
@@ -106,23 +63,10 @@ def distribution_matching_loss(
 class Seq2SeqObjective:
     """A sequence-to-sequence model with its training loss and its decoded evaluation (a ``Objective`` for ``fit``).
 
-    Args:
-        model: a model whose ``forward(source_ids, source_mask, target_in)`` returns ``.logits [B, T, V]`` and
-            that implements :class:`~attnkit.decoding.StepwiseSeq2Seq` (both attnkit families do).
-        target_tokenizer: turns decoded ids into text (``decode``), attnkit's special ids.
-        scoring: how decoded outputs are scored and the best epoch chosen (:data:`~attnkit.tasks.seq2seq.scoring.SEQUENCE`
-            or :data:`~attnkit.tasks.seq2seq.scoring.TEXT`; :func:`~attnkit.tasks.seq2seq.scoring.scoring_for` picks
-            one for a data set, :func:`~attnkit.tasks.seq2seq.scoring.scoring_named` maps a config's name).
-        label_smoothing: ``ε`` of the training loss.
-        references: every acceptable target text of each example of the evaluated split, indexed like its
-            :class:`~attnkit.data.seq2seq.PairDataset` (``data.references_for("valid")``); default: each pair's
-            own target.
-        beam_size: 1 decodes greedily; more uses beam search.
-        length_penalty: of the decoders' normalised scores.
-        max_len: the most tokens to decode (default ``2·S + 10``).
-        teacher: a trained model (or ensemble) over the same target vocabulary whose teacher-forced distributions
-            the student also learns (token-level distillation); it stays in eval mode and is not trained.
-        teacher_weight: ``w`` of the training loss ``(1 - w)·label-smoothed CE + w·distribution_matching_loss``.
+    ``references``: every acceptable target text of each example, indexed like the evaluated split's
+    :class:`~attnkit.data.seq2seq.PairDataset` (default: each pair's own target). ``max_len`` defaults to
+    ``2·S + 10``. ``teacher`` stays in eval mode; the loss is ``(1 - w)·label-smoothed CE + w·distribution matching``
+    with ``w = teacher_weight``.
     """
 
     def __init__(
@@ -153,8 +97,7 @@ class Seq2SeqObjective:
         self.select_metric, self.select_mode = scoring.select_metric, scoring.select_mode
 
     def loss(self, batch: Seq2SeqBatch) -> torch.Tensor:
-        """Mean label-smoothed cross-entropy per real target token (``<eos>`` included), mixed with the
-        distribution-matching loss when the objective has a teacher."""
+        """Mean label-smoothed cross-entropy per real target token (``<eos>`` included), mixed with the teacher's."""
         if batch.target_in is None:
             raise ValueError("the batch has no targets: training needs source/target pairs")
         logits = self.model(batch.source_ids, batch.source_mask, batch.target_in).logits  # [B, T, V]
@@ -175,11 +118,7 @@ class Seq2SeqObjective:
     def evaluate_sums(
         self, batches: Iterable[Seq2SeqBatch], *, references: Sequence[Sequence[str]] | None = None
     ) -> dict[str, float]:
-        """Additive statistics of ``batches`` (see the module docstring): teacher-forced loss and token counts,
-        then the decoded outputs' error counts (``"sequence"``) or sacreBLEU statistics (``"text"``).
-
-        ``references`` overrides the objective's own for this call (e.g. the test split's).
-        """
+        """Additive statistics of ``batches`` (see the module docstring); ``references`` overrides the objective's."""
         references = self.references if references is None else [list(r) for r in references]
         was_training = self.model.training
         self.model.eval()
@@ -204,33 +143,19 @@ class Seq2SeqObjective:
                 golds += self._batch_references(batch, references)
         finally:
             self.model.train(was_training)
-        sums = {
-            "loss_sum": loss_sum,
-            "tokens": float(tokens),
-            "correct_tokens": float(correct),
-            "examples": float(len(hypotheses)),
-        }
-        sums.update(self.decoded_sums(hypotheses, golds))
-        return sums
+        sums = {"loss_sum": loss_sum, "tokens": float(tokens), "correct_tokens": float(correct)}
+        return {**sums, "examples": float(len(hypotheses)), **self.decoded_sums(hypotheses, golds)}
 
     def metrics_from_sums(self, sums: Mapping[str, float]) -> dict[str, float]:
         """The metrics of a split from :meth:`evaluate_sums`' statistics summed over all of it."""
         tokens = max(sums["tokens"], 1.0)
-        metrics = {
-            "loss": sums["loss_sum"] / tokens,
-            "token_accuracy": 100.0 * sums["correct_tokens"] / tokens,
-            "count": sums["examples"],
-        }
-        metrics.update(self.scoring.metrics(sums))
-        return metrics
+        metrics = {"loss": sums["loss_sum"] / tokens, "token_accuracy": 100.0 * sums["correct_tokens"] / tokens}
+        return {**metrics, "count": sums["examples"], **self.scoring.metrics(sums)}
 
     def evaluate(
         self, batches: Iterable[Seq2SeqBatch], *, references: Sequence[Sequence[str]] | None = None
     ) -> dict[str, float]:
-        """Teacher-forced loss and token accuracy, then decoded metrics, over all ``batches``.
-
-        ``references`` overrides the objective's own for this call (e.g. the test split's).
-        """
+        """Teacher-forced loss and token accuracy, then decoded metrics; ``references`` overrides the objective's."""
         return self.metrics_from_sums(self.evaluate_sums(batches, references=references))
 
     def _batch_references(self, batch: Seq2SeqBatch, references: list[list[str]] | None) -> list[list[str]]:
@@ -255,9 +180,8 @@ class Seq2SeqObjective:
 
 
 def sacrebleu_sums(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    """sacreBLEU's sufficient statistics of ``name`` (``"bleu"``/``"chrf"``) summed over the sentences, as
-    ``{"bleu_sys_len": ..., "bleu_correct_1": ...}`` (zeros, same keys, for no sentences: ranks must agree on
-    keys); see :func:`attnkit.tasks.seq2seq.metrics.bleu_statistics` and :func:`~attnkit.tasks.seq2seq.metrics.chrf_statistics`."""
+    """sacreBLEU's sufficient statistics of ``name`` (``"bleu"``/``"chrf"``) summed over the sentences (zeros, same
+    keys, for no sentences: ranks must agree on keys)."""
     if name == "bleu":
         return bleu_statistics(hypotheses, references)
     if name == "chrf":

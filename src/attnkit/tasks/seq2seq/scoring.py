@@ -78,15 +78,10 @@ class SequenceScoring:
 
     def sums(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], tokenizer: Any) -> dict[str, float]:
         """``word_errors``, ``phoneme_edits`` and ``reference_phonemes`` (the counts behind WER and PER)."""
-        scores = g2p_scores(
-            [_symbols(h, tokenizer) for h in hypotheses],
-            [[_symbols(r, tokenizer) for r in refs] for refs in references],
-        )
-        return {
-            "word_errors": float(scores.word_errors),
-            "phoneme_edits": float(scores.phoneme_edits),
-            "reference_phonemes": float(scores.reference_phonemes),
-        }
+        references = [[_symbols(r, tokenizer) for r in refs] for refs in references]
+        scores = g2p_scores([_symbols(h, tokenizer) for h in hypotheses], references)
+        counts = (scores.word_errors, scores.phoneme_edits, scores.reference_phonemes)
+        return dict(zip(("word_errors", "phoneme_edits", "reference_phonemes"), map(float, counts), strict=True))
 
     def metrics(self, sums: Mapping[str, float]) -> dict[str, float]:
         """``wer``, ``per`` and ``exact_match`` (100, 100 and 0 for no examples)."""
@@ -114,7 +109,7 @@ class TextScoring:
     labels: tuple[str, str] = ("BLEU", "chrF")
 
     def sums(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], tokenizer: Any) -> dict[str, float]:
-        """BLEU's and chrF's sufficient statistics summed over the sentences (see :mod:`~attnkit.tasks.seq2seq.metrics`)."""
+        """BLEU's and chrF's sufficient statistics summed over the sentences."""
         firsts = [refs[0] for refs in references]
         return {**bleu_statistics(hypotheses, firsts), **chrf_statistics(hypotheses, firsts)}
 
@@ -135,11 +130,7 @@ SCORINGS: dict[str, Scoring] = {scoring.name: scoring for scoring in (SEQUENCE, 
 
 
 def scoring_named(name: str) -> Scoring:
-    """The :class:`Scoring` a config, manifest or results table names.
-
-    Raises:
-        ValueError: for an unknown name, listing the known ones.
-    """
+    """The :class:`Scoring` a config, manifest or results table names."""
     if name not in SCORINGS:
         raise ValueError(f"metrics must be one of {tuple(SCORINGS)}, got {name!r}")
     return SCORINGS[name]
@@ -148,3 +139,13 @@ def scoring_named(name: str) -> Scoring:
 def scoring_for(data: Any) -> Scoring:
     """:data:`TEXT` for data sets whose targets are subword text (translation), else :data:`SEQUENCE`."""
     return TEXT if data.target_level == "subword" else SEQUENCE
+
+
+def checked_references(pairs: Sequence[tuple[str, str]], references: Sequence[Sequence[str]] | None) -> Sequence:
+    """Every acceptable target of each of ``pairs`` (default: its own target), one entry per pair."""
+    if not pairs:
+        raise ValueError("nothing to evaluate: no pairs")
+    references = [[target] for _, target in pairs] if references is None else references
+    if len(references) != len(pairs):
+        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
+    return references

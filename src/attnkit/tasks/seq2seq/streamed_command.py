@@ -40,18 +40,14 @@ def streams(args: argparse.Namespace) -> bool:
 
 
 def train_streamed(args: argparse.Namespace, start, options: dict) -> object:
-    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`, already
-    checked) holds the config, the ``--init-from`` checkpoint (its weights and tokenisers) and guards every write;
-    ``options`` are the trainer's, as for pairs in memory (:func:`attnkit.tasks.seq2seq.commands.trainer_options`).
-    Returns the :class:`TrainReport`."""
+    """Train on the streamed ``--data`` file: ``start`` (:func:`attnkit.tasks.train_setup.start_training`) holds
+    the config and guards every write; ``options`` are the trainer's, as for pairs in memory."""
     from attnkit.data.seq2seq.pair_stream import PairFileStream
-    from attnkit.tasks.seq2seq.data import LEVELS
+    from attnkit.tasks.seq2seq.data import check_levels
     from attnkit.tasks.seq2seq.streamed_pairs import StreamedPairs
     from attnkit.tasks.seq2seq.training import train_seq2seq
 
-    for name, level in (("--source-level", args.source_level), ("--target-level", args.target_level)):
-        if level not in LEVELS:
-            raise ValueError(f"{name} must be one of {', '.join(LEVELS)}, got {level!r}")
+    check_levels(args.source_level, args.target_level, "--source-level", "--target-level")
     if not Path(args.data).exists():
         raise FileNotFoundError(f"{args.data}: neither a built-in data set nor a file")
     columns = {"source_key": args.source_column, "target_key": args.target_column}

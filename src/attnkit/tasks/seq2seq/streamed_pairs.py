@@ -1,14 +1,10 @@
 """A seq2seq model's pair file read as a stream: the pairs ``attnkit train seq2seq --data big.tsv`` trains on when
 the file is large (or ``--streaming always``) (layer 5).
 
-The file is read once for its tokenisers and validation pairs
-(:class:`~attnkit.data.seq2seq.pair_stream.PairFileStream`, cached), then the training pairs are encoded once and kept
-on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`: the first epoch reads the text and writes them,
-later epochs and runs read them), and batched by :class:`~attnkit.data.streaming.StreamedBatches` (bounded shuffle,
-length buckets, equal rank strides). Pairs longer than ``--max-source-length`` / ``--max-target-length`` tokens
-are cut to those lengths on the stream (the in-memory path skips them: counting them first would cost another
-pass over the file); ``details.truncated_pairs`` in ``metrics.json`` counts the cuts over all epochs read. A
-``--valid`` or ``--test`` file is read in memory. The trainer is :func:`~attnkit.tasks.seq2seq.training.train_seq2seq`.
+The file is read once for its tokenisers and validation pairs (cached), then the training pairs are encoded once
+and kept on disk as ids (:class:`~attnkit.data.id_cache.EncodedStride`). Pairs over the length limits are cut on
+the stream (the in-memory path skips them: counting them first would cost another pass over the file);
+``details.truncated_pairs`` counts the cuts.
 """
 
 from __future__ import annotations
@@ -33,12 +29,7 @@ __all__ = ["StreamedPairs"]
 
 class StreamedPairs:
     """``stream``'s pairs for :func:`~attnkit.tasks.seq2seq.training.train_seq2seq`, validated on the pairs the
-    scan held out (or the ``valid_path`` file), ``test_path`` decoded at the end. ``metrics.json``'s details add
-    ``load_seconds`` and the pair counts.
-
-    Raises (from ``open``):
-        DataError: as :meth:`PairFileStream.scan`.
-    """
+    scan held out (or the ``valid_path`` file), ``test_path`` decoded at the end."""
 
     def __init__(self, stream: PairFileStream, *, valid_path: str | None = None, test_path: str | None = None) -> None:
         self.stream, self.valid_path, self.test_path = stream, valid_path, test_path

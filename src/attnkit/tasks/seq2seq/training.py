@@ -6,14 +6,9 @@ using the checkpoints it writes: :mod:`attnkit.tasks.seq2seq.inference`).
     report = train_seq2seq(data, config, FitConfig(epochs=10), out_dir="runs/d")
 
 One trainer over pairs in memory (:class:`InMemoryPairs`) or streamed
-(:class:`~attnkit.tasks.seq2seq.streamed_pairs.StreamedPairs`). A run directory holds ``best/`` and ``last/``
-checkpoints — ``model.safetensors``, ``config.json`` (``"kind": "seq2seq"`` plus :class:`Seq2SeqConfig`) and the
-tokeniser file(s), ``tokenizer.json`` for a shared vocabulary or ``source_tokenizer.json`` +
-``target_tokenizer.json`` — plus ``tokenizers/`` (the run's own copy, reused by ``resume``) and ``metrics.json``.
-
-Model selection uses the data set's validation split only, every epoch: lowest WER for sequence data (cmudict, dates,
-character or symbol targets), highest BLEU for text (subword targets). The test split is decoded once, after
-training, with the best weights.
+(:class:`~attnkit.tasks.seq2seq.streamed_pairs.StreamedPairs`). Checkpoints carry their tokeniser file(s); the
+run's own copy in ``tokenizers/`` is reused by ``resume``. Selection uses the validation split only (lowest WER
+for sequence data, highest BLEU for text); the test split is decoded once, with the best weights.
 
 Shape glossary:
     B  pairs   S  source tokens   T  target tokens
@@ -60,9 +55,7 @@ TOKENIZER_FILES = (SHARED_FILENAME, SOURCE_FILENAME, TARGET_FILENAME)
 
 
 class PairSource(Protocol):
-    """Pairs :func:`train_seq2seq` trains on, in memory or streamed. It calls ``open``, ``tokenizers`` (unless the
-    run already has its own or starts from a checkpoint's), ``prepare``, ``train_batches`` once the model is built,
-    and ``details`` after training. ``name`` and ``levels`` (source, target) are checked against ``--init-from``'s."""
+    """Pairs :func:`train_seq2seq` trains on, in memory or streamed; its methods are called in the order given."""
 
     name: str
     levels: tuple[str, str]
@@ -79,8 +72,7 @@ class PairSource(Protocol):
         self, tokenizers: tuple[Tokenizer, Tokenizer], config: Seq2SeqConfig, fit_config: FitConfig, *,
         batch_size: int, lengths: tuple[int, int],
     ) -> tuple[Seq2SeqData, Seq2SeqConfig]:  # fmt: skip
-        """Ready the training pairs for ``tokenizers`` and the ``(source, target)`` token ``lengths``; say what was
-        read. Returns the validation and test pairs and ``config`` as the run records it."""
+        """Ready the training pairs for ``tokenizers`` and ``lengths``; returns the held-out pairs and ``config``."""
 
     def train_batches(self) -> Callable[[int], Iterable]:
         """``epoch -> batches`` of this rank's training pairs (:func:`~attnkit.data.seq2seq.collate_pairs`'s)."""
@@ -109,21 +101,10 @@ def train_seq2seq(
 ) -> TrainReport:
     """Train the model ``config`` describes on ``data``'s training pairs, validating every epoch.
 
-    ``data`` is a loaded data set, read as :class:`InMemoryPairs` with ``strict``, ``load_seconds`` and ``distill``,
-    or any :class:`PairSource`. ``config`` is :func:`~attnkit.tasks.seq2seq.config.config_from_args`'s; the
-    vocabulary sizes, the metric kind and the levels are the data's and its tokenisers' (:func:`run_config`).
-    ``fit_config``'s selection metric and mode are replaced by the objective's (WER min for sequence data, BLEU max
-    for text). ``vocab_size`` is of subword tokenisers; pairs longer than ``max_source_length`` /
-    ``max_target_length`` tokens are left out or cut (a batch pads to its longest pair). ``resume`` continues from
-    ``out_dir/last`` with the run's own tokenisers; ``init_from`` starts from a checkpoint's weights and tokenisers
-    (``config.model`` must be its model's; the data must have its levels), with a fresh optimiser. The model trains
-    on ``device`` (``"auto"``: CUDA when available) in ``fit_config.precision``; ``evaluate_test`` decodes the test
-    split (greedily) with the best weights at the end.
-
-    Returns:
-        A :class:`~attnkit.training.run_report.TrainReport`. Writes ``out_dir/{best,last}/``, ``out_dir/tokenizers/``,
-        ``out_dir/metrics.json``. Runs under ``torchrun``: each rank trains on its shard of every global batch and
-        decodes its own shard of the validation split; the metrics are reduced exactly.
+    ``data`` is a loaded data set (read as :class:`InMemoryPairs`) or any :class:`PairSource`. The vocabulary sizes,
+    metric kind and levels come from the data (:func:`run_config`); ``fit_config``'s selection metric is replaced
+    by the objective's. ``init_from`` starts from a checkpoint's weights and tokenisers with a fresh optimiser.
+    Under ``torchrun`` each rank trains and validates on its own shard; the metrics are reduced exactly.
     """
     if isinstance(data, Seq2SeqData):
         data = InMemoryPairs(data, strict=strict, load_seconds=load_seconds, distill=distill)
@@ -138,14 +119,9 @@ def train_seq2seq(
 
 
 class InMemoryPairs:
-    """A loaded data set for :func:`train_seq2seq`: trained on ``data.train``, validated on ``data.valid``, its test
-    split decoded at the end. Pairs over the trainer's length limits are skipped in every split, the count printed
-    (``strict``: refused, one line naming ``file:line``). ``load_seconds``, the time spent reading ``data``, goes to
-    ``metrics.json``'s details. ``distill`` trains on the outputs (and, with ``token_weight``, the distributions) of
-    these teachers instead (:mod:`attnkit.tasks.seq2seq.distill`): once the run's tokenisers are known (they must be
-    the teachers'), ``data.train`` becomes :func:`~attnkit.tasks.seq2seq.distill.student.distilled_data`'s,
-    recorded as ``details.distill`` (and, without counts or paths, as the config's ``distillation``: a resumed run
-    must have the same teachers)."""
+    """A loaded data set for :func:`train_seq2seq`. Pairs over the length limits are skipped in every split
+    (``strict``: refused). ``distill`` trains on these teachers' outputs instead (:mod:`attnkit.tasks.seq2seq.distill`),
+    recorded in the config's ``distillation`` so that a resumed run must have the same teachers."""
 
     def __init__(
         self, data: Seq2SeqData, *, strict: bool = False, load_seconds: float | None = None,
@@ -208,10 +184,9 @@ class InMemoryPairs:
 def run_tokenizers(
     pairs: PairSource, out_dir: Path, *, resume: bool, init_from: InitFrom | None
 ) -> tuple[Tokenizer, Tokenizer, bool]:
-    """``(source, target, built)``, by one rule for pairs in memory and streamed: ``init_from``'s tokenisers when it
-    starts the run (the vocabularies its weights know; a checkpoint trained on other levels than ``pairs``' is
-    refused); else, resuming, the run's own copy; else ``pairs.tokenizers()`` (``built``: they still have to be
-    saved). A shared tokeniser is one object twice."""
+    """``(source, target, built)``: ``init_from``'s tokenisers when it starts the run; else, resuming, the run's
+    own copy; else ``pairs.tokenizers()`` (``built``: they still have to be saved). A shared tokeniser is one object
+    twice."""
     if init_from is not None and not (resume and (out_dir / "last").exists()):
         trained = (init_from.config.get("source_level"), init_from.config.get("target_level"))
         if trained != tuple(pairs.levels):
@@ -227,17 +202,12 @@ def run_tokenizers(
 
 
 def run_config(config: Seq2SeqConfig, data: Seq2SeqData, source: Tokenizer, target: Tokenizer) -> Seq2SeqConfig:
-    """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes, the name of the
-    data's scoring (:func:`~attnkit.tasks.seq2seq.scoring.scoring_for`) and its levels, and its name where
-    ``config`` names no data."""
+    """What the run's ``config.json`` holds: ``config`` with the tokenisers' vocabulary sizes and the data's
+    scoring, levels and name."""
     model = {**config.model, "source_vocab_size": source.vocab_size, "target_vocab_size": target.vocab_size}
+    levels = {"source_level": data.source_level, "target_level": data.target_level}
     return dataclasses.replace(
-        config,
-        model=model,
-        data=config.data or data.name,
-        metrics=scoring_for(data).name,
-        source_level=data.source_level,
-        target_level=data.target_level,
+        config, model=model, data=config.data or data.name, metrics=scoring_for(data).name, **levels
     )
 
 
@@ -256,11 +226,8 @@ def fit_seq2seq(
     new_tokenizers: bool,
     init_from: InitFrom | None = None,
 ) -> TrainReport:
-    """Build ``config``'s model on ``device``, save the run's tokenisers (``new_tokenizers``), fit on
-    ``pairs.train_batches()`` (made once the model is built) selecting on ``data.valid`` by the task's metric,
-    decode ``data.test`` at the end (``evaluate_test``), and write ``metrics.json`` with ``pairs.details()`` (read
-    after training; ``init_from``'s record added). ``pairs.teacher`` adds its distributions to the loss with
-    ``pairs.teacher_weight`` (:class:`~attnkit.tasks.seq2seq.objective.Seq2SeqObjective`)."""
+    """Build ``config``'s model, save new tokenisers, fit on ``pairs`` selecting on ``data.valid``, decode
+    ``data.test`` (``evaluate_test``) and write ``metrics.json``."""
     rank, world = replica()
     source_tok, target_tok = tokenizers
     scoring = scoring_named(config.metrics)

@@ -54,14 +54,9 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def decoding_options(args: argparse.Namespace) -> dict:
-    """The decoders' keywords from the decoding options: ``beam_size``, ``batch_size``, ``length_penalty``,
-    ``max_len``."""
-    return {
-        "beam_size": args.beam,
-        "batch_size": args.batch_size,
-        "length_penalty": args.length_penalty,
-        "max_len": args.max_len,
-    }
+    """The decoders' keywords from the decoding options."""
+    options = {"beam_size": args.beam, "batch_size": args.batch_size, "length_penalty": args.length_penalty}
+    return {**options, "max_len": args.max_len}
 
 
 def check_decoding(args: argparse.Namespace) -> None:
@@ -146,8 +141,7 @@ def _print_outputs(
     args: argparse.Namespace, lines: list[str], outputs: list[tuple[list[tuple[float, str]], Any]]
 ) -> None:
     """Print one output per non-blank input line, in order. Each output is ``(hypotheses, record)``: the
-    ``(score, text)`` of the best hypotheses, best first, and what ``--json`` prints. Plain text: the best text (a
-    blank input line gives a blank line), or with ``--n-best N > 1`` one ``INDEX\tSCORE\tTEXT`` line each."""
+    ``(score, text)`` of the best hypotheses, best first, and what ``--json`` prints."""
     outputs_left = iter(outputs)
     n_best = getattr(args, "n_best", 1)
     for index, line in enumerate(lines):
@@ -181,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None = None) -> int:
     """Translate ``lines`` (default: the command's input lines) with ``loaded`` and print one line (or JSON
-    object, or ``--n-best`` lines) per input line; a blank line gives a blank line."""
+    object, or ``--n-best`` lines) per input line."""
     lines = read_texts(args, keep_blank=True) if lines is None else lines
     texts = [line.strip() for line in lines if line.strip()]
     n_best = getattr(args, "n_best", 1)
@@ -195,8 +189,7 @@ def print_translations(args: argparse.Namespace, loaded, lines: list[str] | None
 
 
 def print_ctranslate2(args: argparse.Namespace, lines: list[str]) -> int:
-    """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line (JSON:
-    the translation, its score and tokens, no attention; ``--n-best``: its best hypotheses)."""
+    """``--backend ctranslate2``: decode ``lines`` with an exported model; one output line per input line."""
     from attnkit.tasks.seq2seq.ctranslate2.evaluate import check_ctranslate2_options
     from attnkit.tasks.seq2seq.ctranslate2.export import load_ctranslate2
 

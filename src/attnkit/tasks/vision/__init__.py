@@ -15,20 +15,12 @@
 from attnkit.tasks.spec import TaskSpec
 from attnkit.tasks.vision import commands
 
-SPEC = TaskSpec(
+SPEC = TaskSpec.from_commands(
+    commands,
     kind="vision",
     name="vision",
     help="image classification with visual attention (built-in: digits)",
-    description=commands.DESCRIPTION,
-    epilog=commands.EXAMPLES,
-    add_train_arguments=commands.add_train_arguments,
-    train=commands.train,
-    load=commands.load,
-    evaluate=commands.evaluate,
-    predict=commands.predict,
     add_predict_arguments=commands.add_image_arguments,
-    explain=commands.explain,
     add_explain_arguments=commands.add_image_arguments,
-    faithfulness=commands.faithfulness,
     add_faithfulness_arguments=commands.add_image_arguments,
 )

@@ -1,6 +1,5 @@
-"""The visual-attention classifier's command hooks: ``attnkit train vision`` (a CNN feature grid + 2-D attention
-pooling) and what ``evaluate`` / ``predict`` / ``explain`` do with a ``vision`` checkpoint (layer 5; torch is
-imported only when a hook runs)."""
+"""The visual-attention classifier's command hooks: ``attnkit train vision`` and what ``evaluate`` / ``predict`` /
+``explain`` do with a ``vision`` checkpoint (layer 5; torch is imported only when a hook runs)."""
 
 from __future__ import annotations
 
@@ -78,19 +77,10 @@ def train(args: argparse.Namespace) -> int:
         fit_overrides={"select_metric": args.select, "select_mode": "min" if args.select == "loss" else "max"},
     )
     data = load_data(args.data, limit=args.limit)
+    options = {"out_dir": args.out, "batch_size": args.batch_size, "resume": args.resume, "device": args.device}
+    options |= {"valid_fraction": args.valid_fraction, "max_shift": args.shift, "init_from": start.init}
     with start.plan.writing():
-        report = train_vision(
-            data,
-            start.config,
-            start.fit_config,
-            out_dir=args.out,
-            batch_size=args.batch_size,
-            valid_fraction=args.valid_fraction,
-            max_shift=args.shift,
-            resume=args.resume,
-            device=args.device,
-            init_from=start.init,
-        )
+        report = train_vision(data, start.config, start.fit_config, **options)
     best, test = report.fit.best_metrics, report.test_metrics
     say(f"best epoch {report.fit.best_epoch}: valid accuracy {best['accuracy']:.2f}%")
     say(f"test accuracy {test['accuracy']:.2f}% on {int(test['count'])} images")
@@ -99,8 +89,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def load(checkpoint: Path, *, device: str = "auto", precision: str = "fp32"):
-    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`) on
-    ``device``, running in ``precision``."""
+    """The ready model of a vision checkpoint (:class:`~attnkit.tasks.vision.inference.VisionModel`)."""
     from attnkit.tasks.vision.inference import load_vision
 
     return load_vision(checkpoint, device=device, precision=precision)
@@ -116,11 +105,8 @@ def evaluate(args: argparse.Namespace, checkpoints: Sequence[Path]) -> int:
     data = load_data_set(name)
     metrics = vision.evaluate(data.test_images, data.test_labels, batch_size=args.batch_size)
     if getattr(args, "json", False):
-        print(
-            json.dumps(
-                {"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}, ensure_ascii=False
-            )
-        )
+        record = {"data": name, "accuracy": round(metrics["accuracy"], 2), "count": metrics["count"]}
+        print(json.dumps(record, ensure_ascii=False))
         return 0
     say(f"accuracy {metrics['accuracy']:.2f}% on {int(metrics['count'])} {name} test images")
     return 0

@@ -16,15 +16,8 @@ KIND = "vision"
 
 @dataclass
 class VisionConfig(JsonConfig):
-    """Everything needed to rebuild a trained visual-attention classifier (the checkpoint's ``config.json``).
-
-    Attributes:
-        dataset: the built-in data set it was trained on (``attnkit explain --index`` reads its test split).
-        label_names: the class names.
-        image_shape: ``[C, H, W]`` of the input images.
-        channels, downsample, heads, hidden, positions, dropout: see
-            :func:`attnkit.models.visual.visual_attention_classifier`.
-    """
+    """Everything needed to rebuild a trained visual-attention classifier (the checkpoint's ``config.json``);
+    ``dataset`` is the built-in data set ``attnkit explain --index`` reads test images from."""
 
     kind_name: ClassVar[str] = "vision config"
 
@@ -41,15 +34,9 @@ class VisionConfig(JsonConfig):
 
 def build_vision_model(config: VisionConfig) -> VisualAttentionClassifier:
     """The model ``config`` describes, freshly initialised."""
+    options = {name: getattr(config, name) for name in ("channels", "downsample", "heads", "hidden", "positions")}
     return visual_attention_classifier(
-        len(config.label_names),
-        in_channels=config.image_shape[0],
-        channels=config.channels,
-        downsample=config.downsample,
-        heads=config.heads,
-        hidden=config.hidden,
-        positions=config.positions,
-        dropout=config.dropout,
+        len(config.label_names), in_channels=config.image_shape[0], dropout=config.dropout, **options
     )
 
 
@@ -57,9 +44,5 @@ def config_from_args(args: argparse.Namespace) -> VisionConfig:
     """The config ``attnkit train vision``'s options describe (its data set, labels and image shape are filled in
     by training, from the data)."""
     return VisionConfig(
-        channels=args.channels,
-        downsample=args.downsample,
-        heads=args.heads,
-        positions=args.positions,
-        dropout=args.dropout,
+        **{name: getattr(args, name) for name in ("channels", "downsample", "heads", "positions", "dropout")}
     )

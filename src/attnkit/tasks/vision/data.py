@@ -20,11 +20,7 @@ MIN_TRAINING_IMAGES = 20  # --limit below this leaves too few images to carve a 
 
 
 def load_data(name: str, *, limit: int | None = None) -> ImageClassificationData:
-    """The built-in data set ``name``, its training split cut to the first ``limit`` images when given.
-
-    Raises:
-        ValueError: ``limit`` below 20 images.
-    """
+    """The built-in data set ``name``, its training split cut to the first ``limit`` images when given."""
     if limit is not None and limit < MIN_TRAINING_IMAGES:
         raise ValueError(f"--limit must be at least {MIN_TRAINING_IMAGES} images, got {limit}")
     data = load_data_set(name)
@@ -37,9 +33,7 @@ def load_test_images(config: VisionConfig, indices: Sequence[int]) -> tuple[torc
     count = len(data.test_images)
     bad = [index for index in indices if not 0 <= index < count]
     if bad:
-        raise ValueError(
-            f"test image index {bad[0]} is out of range: "
-            f"the {config.dataset} test split has {count} images (0..{count - 1})"
-        )
+        split = f"the {config.dataset} test split has {count} images (0..{count - 1})"
+        raise ValueError(f"test image index {bad[0]} is out of range: {split}")
     chosen = torch.as_tensor(list(indices), dtype=torch.long)
     return data.test_images[chosen], [data.label_names[int(label)] for label in data.test_labels[chosen]]

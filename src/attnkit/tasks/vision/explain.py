@@ -30,8 +30,7 @@ def vision_report(
     title: str | None = None,
 ) -> Path:
     """Write the report of ``vision`` (a :class:`~attnkit.tasks.vision.inference.VisionModel`) on ``images``
-    ``[N, C, H, W]``: one section per image headed by its title, with its true label where known. Returns the path
-    written."""
+    ``[N, C, H, W]``, one section per image; returns the path written."""
     label_names = vision.label_names
     sections = [
         visual_section(

@@ -2,10 +2,8 @@
 :class:`~attnkit.models.visual.VisualAttentionClassifier`, its units the cells of the feature grid (row-major).
 
 A grid cell is erased after the backbone: ``delete`` and ``mask`` leave it out of the attention pooling (a set
-pooling: a cell that leaves the set and a cell masked out of it are the same thing; the other cells keep their
-positions), ``unk`` sets its features to zero. Gradient methods attribute to the grid's features (the cells'
-"embeddings"); ``attention`` is the pooling's weights, heads averaged. Erasing the top cells is the deletion
-curve of the saliency literature, over grid cells.
+pooling: the two are the same thing), ``unk`` sets its features to zero. Gradient methods attribute to the grid's
+features; ``attention`` is the pooling's weights, heads averaged.
 
     model = attnkit.load("runs/digits")
     results = vision_faithfulness(model, images)          # images [N, C, H, W]
@@ -97,15 +95,13 @@ def vision_faithfulness(
 
 
 def faithfulness_command(args: argparse.Namespace, loaded, images: torch.Tensor, titles: Sequence[str]) -> int:
-    """``attnkit faithfulness`` for a vision model: a table per image, or one JSON object per image (the
-    classifiers' keys, ``text`` the image's name, ``tokens`` its grid cells ``rRcC``, and per method also
-    ``deletion_auc`` and ``insertion_auc`` over the cells)."""
+    """``attnkit faithfulness`` for a vision model: a table or one JSON object per image (the classifiers' keys,
+    plus ``deletion_auc`` and ``insertion_auc`` over the cells ``rRcC``)."""
     from attnkit.explain.faithfulness.results import print_results
 
     subjects = [GridSubject(loaded.model, image, loaded.label_names) for image in images]
-    results = faithfulness_of(
-        subjects, texts=list(titles), methods=args.methods, erase=args.erase, seed=args.seed, steps=args.steps
-    )
+    tests = {"methods": args.methods, "erase": args.erase, "seed": args.seed, "steps": args.steps}
+    results = faithfulness_of(subjects, texts=list(titles), **tests)
     for subject, result in zip(subjects, results, strict=True):
         for found in result.methods.values():
             deletion, insertion = deletion_insertion_auc(subject, found.scores)

@@ -31,14 +31,8 @@ __all__ = ["ImagePrediction", "VisionModel", "load_vision", "predict_images"]
 
 @dataclass
 class ImagePrediction:
-    """One image's prediction and what the model attended to.
-
-    Attributes:
-        image: ``[C, H, W]`` as the model saw it.
-        label: the predicted class name.
-        probabilities: ``{class name: probability}``.
-        attention: ``[heads, Hg, Wg]``, each map summing to 1.
-    """
+    """One image's prediction (``image [C, H, W]`` as the model saw it) and its attention ``[heads, Hg, Wg]``,
+    each map summing to 1."""
 
     image: torch.Tensor
     label: str
@@ -55,8 +49,7 @@ def predict_images(
     batch_size: int = 256,
     precision: str = "fp32",
 ) -> list[ImagePrediction]:
-    """Predict ``images [N, C, H, W]`` and collect each one's attention maps (on the model's device, under autocast
-    in ``precision``; each batch's results come back to the CPU in float32 at once)."""
+    """Predict ``images [N, C, H, W]`` and collect each one's attention maps (under autocast in ``precision``)."""
     if images.dim() != 4:
         raise ValueError(f"images must have shape [N, C, H, W], got {tuple(images.shape)}")
     model.eval()
@@ -77,8 +70,7 @@ def predict_images(
 
 @dataclass
 class VisionModel:
-    """A trained visual-attention classifier (in eval mode) and its config; it runs where the model's parameters
-    are, under autocast in ``precision`` (``"fp32"``: none)."""
+    """A trained visual-attention classifier (in eval mode) and its config, run under autocast in ``precision``."""
 
     model: VisualAttentionClassifier
     config: VisionConfig
@@ -106,14 +98,8 @@ class VisionModel:
 
 
 def load_vision(checkpoint: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32") -> VisionModel:
-    """Rebuild a trained model (in eval mode) and its config from a checkpoint directory (a run directory means its
-    ``best/``; a shipped model's name means that model), ready on ``device``
-    (``"auto"``: CUDA when available, else the CPU) to run in ``precision``.
-
-    Raises:
-        CheckpointError: not an attnkit checkpoint, not a vision one, or weights that do not fit.
-        ValueError: a device that is not there, or a precision it cannot run in.
-    """
+    """Rebuild a trained model (in eval mode) and its config from a checkpoint (a run directory means its ``best/``;
+    a shipped model's name means that model), ready on ``device`` to run in ``precision``."""
     checkpoint = resolve_checkpoint(checkpoint)
     values = read_config_of_kind(checkpoint, KIND)
     try:

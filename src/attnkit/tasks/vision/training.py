@@ -1,8 +1,7 @@
 """Train a visual-attention classifier: what ``attnkit train vision`` runs (layer 5).
 
-:func:`~attnkit.tasks.vision.objective.vision_objective` plugs the model into :func:`attnkit.training.loop.fit`. The validation split is carved from the
-training images (stratified, seeded by the run's seed); the fixed test split is used only for the final evaluation
-and for explaining test images.
+The validation split is carved from the training images (stratified, seeded by the run's seed); the fixed test
+split is used only for the final evaluation and for explaining test images.
 
 Shape glossary:
     N  images   B  batch   C  channels   H, W  image size   K  classes
@@ -42,15 +41,10 @@ def train_vision(
     init_from: InitFrom | None = None,
 ) -> TrainReport:
     """Train ``config``'s model on ``data``'s training images; keep the best epoch by ``fit_config``'s selection
-    metric on the validation split (``"accuracy"`` or ``"loss"``).
+    metric on the validation split.
 
-    ``max_shift`` augments training images by random translations of up to that many pixels. Writes
-    ``out_dir/best`` and ``out_dir/last`` (safetensors + ``config.json``) and ``out_dir/metrics.json``;
-    ``config``'s dataset, labels and image shape are taken from ``data`` (the report carries the stored config). Runs
-    under ``torchrun`` too: each rank trains and validates on its own shard (batch-norm statistics are those of
-    each rank's batches, and rank 0's running statistics are saved). The model trains on ``device`` (``"auto"``:
-    CUDA when available) in ``fit_config.precision``. ``init_from`` starts from a checkpoint's weights
-    (``config`` must be its config; ``data`` must have its labels and image shape).
+    ``max_shift`` augments training images by random translations of up to that many pixels. Under ``torchrun``
+    batch-norm statistics are those of each rank's batches, and rank 0's running statistics are saved.
     """
     out_dir = Path(out_dir)
     config = _data_config(config, data, init_from)
@@ -70,9 +64,8 @@ def train_vision(
         init_from=None if init_from is None else init_from.checkpoint,
     )
     # fit has left the best epoch's weights in the model
-    test_metrics = evaluate_vision(
-        model, data.test_images, data.test_labels, batch_size=4 * batch_size, precision=fit_config.precision
-    )
+    evaluation = {"batch_size": 4 * batch_size, "precision": fit_config.precision}
+    test_metrics = evaluate_vision(model, data.test_images, data.test_labels, **evaluation)
     details = {"max_shift": max_shift, **counts}
     if init_from is not None:
         details["init_from"] = init_from.record()
@@ -103,15 +96,9 @@ def _batches(
     train_idx, valid_idx = stratified_split(image_keys(len(labels)), labels, test_fraction=valid_fraction, seed=seed)
     train_images, train_labels = data.train_images[train_idx], data.train_labels[train_idx]
     shard = valid_idx[rank::world]
+    shards = {"num_replicas": world, "rank": rank}
     train_batches = image_batches(
-        train_images,
-        train_labels,
-        batch_size,
-        shuffle=True,
-        seed=seed,
-        max_shift=max_shift,
-        num_replicas=world,
-        rank=rank,
+        train_images, train_labels, batch_size, shuffle=True, seed=seed, max_shift=max_shift, **shards
     )
     valid_batches = image_batches(data.train_images[shard], data.train_labels[shard], 4 * batch_size, shuffle=False)
     return train_batches, valid_batches, {"train_images": len(train_idx), "valid_images": len(valid_idx)}

@@ -46,16 +46,9 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = resolve_checkpoint(args.checkpoint)
     loaded = load_seq2seq(checkpoint, device="cpu")
     options = {} if args.max_positions is None else {"max_positions": args.max_positions}
-    written = export_ctranslate2(
-        loaded.model,
-        loaded.source_tokenizer,
-        loaded.target_tokenizer,
-        args.out,
-        quantization=None if args.quantize == "float32" else args.quantize,
-        model_config=loaded.config.to_dict(),
-        source=str(checkpoint),
-        overwrite=args.overwrite,
-        **options,
-    )
+    options |= {"model_config": loaded.config.to_dict(), "source": str(checkpoint), "overwrite": args.overwrite}
+    quantization = None if args.quantize == "float32" else args.quantize
+    tokenizers = (loaded.source_tokenizer, loaded.target_tokenizer)
+    written = export_ctranslate2(loaded.model, *tokenizers, args.out, quantization=quantization, **options)
     print(f"exported {checkpoint} to {written} ({args.quantize} weights)")
     return 0

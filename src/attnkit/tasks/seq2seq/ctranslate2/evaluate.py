@@ -6,10 +6,9 @@
     evaluate_ctranslate2(translator, pairs, references, scoring=scoring_named(config.metrics), beam_size=5)
     # {"wer": ..., "per": ..., "exact_match": ..., "count": 12000.0, "decode_seconds": ...}
 
-Both backends decode the sources shortest first, ``batch_size`` at a time (:func:`decode_in_length_order`), as
-``attnkit evaluate`` batches them, and the hypotheses are scored by
-:meth:`attnkit.tasks.seq2seq.objective.Seq2SeqObjective.score`: WER/PER for character and symbol targets, sacreBLEU's BLEU and
-chrF for text. An export has no teacher-forced pass, so there is no ``loss`` or ``token_accuracy``.
+Both backends decode the sources shortest first, ``batch_size`` at a time, and score the hypotheses with
+:meth:`attnkit.tasks.seq2seq.objective.Seq2SeqObjective.score`. An export has no teacher-forced pass, so there is no
+``loss`` or ``token_accuracy``.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from attnkit.data.seq2seq.dataset import Pair
 from attnkit.tasks.seq2seq.config import Seq2SeqConfig
 from attnkit.tasks.seq2seq.ctranslate2.manifest import MANIFEST_FILE, ExportError
 from attnkit.tasks.seq2seq.ctranslate2.translator import CTranslate2Translator
-from attnkit.tasks.seq2seq.scoring import Scoring
+from attnkit.tasks.seq2seq.scoring import Scoring, checked_references
 
 __all__ = [
     "check_ctranslate2_options",
@@ -37,11 +36,7 @@ __all__ = [
 
 
 def export_config(manifest: dict[str, Any], directory: str | Path) -> Seq2SeqConfig:
-    """The config of the checkpoint an export came from (its task, data, metrics and levels), from its manifest.
-
-    Raises:
-        ExportError: the manifest records no usable model config (an export not made by ``attnkit export``).
-    """
+    """The config of the checkpoint an export came from (its task, data, metrics and levels), from its manifest."""
     values = manifest.get("model_config")
     if not isinstance(values, dict):
         raise ExportError(
@@ -55,11 +50,7 @@ def export_config(manifest: dict[str, Any], directory: str | Path) -> Seq2SeqCon
 
 
 def ctranslate2_device(device: str) -> tuple[str, int]:
-    """attnkit's ``--device`` as CTranslate2's ``(device, device_index)``: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
-
-    Raises:
-        ValueError: ``mps`` or anything else CTranslate2 cannot run on.
-    """
+    """attnkit's ``--device`` as CTranslate2's ``(device, device_index)``: ``auto``, ``cpu``, ``cuda``, ``cuda:N``."""
     if device in ("auto", "cpu", "cuda"):
         return device, 0
     if device.startswith("cuda:") and device[5:].isdigit():
@@ -84,10 +75,7 @@ def decode_in_length_order(
     decode: Callable[[list[str]], list[str]], texts: Sequence[str], source_tokenizer: Tokenizer
 ) -> tuple[list[str], float]:
     """Decode ``texts`` shortest source first (so ``decode``'s batches hold sources of like length, as
-    ``attnkit evaluate``'s do) and return the outputs in input order with the wall-clock seconds ``decode`` took.
-
-    ``decode`` maps a list of texts to one output text each, in order (any backend, any batch size).
-    """
+    ``attnkit evaluate``'s do) and return the outputs in input order with the wall-clock seconds ``decode`` took."""
     lengths = [len(ids) for ids in source_tokenizer.encode_batch(list(texts))]
     order = sorted(range(len(texts)), key=lengths.__getitem__)
     start = time.perf_counter()
@@ -124,16 +112,8 @@ def evaluate_ctranslate2(
     max_len: int | None = None,
 ) -> dict[str, float]:
     """Decode every source of ``pairs`` with an export and score the best hypotheses as
-    :func:`~attnkit.tasks.seq2seq.inference.evaluate_seq2seq` does; ``decode_seconds`` is the wall time of the
-    decoding (tokenising and detokenising included).
-
-    ``references[i]`` lists every acceptable target of ``pairs[i]`` (default: its own target).
-    """
-    if not pairs:
-        raise ValueError("nothing to evaluate: no pairs")
-    references = [[target] for _, target in pairs] if references is None else references
-    if len(references) != len(pairs):
-        raise ValueError(f"pairs has {len(pairs)} items but references has {len(references)}")
+    :func:`~attnkit.tasks.seq2seq.inference.evaluate_seq2seq` does, plus ``decode_seconds`` (wall time)."""
+    references = checked_references(pairs, references)
 
     def decode(texts: list[str]) -> list[str]:
         found = translator.translate(

@@ -5,18 +5,10 @@
     translator.translate(["March 4, 1997"], beam_size=4, num_hypotheses=2)
     # [[Hypothesis(text='1997-03-04', score=-0.01, token_ids=[...], finished=True), Hypothesis(...)]]
 
-An export directory holds CTranslate2's own model (``model.bin``, ``config.json``, ``*_vocabulary.json``: any
-CTranslate2 user can load it), attnkit's tokenisers (``tokenizer.json`` or ``source_``/``target_tokenizer.json``)
-and a manifest, ``attnkit_export.json``: what was exported (the architecture, its hash, a hash of the attnkit
-weights, the quantisation, attnkit's and CTranslate2's versions, the checkpoint it came from) and the SHA-256 of
-every file. :func:`load_ctranslate2` checks them all first, so a changed weight file, a missing vocabulary or the
-manifest of another export is refused with one :class:`ExportError` naming the file.
-
-Decoding (:class:`~attnkit.tasks.seq2seq.ctranslate2.translator.CTranslate2Translator`) follows attnkit's
-conventions, so both backends can be compared token for token; in float32 the greedy and beam tokens are attnkit's up
-to float rounding (a near-tie may go either way). The CTranslate2 mapping is in
-:mod:`~attnkit.tasks.seq2seq.ctranslate2.spec`, the manifest and its checks in
-:mod:`~attnkit.tasks.seq2seq.ctranslate2.manifest`.
+An export directory holds CTranslate2's own model (any CTranslate2 user can load it), attnkit's tokenisers and a
+manifest, ``attnkit_export.json``, recording what was exported and the SHA-256 of every file;
+:func:`load_ctranslate2` checks them all first. In float32 the decoded tokens are attnkit's up to float rounding (a
+near-tie may go either way).
 """
 
 from __future__ import annotations
@@ -96,19 +88,8 @@ def export_ctranslate2(
 ) -> Path:
     """Write ``model`` and its tokenisers as a CTranslate2 model directory with an attnkit manifest; return it.
 
-    Args:
-        model: a trained :class:`TransformerSeq2Seq` (pre- or post-norm; sinusoidal, learned or rotary positions).
-        source_tokenizer, target_tokenizer: the tokenisers it was trained with (the same object when shared).
-        out_dir: the export directory; written under a temporary name and renamed, so it is never half-written.
-        quantization: ``None`` (float32), ``"int8"``, ``"int8_float32"``, ``"int16"`` or ``"float16"`` weights.
-        max_positions: rows of the sinusoidal position table: the longest source and ``max_len`` it can decode
-            (learned tables keep their size; rotary positions need no table).
-        model_config: the checkpoint's model config, recorded as is; source: where the model came from (a path).
-        overwrite: replace an earlier export at ``out_dir`` (never a directory that is not one).
-
-    Raises:
-        ValueError: an RNN or otherwise unsupported model (one line saying why), tokenisers that do not fit it, a
-            bad ``quantization`` or ``max_positions``. ExportError: ``out_dir`` is taken, or CTranslate2 is missing.
+    ``out_dir`` is written under a temporary name and renamed, so it is never half-written. ``max_positions``: rows
+    of the sinusoidal position table, the longest source and ``max_len`` it can decode.
     """
     source_tokens, target_tokens = _checked_tokens(
         model, source_tokenizer, target_tokenizer, quantization, max_positions
@@ -144,20 +125,16 @@ def export_ctranslate2(
 
 
 def _checked_tokens(
-    model: TransformerSeq2Seq,
-    source_tokenizer: Tokenizer,
-    target_tokenizer: Tokenizer,
-    quantization: str | None,
-    max_positions: int,
+    model: TransformerSeq2Seq, source: Tokenizer, target: Tokenizer, quantization: str | None, max_positions: int
 ) -> tuple[list[str], list[str]]:
     """The source and target token lists of an export, once the options, the model and the tokenisers are checked
-    to fit one another (raises ``ValueError`` naming what does not)."""
+    to fit one another."""
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
     if max_positions < 1:
         raise ValueError(f"max_positions must be >= 1, got {max_positions}")
     describe_transformer(model)  # refuses RNNs and what CTranslate2 cannot run, before anything else
-    source_tokens, target_tokens = _token_list(source_tokenizer, "source"), _token_list(target_tokenizer, "target")
+    source_tokens, target_tokens = _token_list(source, "source"), _token_list(target, "target")
     for side, tokens, embedding in (
         ("source", source_tokens, model.source_embedding),
         ("target", target_tokens, model.target_embedding),
@@ -195,16 +172,8 @@ def load_ctranslate2(
     threads: int = 0,
     device_index: int = 0,
 ) -> CTranslate2Translator:
-    """Verify an export (:func:`verify_export`) and load it for decoding.
-
-    Args:
-        device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CTranslate2's devices); device_index: which GPU.
-        compute_type: ``"default"`` (the exported weights' type) or any CTranslate2 compute type.
-        threads: CTranslate2's ``intra_threads`` (0: its default).
-
-    Raises:
-        ExportError: a tampered or incomplete export, tokenisers that do not fit, or CTranslate2 refusing it.
-    """
+    """Verify an export (:func:`verify_export`) and load it for decoding on CTranslate2's ``device``; ``threads``:
+    its ``intra_threads`` (0: its default); ``compute_type`` ``"default"``: the exported weights' type."""
     manifest = verify_export(directory)
     directory = Path(directory)
     try:

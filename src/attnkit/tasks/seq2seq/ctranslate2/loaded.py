@@ -1,10 +1,8 @@
 """A CTranslate2 export in Python (layer 5): what ``attnkit.load("exports/x")`` returns.
 
 ``translate`` and ``evaluate`` answer as a checkpoint's :class:`~attnkit.tasks.seq2seq.inference.LoadedSeq2Seq`
-does (a ``str`` is one text; :class:`~attnkit.tasks.seq2seq.inference.Translation` objects; the checkpoint's own
-metrics), decoded by CTranslate2. What an export cannot do: give attention weights (``need_weights``), be
-explained, trained, resumed or exported again — those need the attnkit checkpoint it came from
-(``manifest["source"]``).
+does, decoded by CTranslate2. An export gives no attention weights and cannot be explained, trained, resumed or
+exported again: those need the attnkit checkpoint it came from (``manifest["source"]``).
 """
 
 from __future__ import annotations
@@ -49,12 +47,7 @@ class LoadedExport:
         need_weights: bool = False,
         num_hypotheses: int = 1,
     ) -> list[Translation]:
-        """Decode ``texts`` in input order, as ``LoadedSeq2Seq.translate`` does (``attention`` is always None).
-
-        Raises:
-            ValueError: ``need_weights`` (an export holds no attention weights), an empty text (naming its
-                index). TypeError: an item that is not a ``str``.
-        """
+        """Decode ``texts`` in input order, as ``LoadedSeq2Seq.translate`` does (``attention`` is always None)."""
         if need_weights:
             raise ValueError(
                 f"{self.directory}: a CTranslate2 export gives no attention weights; load the checkpoint it came "
@@ -75,21 +68,15 @@ class LoadedExport:
     def evaluate(
         self, sources: Sequence[str], targets: Sequence[str | Sequence[str]], **options: Any
     ) -> dict[str, float]:
-        """The decoded metrics of ``sources`` against ``targets`` (one per source, a ``str`` or every acceptable
-        one; as :meth:`attnkit.tasks.seq2seq.inference.LoadedSeq2Seq.evaluate`): the checkpoint's own
-        ``wer``/``per``/``exact_match`` or ``bleu``/``chrf``, in percent, as ``attnkit evaluate --backend
-        ctranslate2`` gives them; no teacher-forced loss (an export cannot compute one)."""
+        """The decoded metrics of ``sources`` against ``targets``, as ``LoadedSeq2Seq.evaluate`` gives them but with
+        no teacher-forced loss (an export cannot compute one)."""
         pairs, references = as_pairs(sources, targets)
         scoring = scoring_named(self.config.metrics)
         return evaluate_ctranslate2(self.translator, pairs, references, scoring=scoring, **options)
 
 
 def load_export(directory: str | Path, *, device: str = "auto") -> LoadedExport:
-    """Verify and load the export at ``directory`` on ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``).
-
-    Raises:
-        ExportError: a tampered or incomplete export, or CTranslate2 refusing it.
-    """
+    """Verify and load the export at ``directory`` on ``device`` (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``)."""
     directory = Path(directory)
     device_name, index = ctranslate2_device(str(device))
     translator = load_ctranslate2(directory, device=device_name, device_index=index)

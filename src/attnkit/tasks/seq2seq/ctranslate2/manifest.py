@@ -1,9 +1,8 @@
 """The manifest of an attnkit CTranslate2 export, and the checks that refuse a tampered or incomplete one (layer 5).
 
-``attnkit_export.json`` records what was exported — the architecture (:func:`~attnkit.tasks.seq2seq.ctranslate2.spec.
-describe_transformer`) and its SHA-256, a SHA-256 of the attnkit weights, the quantisation, attnkit's and CTranslate2's
-versions, the checkpoint it came from — and the SHA-256 and size of every file beside it. :func:`verify_export`
-checks it all before anything is loaded. Used by :mod:`attnkit.tasks.seq2seq.ctranslate2`.
+``attnkit_export.json`` records what was exported — the architecture and its SHA-256, a SHA-256 of the attnkit
+weights, the quantisation, the versions, the checkpoint it came from — and the SHA-256 and size of every file beside
+it. :func:`verify_export` checks it all before anything is loaded.
 """
 
 from __future__ import annotations
@@ -112,11 +111,8 @@ def weights_sha256(model: torch.nn.Module) -> str:
 
 def file_table(directory: Path) -> dict[str, dict[str, Any]]:
     """``{name: {"sha256", "bytes"}}`` of every file in ``directory`` (what the manifest's ``"files"`` holds)."""
-    return {
-        p.name: {"sha256": file_sha256(p), "bytes": p.stat().st_size}
-        for p in sorted(directory.iterdir())
-        if p.is_file()
-    }
+    files = [path for path in sorted(directory.iterdir()) if path.is_file()]
+    return {path.name: {"sha256": file_sha256(path), "bytes": path.stat().st_size} for path in files}
 
 
 def check_destination(out_dir: Path, overwrite: bool) -> None:
@@ -167,12 +163,7 @@ def move_into_place(partial: Path, out_dir: Path) -> None:
 
 
 def verify_export(directory: str | Path) -> dict[str, Any]:
-    """Check that ``directory`` is a complete, unchanged attnkit export and return its manifest.
-
-    Raises:
-        ExportError: no or an unreadable manifest, a description that does not match its hash, a required file
-            missing or not listed, or any file whose SHA-256 differs from the manifest's.
-    """
+    """Check that ``directory`` is a complete, unchanged attnkit export and return its manifest."""
     directory = Path(directory)
     path = directory / MANIFEST_FILE
     if not directory.is_dir():

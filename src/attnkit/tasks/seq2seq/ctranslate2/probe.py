@@ -19,12 +19,8 @@ def is_export(path: str | Path) -> bool:
 
 
 def export_kind(path: str | Path) -> str | None:
-    """The kind of the task that exported ``path`` (its manifest names it, as a checkpoint's ``config.json`` does;
-    exports written before manifests named their kind were all ``seq2seq`` ones), or None: ``path`` is no export.
-
-    Raises:
-        ValueError: the manifest is unreadable, or its kind is not a string.
-    """
+    """The kind of the task that exported ``path`` (its manifest names it; exports written before manifests named
+    their kind were all ``seq2seq`` ones), or None: ``path`` is no export."""
     if not is_export(path):
         return None
     manifest = Path(path) / MANIFEST_FILE

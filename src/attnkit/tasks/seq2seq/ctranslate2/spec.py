@@ -15,12 +15,10 @@ and the manifest. One attnkit layer becomes one CTranslate2 layer, name for name
     encoder_norm / decoder_norm (pre-norm)       layer_norm
     output                                       decoder/projection
 
-Pre- and post-norm map to ``pre_norm=True/False`` (residuals as in :func:`attnkit.models.encoders.residual`).
-Sinusoidal and learned positions become a ``[P, D]`` table (attnkit's sinusoidal table interleaves sin/cos,
-CTranslate2's own concatenates them: hence the explicit table); rotary positions become ``rotary_dim=0``
-(every head feature), ``rotary_interleave=True`` (attnkit rotates pairs ``(x[2i], x[2i+1])``) on every
-self-attention. CTranslate2 needs at least one layer per stack: a pre-norm stack with none gets one **identity
-layer** (zero output projections: ``x + 0 = x`` exactly); a post-norm one cannot (``norm(x + 0) ≠ x``) and is refused.
+Sinusoidal and learned positions become an explicit ``[P, D]`` table (attnkit's sinusoids interleave sin/cos,
+CTranslate2's concatenate them); rotary positions become ``rotary_dim=0``, ``rotary_interleave=True``. CTranslate2
+needs at least one layer per stack: an empty pre-norm stack gets one **identity layer** (zero projections:
+``x + 0 = x`` exactly); an empty post-norm one cannot (``norm(x + 0) ≠ x``) and is refused.
 
 Shape glossary: V vocabulary, D model size, F feed-forward size, P positions in the table.
 """
@@ -74,12 +72,8 @@ def _rotary_base(model: TransformerSeq2Seq) -> float:
 
 
 def describe_transformer(model: TransformerSeq2Seq) -> dict[str, Any]:
-    """The architecture of ``model`` as a JSON-ready dict (what the manifest records and hashes).
-
-    Raises:
-        ValueError: an RNN or other model, or a Transformer CTranslate2 cannot run as it is (another attention
-            score, mixed norms or activations, a 0-layer post-norm stack, ...).
-    """
+    """The architecture of ``model`` as a JSON-ready dict (what the manifest records and hashes); ValueError for a
+    model CTranslate2 cannot run as it is."""
     from attnkit.models.rnn_seq2seq import RNNSeq2Seq
 
     if isinstance(model, RNNSeq2Seq):
@@ -196,21 +190,11 @@ def _position_table(positions: nn.Module | None, rows: int, dim: int, base: floa
 
 
 def transformer_spec(
-    model: TransformerSeq2Seq,
-    source_tokens: list[str],
-    target_tokens: list[str],
-    *,
-    max_positions: int,
+    model: TransformerSeq2Seq, source_tokens: list[str], target_tokens: list[str], *, max_positions: int
 ) -> tuple[Any, dict[str, Any]]:
-    """``(ctranslate2.specs.TransformerSpec with every weight set and both vocabularies registered, description)``.
-
-    Args:
-        model: the trained model (any device; its weights are copied, never modified).
-        source_tokens, target_tokens: the vocabularies, token ``i`` for id ``i`` (attnkit's specials first).
-        max_positions: rows of a sinusoidal position table (learned tables keep their own size; rotary needs none).
-
-    The description (:func:`describe_transformer`) gains ``"identity_layers"`` and ``"max_positions"``.
-    """
+    """``(TransformerSpec with every weight set and both vocabularies registered, description)``; the model's weights
+    are copied, never modified. The description (:func:`describe_transformer`) gains ``"identity_layers"`` and
+    ``"max_positions"`` (rows of a sinusoidal table)."""
     description = describe_transformer(model)
     encoder_layers, decoder_layers = list(model.encoder_layers), list(model.decoder_layers)
     spec, encoder, decoder = _empty_spec(description, len(encoder_layers), len(decoder_layers))
@@ -233,8 +217,7 @@ def transformer_spec(
 
 
 def _empty_spec(description: dict[str, Any], encoder_layers: int, decoder_layers: int) -> tuple[Any, Any, Any]:
-    """``(TransformerSpec, its encoder spec, its decoder spec)`` shaped as ``description`` says, with attnkit's
-    specials in its config and no weight set yet (an empty stack gets one layer, made an identity later)."""
+    """``(TransformerSpec, its encoder spec, its decoder spec)`` shaped as ``description`` says, no weight set yet."""
     from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as ct2
 
@@ -247,23 +230,16 @@ def _empty_spec(description: dict[str, Any], encoder_layers: int, decoder_layers
     encoder = ct2.TransformerEncoderSpec(max(1, encoder_layers), description["heads"], **options)
     decoder = ct2.TransformerDecoderSpec(max(1, decoder_layers), description["heads"], **options)
     spec = ct2.TransformerSpec(encoder, decoder)
-    config = {
-        "layer_norm_epsilon": description["layer_norm_eps"],
-        "unk_token": "<unk>",
-        "bos_token": "<bos>",
-        "eos_token": "<eos>",
-        "decoder_start_token": "<bos>",  # attnkit's decoders start from <bos>; sources carry no specials
-        "add_source_bos": False,
-        "add_source_eos": False,
-    }
-    for key, value in config.items():
-        setattr(spec.config, key, value)
+    # attnkit's decoders start from <bos>; sources carry no specials
+    spec.config.layer_norm_epsilon = description["layer_norm_eps"]
+    spec.config.unk_token, spec.config.bos_token, spec.config.eos_token = "<unk>", "<bos>", "<eos>"
+    spec.config.decoder_start_token, spec.config.add_source_bos, spec.config.add_source_eos = "<bos>", False, False
     return spec, encoder, decoder
 
 
 def _set_layers(encoder: Any, decoder: Any, model: TransformerSeq2Seq, description: dict[str, Any]) -> dict[str, int]:
-    """Copy every layer's weights (and the final norms of a pre-norm model) into the encoder and decoder specs; an
-    empty stack's one layer becomes an identity. Returns which stacks are identities (``{"encoder": 0|1, ...}``)."""
+    """Copy every layer's weights (and a pre-norm model's final norms) into the specs; an empty stack's one layer
+    becomes an identity. Returns which stacks are identities (``{"encoder": 0|1, ...}``)."""
     dim, ff_dim = description["dim"], description["ff_dim"]
     encoder_layers, decoder_layers = list(model.encoder_layers), list(model.decoder_layers)
     for layer_spec, layer in zip(encoder.layer, encoder_layers, strict=False):

@@ -31,9 +31,8 @@ class Hypothesis:
 
 
 class CTranslate2Translator:
-    """An exported model loaded in CTranslate2, with attnkit's tokenisers on both ends.
-
-    Made by :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2`; ``translator`` is the ``ctranslate2.Translator``."""
+    """An exported model loaded in CTranslate2 (``translator``: the ``ctranslate2.Translator``), with attnkit's
+    tokenisers on both ends (made by :func:`attnkit.tasks.seq2seq.ctranslate2.export.load_ctranslate2`)."""
 
     def __init__(
         self, translator: Any, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, manifest: dict[str, Any]
@@ -55,18 +54,11 @@ class CTranslate2Translator:
         length_penalty: float = 1.0,
         batch_size: int = 64,
     ) -> list[list[Hypothesis]]:
-        """Decode ``texts`` in input order: for each, its ``num_hypotheses`` best hypotheses, best first.
-
-        ``beam_size=1`` is greedy search. See :meth:`translate_ids` for the options.
-        """
-        return self.translate_ids(
-            self.source_tokenizer.encode_batch(list(texts)),
-            beam_size=beam_size,
-            num_hypotheses=num_hypotheses,
-            max_len=max_len,
-            length_penalty=length_penalty,
-            batch_size=batch_size,
-        )
+        """Decode ``texts`` in input order: for each, its ``num_hypotheses`` best hypotheses, best first (see
+        :meth:`translate_ids`)."""
+        options = {"beam_size": beam_size, "num_hypotheses": num_hypotheses, "max_len": max_len}
+        ids = self.source_tokenizer.encode_batch(list(texts))
+        return self.translate_ids(ids, length_penalty=length_penalty, batch_size=batch_size, **options)
 
     def translate_ids(
         self,
@@ -81,13 +73,8 @@ class CTranslate2Translator:
     ) -> list[list[Hypothesis]]:
         """Decode source id lists (no specials) in input order, ``batch_size`` at a time.
 
-        Args:
-            beam_size: 1 for greedy search. num_hypotheses: hypotheses per source, ``1 <= n <= beam_size``.
-            max_len: the most tokens per hypothesis, ``<eos>`` included (default ``2·S + 10`` per batch, at most
-                the export's ``max_positions``). length_penalty: ``α >= 0`` in ``log P / length^α``.
-            min_len: ``<eos>`` is not allowed before this many tokens (0, attnkit's rule: it may come first).
-
-        An empty source gets ``num_hypotheses`` empty, unfinished hypotheses scored 0 (CTranslate2 does not decode
+        ``max_len`` counts ``<eos>`` (default ``2·S + 10`` per batch, at most the export's ``max_positions``);
+        ``<eos>`` is not allowed before ``min_len`` tokens (0, attnkit's rule: it may come first). An empty source gets ``num_hypotheses`` empty, unfinished hypotheses scored 0 (CTranslate2 does not decode
         it; attnkit's own decoders decode from an empty memory). Where hypotheses are cut at ``max_len``, the n-best
         beyond the first may differ from :func:`attnkit.decoding.beam_search`'s (CTranslate2 ranks the live
         hypotheses of the last step with the finished ones).

@@ -55,13 +55,8 @@ class CacheRead:
 
 
 class TeacherCache:
-    """One entry: the outputs of one set of teachers decoding with one set of settings.
-
-    Args:
-        root: where the entries live (``$ATTNKIT_CACHE/teachers``).
-        key_parts: what the key is made of (JSON-ready: the teachers' file hashes, the decoding settings).
-        about: more for people to read in ``teachers.json`` (the teachers' names), not part of the key.
-    """
+    """One entry: the outputs of one set of teachers decoding with one set of settings (``key_parts``); ``about``
+    is more for people to read in ``teachers.json``, not part of the key."""
 
     def __init__(self, root: str | Path, key_parts: Mapping[str, Any], about: Mapping[str, Any] | None = None) -> None:
         self.key = entry_key(key_parts)

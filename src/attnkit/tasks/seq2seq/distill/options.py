@@ -7,13 +7,7 @@ import argparse
 
 from attnkit.tasks.options import positive_int
 
-__all__ = [
-    "ADDED_LATER",
-    "BUILTIN",
-    "EXAMPLES",
-    "add_distill_arguments",
-    "check_distill_arguments",
-]
+__all__ = ["ADDED_LATER", "BUILTIN", "EXAMPLES", "add_distill_arguments", "check_distill_arguments"]
 
 # what a run started before these options existed holds (attnkit.tasks.run.plan compares a resumed run's settings)
 ADDED_LATER = {"distill_from": None, "distill_beam": None, "distill_gold": False, "distill_unlabelled": None,
@@ -87,18 +81,12 @@ def _weight(value: str) -> float:
 
 
 def check_distill_arguments(args: argparse.Namespace, *, streamed: bool) -> None:
-    """Refuse distillation options without ``--distill-from``, and distillation of a streamed or torchrun run.
-
-    Raises:
-        ValueError: one line naming the option.
-    """
+    """Refuse distillation options without ``--distill-from``, and distillation of a streamed or torchrun run."""
     import os
 
     if args.distill_from is None:
         given = [
-            "--" + dest.replace("_", "-")
-            for dest, default in ADDED_LATER.items()
-            if dest != "distill_from" and getattr(args, dest) != default
+            f"--{dest.replace('_', '-')}" for dest, default in ADDED_LATER.items() if getattr(args, dest) != default
         ]
         if given:
             raise ValueError(f"{', '.join(given)}: needs --distill-from (the teachers)")

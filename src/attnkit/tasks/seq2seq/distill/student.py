@@ -36,20 +36,9 @@ __all__ = ["Distillation", "distillation_from_args", "distilled_data", "provenan
 class Distillation:
     """How a student is distilled (``attnkit train seq2seq --distill-from A B ...``).
 
-    Attributes:
-        teachers: checkpoints, run directories or shipped names; several decode as their ensemble.
-        beam_size: the teachers' beam (1: greedy); ``length_penalty`` as in ``attnkit evaluate``.
-        gold: train on the gold pairs as well as on the teachers' outputs (default: the outputs only).
-        token_weight: token-level distillation too (Sun et al. 2019): the loss is ``(1 - w)`` times the
-            cross-entropy on the training targets plus ``w`` times the cross-entropy against the teachers'
-            distributions at every target position (the teachers run along in training); 0: sequence-level only.
-        unlabelled: ``"builtin"``, a file of sources (one a line), or None
-            (:mod:`~attnkit.tasks.seq2seq.distill.unlabelled`).
-        max_unlabelled: at most this many unlabelled sources, a sample seeded by ``seed`` (None: all).
-        held_out: sources never added as unlabelled besides those of the data's splits (the whole data set's,
-            when the run trains on a ``--limit`` subset of it).
-        device, precision, batch_size: where, how and how many sources at a time the teachers decode.
-        cache_root: where the teachers' outputs are kept (None: ``$ATTNKIT_CACHE/teachers``).
+    ``token_weight`` adds token-level distillation (the teachers' distributions in the loss; 0: sequence-level
+    only). ``held_out``: sources never added as unlabelled besides those of the data's splits (the whole data set's,
+    when the run trains on a ``--limit`` subset of it).
     """
 
     teachers: tuple[str, ...]
@@ -82,34 +71,21 @@ def distilled_data(
     progress: bool = True,
 ) -> tuple[Seq2SeqData, dict]:
     """``data`` with its training split replaced by the teachers' outputs (see the module docstring), and the
-    record of how (for ``metrics.json``: teachers, their files' SHA-256, beam, sources labelled and added, where
-    the outputs are cached). ``report`` gets one line of summary; with ``progress``, a line per decoded chunk goes to
-    stderr, as the training loop's progress does.
-
-    Raises:
-        ValueError / CheckpointError: teachers that cannot be loaded, or tokenisers that are not theirs.
-    """
+    record of how, for ``metrics.json``. ``report`` gets one line of summary."""
     teachers = teachers if teachers is not None else distillation.load()
     check_vocabularies(teachers, source_tokenizer, target_tokenizer)
     labelled = list(dict.fromkeys(source for source, _ in data.train))
     unlabelled, record = [], None
     if distillation.unlabelled is not None:
         exclude = {source for source, _ in (*data.train, *data.valid, *data.test)} | distillation.held_out
+        sample = {"limit": distillation.max_unlabelled, "seed": distillation.seed}
         unlabelled, record = unlabelled_sources(
-            distillation.unlabelled,
-            exclude=exclude,
-            known=lambda source: UNK_ID not in source_tokenizer.encode(source),
-            limit=distillation.max_unlabelled,
-            seed=distillation.seed,
+            distillation.unlabelled, exclude=exclude, known=lambda s: UNK_ID not in source_tokenizer.encode(s), **sample
         )
+    decoding = {name: getattr(distillation, name) for name in ("beam_size", "length_penalty", "batch_size")}
+    cache_root, report_progress = distillation.cache_root or teacher_cache_root(), _progress() if progress else None
     labels = teacher_outputs(
-        teachers,
-        labelled + unlabelled,
-        beam_size=distillation.beam_size,
-        length_penalty=distillation.length_penalty,
-        batch_size=distillation.batch_size,
-        cache_root=distillation.cache_root or teacher_cache_root(),
-        progress=_progress() if progress else None,
+        teachers, labelled + unlabelled, cache_root=cache_root, progress=report_progress, **decoding
     )
     taught = [(source, labels.outputs[source]) for source in labelled + unlabelled if labels.outputs[source]]
     train = list(dict.fromkeys([*data.train, *taught])) if distillation.gold else taught
@@ -142,21 +118,12 @@ def _progress() -> Callable[[int, int], None]:
 
 
 def provenance(record: dict) -> dict:
-    """What the student's ``config.json`` keeps of :func:`distilled_data`'s record (``distillation``): the teachers
-    as given and their files' SHA-256, the beam, the gold, how many training sources they labelled, where the
-    unlabelled sources came from and how many — no path, so a run resumed with another ``$ATTNKIT_CACHE`` or from
-    another directory is the same run."""
+    """What the student's ``config.json`` keeps of :func:`distilled_data`'s record (``distillation``): no path, so
+    a run resumed with another ``$ATTNKIT_CACHE`` or from another directory is the same run."""
     unlabelled = record.get("unlabelled") or None
-    return {
-        "teachers": record["teachers"],
-        "sha256": record["sha256"],
-        "beam_size": record["beam_size"],
-        "length_penalty": record["length_penalty"],
-        "gold": record["gold"],
-        "token_weight": record["token_weight"],
-        "labelled_sources": record["labelled_sources"],
-        "unlabelled": None if unlabelled is None else {"from": unlabelled["from"], "added": unlabelled["added"]},
-    }
+    keys = ("teachers", "sha256", "beam_size", "length_penalty", "gold", "token_weight", "labelled_sources")
+    kept = None if unlabelled is None else {"from": unlabelled["from"], "added": unlabelled["added"]}
+    return {**{key: record[key] for key in keys}, "unlabelled": kept}
 
 
 def summary(record: dict, *, decoded: int | None = None, damaged: int = 0) -> str:
@@ -180,8 +147,7 @@ def summary(record: dict, *, decoded: int | None = None, damaged: int = 0) -> st
 
 
 def distillation_from_args(args: argparse.Namespace, *, precision: str = "fp32") -> Distillation | None:
-    """The :class:`Distillation` ``attnkit train seq2seq``'s options describe (``--distill-*``, ``--seed``,
-    ``--device``; the teachers decode in ``precision``), or None without ``--distill-from``."""
+    """The :class:`Distillation` ``attnkit train seq2seq``'s options describe, or None without ``--distill-from``."""
     if args.distill_from is None:
         return None
     return Distillation(

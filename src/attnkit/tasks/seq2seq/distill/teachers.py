@@ -53,12 +53,7 @@ class Teachers:
 
 
 def resolve_teachers(given: Sequence[str]) -> tuple[Path, ...]:
-    """The checkpoint each of ``given`` names (checkpoints, run directories or shipped names), each checked to be
-    a seq2seq one (reads configs only).
-
-    Raises:
-        CheckpointError: one line naming ``--distill-from`` and the checkpoint (not there, not seq2seq).
-    """
+    """The checkpoint each of ``given`` names, each checked to be a seq2seq one (reads configs only)."""
     from attnkit.checkpointing import CheckpointError, read_config_of_kind, resolve_checkpoint
     from attnkit.tasks.seq2seq.config import KIND
 
@@ -74,12 +69,7 @@ def resolve_teachers(given: Sequence[str]) -> tuple[Path, ...]:
 
 
 def load_teachers(given: Sequence[str], *, device: str = "auto", precision: str = "fp32") -> Teachers:
-    """Resolve (:func:`resolve_teachers`) and load ``given`` as one model (an ensemble of several).
-
-    Raises:
-        CheckpointError: one line naming ``--distill-from``: a checkpoint that is not there or not a seq2seq one,
-            or members that cannot form an ensemble.
-    """
+    """Resolve (:func:`resolve_teachers`) and load ``given`` as one model (an ensemble of several)."""
     from attnkit.checkpointing import CheckpointError
 
     checkpoints = resolve_teachers(given)
@@ -105,11 +95,7 @@ def _fingerprint(checkpoint: Path) -> str:
 
 def check_vocabularies(teachers: Teachers, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer) -> None:
     """Refuse a student whose tokenisers are not the teachers': the student learns the teachers' outputs token by
-    token, and the teachers read its sources.
-
-    Raises:
-        ValueError: one line naming the side and both vocabulary sizes.
-    """
+    token, and the teachers read its sources."""
     loaded = teachers.loaded
     sides = (("source", loaded.source_tokenizer, source_tokenizer), ("target", loaded.target_tokenizer,
              target_tokenizer))  # fmt: skip
@@ -131,9 +117,8 @@ def teacher_cache_root() -> Path:
 
 @dataclass(frozen=True)
 class TeacherLabels:
-    """The teachers' output for every source asked (``outputs``), how many were ``decoded`` now and how many read
-    from the cache (``cached``), how many cache files were ``damaged`` (removed, their sources decoded again), and
-    the cache entry's ``directory``."""
+    """The teachers' output for every source asked, how many were decoded now or read from the cache, and how many
+    cache files were damaged (removed, their sources decoded again)."""
 
     outputs: dict[str, str]
     decoded: int
@@ -160,11 +145,10 @@ def teacher_outputs(
     cache_root: str | Path,
     progress: Callable[[int, int], None] | None = None,
 ) -> TeacherLabels:
-    """The teachers' best beam output for every distinct source of ``sources``: read from the cache entry of these
-    teachers and settings under ``cache_root``, the rest decoded (shortest sources first, :data:`CHUNK_SOURCES` at
-    a time, each chunk written to the cache as soon as it is decoded). ``progress(done, total)`` is called after
-    every chunk."""
-    settings = {"beam_size": beam_size, "length_penalty": length_penalty, "precision": teachers.loaded.precision}
+    """The teachers' best beam output for every distinct source of ``sources``: read from the cache, the rest decoded
+    shortest first, each chunk of :data:`CHUNK_SOURCES` cached as soon as it is decoded."""
+    decoding = {"beam_size": beam_size, "length_penalty": length_penalty}
+    settings = {**decoding, "precision": teachers.loaded.precision}
     cache = TeacherCache(cache_root, {"sha256": list(teachers.fingerprint), **settings}, about=teachers.record())
     found = cache.read()
     wanted = list(dict.fromkeys(sources))
@@ -172,18 +156,12 @@ def teacher_outputs(
     outputs = dict(found.outputs)
     for start in range(0, len(missing), CHUNK_SOURCES):
         chunk = missing[start : start + CHUNK_SOURCES]
-        decoded = decode_sources(
-            teachers.loaded, chunk, beam_size=beam_size, batch_size=batch_size, length_penalty=length_penalty
-        )
+        decoded = decode_sources(teachers.loaded, chunk, batch_size=batch_size, **decoding)
         cache.write(chunk, decoded)
         outputs.update(zip(chunk, decoded, strict=True))
         if progress is not None:
             progress(start + len(chunk), len(missing))
+    cached = len(wanted) - len(missing)
     return TeacherLabels(
-        {s: outputs[s] for s in wanted},
-        decoded=len(missing),
-        cached=len(wanted) - len(missing),
-        damaged=found.damaged,
-        directory=cache.directory,
-        settings=settings,
+        {s: outputs[s] for s in wanted}, len(missing), cached, found.damaged, cache.directory, settings
     )

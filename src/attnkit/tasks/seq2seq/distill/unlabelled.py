@@ -1,12 +1,9 @@
 """Sources with no gold target, for the teachers to label (Sun et al. 2019 distil on unlabelled words too) (layer 5).
 
-``--distill-unlabelled builtin`` reads the texts of the built-in text classification data sets (:data:`TEXT_SETS`,
-through :func:`attnkit.data.classification.load_data_set`) and keeps the English-looking words: lowercased
-alphabetic tokens of 2 to 20 letters with a vowel, no letter three times in a row, seen at least twice (a typo
-is seldom made twice). ``--distill-unlabelled FILE`` reads one source per line. Either way
-:func:`unlabelled_sources` drops every source of the task's own splits (its validation and test sources are never
-trained on; its training sources are labelled already) and those the teachers' source tokeniser does not know
-whole, then draws at most ``limit`` of them with a seeded sample.
+``--distill-unlabelled builtin`` keeps the English-looking words of the built-in text classification data sets
+(:data:`TEXT_SETS`): lowercased alphabetic tokens of 2 to 20 letters with a vowel, no letter three times in a row,
+seen at least twice (a typo is seldom made twice). ``--distill-unlabelled FILE`` reads one source per line. Either
+way every source of the task's own splits, and any the teachers' tokeniser does not know whole, is dropped.
 """
 
 from __future__ import annotations
@@ -44,11 +41,7 @@ def english_words(texts: Iterable[str], *, min_count: int = MIN_COUNT) -> list[s
 
 
 def builtin_words(names: Iterable[str] = TEXT_SETS) -> list[str]:
-    """:func:`english_words` of every text (training and test) of the built-in text data sets ``names``.
-
-    Raises:
-        MissingPackageError: a data set's package is not installed (naming the pip command).
-    """
+    """:func:`english_words` of every text (training and test) of the built-in text data sets ``names``."""
     from attnkit.data.classification import load_data_set
 
     texts: list[str] = []
@@ -59,11 +52,7 @@ def builtin_words(names: Iterable[str] = TEXT_SETS) -> list[str]:
 
 
 def word_file(path: str | Path) -> list[str]:
-    """The sources of a file, one a line (blank lines skipped, spaces around a source dropped).
-
-    Raises:
-        FileNotFoundError, ValueError: no such file, or one that is not UTF-8 text (naming it).
-    """
+    """The sources of a file, one a line (blank lines skipped, spaces around a source dropped)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--distill-unlabelled {path}: no such file (or give {BUILTIN!r})")
@@ -77,25 +66,11 @@ def word_file(path: str | Path) -> list[str]:
 
 
 def unlabelled_sources(
-    given: str,
-    *,
-    exclude: Collection[str],
-    known: Callable[[str], bool],
-    limit: int | None,
-    seed: int,
+    given: str, *, exclude: Collection[str], known: Callable[[str], bool], limit: int | None, seed: int
 ) -> tuple[list[str], dict]:
-    """The unlabelled sources to add and a record of them for the run's metrics.
-
-    Args:
-        given: ``"builtin"`` or a file of sources (one a line).
-        exclude: sources never added (every source of the task's splits).
-        known: whether the teachers' source tokeniser encodes a source without ``<unk>``.
-        limit: at most this many, drawn with ``random.Random(seed).sample`` (None: all).
-
-    Returns:
-        ``(sources, record)``: the sources in sorted order; ``record`` holds ``from``, ``candidates`` (after the
-        exclusions) and ``added``.
-    """
+    """The unlabelled sources to add (sorted; at most ``limit``, a sample seeded by ``seed``) and a record of them
+    (``from``, ``candidates``, ``added``). ``known``: whether the teachers' tokeniser encodes a source without
+    ``<unk>``."""
     words = builtin_words() if given == BUILTIN else word_file(given)
     candidates = sorted({word for word in words if word not in exclude and known(word)})
     chosen = candidates
