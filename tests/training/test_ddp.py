@@ -132,4 +132,4 @@ def test_a_group_the_library_joins_is_left_before_the_interpreter_shuts_down(tmp
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["left", "left"]
+    assert done.stdout.count("left") == 2 and "still" not in done.stdout  # the ranks' lines may interleave
