@@ -2,17 +2,13 @@
 
 :meth:`MultiHeadAttention.forward` reads as the textbook does: project the query, key and value and split them
 into heads; rotate (rotary positions) and append to the cache; build one mask; attend; merge the heads and
-project the output. Each step has a readable reference and a fast twin — packed projections that skip padded
-rows, PyTorch's fused SDPA kernel, packed sequences, lean one-token decoding — and one rule picks between them:
-see :mod:`attnkit.multihead_fast` (in short: the fast twins run for the scaled-dot score with softmax, unless
-``module.fast_path = False`` or torch.compile is tracing).
+project the output. Each step has a readable reference and a fast twin; :mod:`attnkit.multihead_fast` says which
+runs when (in short: the fast twins, for the scaled-dot score with softmax, unless ``module.fast_path = False``).
 
-Masks follow attnkit's polarity, True = attend (``key_mask``, ``query_mask``, ``attn_mask``). For code written
-against ``nn.MultiheadAttention``: :meth:`MultiHeadAttention.from_torch` returns a drop-in
-(:class:`TorchMultiheadAttention`) whose ``forward`` is torch's, torch's polarity included;
-:meth:`MultiHeadAttention.forward_torch` takes torch's whole call on a plain module; ``key_padding_mask=`` takes
-torch's polarity (True = padding) and may not be mixed with attnkit's masks in one call; ``load_state_dict`` reads
-torch's state dicts (:mod:`attnkit.multihead_torch`).
+Masks follow attnkit's polarity, True = attend (``key_mask``, ``query_mask``, ``attn_mask``). Torch's polarity
+(True = padding or not allowed) is taken by ``key_padding_mask=`` (never mixed with attnkit's masks in one call), by
+:meth:`MultiHeadAttention.forward_torch` and by the drop-in :meth:`MultiHeadAttention.from_torch` returns
+(:mod:`attnkit.multihead_torch`).
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)
@@ -47,23 +43,10 @@ __all__ = ["MultiHeadAttention", "TorchMultiheadAttention"]
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with one mask polarity (True = attend) and batch-first tensors.
 
-    Args:
-        embed_dim: ``E``, query (and output) size.
-        num_heads: ``H``; must divide ``E``.
-        kdim, vdim: key and value input sizes (default ``E``).
-        dropout: dropout on the attention weights (training only).
-        bias: biases on the input and output projections.
-        score: a :class:`~attnkit.scores.Score` on ``[B, H, T, Dh]`` tensors (default :class:`ScaledDotScore`).
-        distribution: a :class:`~attnkit.distributions.Distribution` (default :class:`Softmax`).
-        rotary: optional :class:`~attnkit.positions.RotaryPositions` applied to queries and keys.
-
-    Attributes:
-        fast_path: True (the default for ``ScaledDotScore`` with ``Softmax``) runs the fast twins of each step;
-            False runs the readable references (:mod:`attnkit.multihead_fast` says which runs when).
-
-    ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` are ordinary ``nn.Linear`` modules (their names are the
-    ``state_dict`` keys). ``load_state_dict`` also accepts an ``nn.MultiheadAttention`` state dict
-    (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``): its keys are renamed as it loads.
+    ``embed_dim`` is ``E`` and ``num_heads`` ``H`` (dividing ``E``); ``kdim``/``vdim`` default to ``E``; ``dropout``
+    acts on the attention weights in training; ``score`` works on ``[B, H, T, Dh]`` tensors (default
+    :class:`ScaledDotScore`, with :class:`Softmax`). ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` are plain
+    ``nn.Linear`` modules; ``load_state_dict`` also accepts an ``nn.MultiheadAttention`` state dict.
     """
 
     def __init__(
@@ -256,18 +239,14 @@ class MultiHeadAttention(nn.Module):
     def project_key_value(
         self, key: torch.Tensor, value: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values split into heads: key ``[B, Tk, kdim]``, value ``[B, Tk, vdim]`` -> two ``[B, H, Tk, Dh]``.
-
-        Compute them once and pass them as ``key_value=`` to attend to the same memory many times.
-        """
+        """Keys and values split into heads: key ``[B, Tk, kdim]``, value ``[B, Tk, vdim]`` -> two ``[B, H, Tk, Dh]``,
+        for ``key_value=`` (attend to the same memory many times)."""
         value = key if value is None else value
         return split_heads(self.k_proj(key), self.num_heads), split_heads(self.v_proj(value), self.num_heads)
 
     def project_query_key_value(self, x: torch.Tensor) -> torch.Tensor:
-        """Self-attention's three projections of x ``[..., E]`` in one matmul -> ``[..., 3E]`` (q, k, v in order).
-
-        Reads the packed weights in place (:func:`attnkit.multihead_fast.project_packed`); needs ``kdim = vdim = E``.
-        """
+        """Self-attention's three projections of x ``[..., E]`` in one matmul -> ``[..., 3E]`` (q, k, v in order);
+        needs ``kdim = vdim = E``."""
         if self.k_proj.in_features != self.embed_dim or self.v_proj.in_features != self.embed_dim:
             raise ValueError("project_query_key_value needs kdim = vdim = embed_dim")
         return multihead_fast.project_packed(self, "qkv", x)
@@ -295,8 +274,8 @@ class MultiHeadAttention(nn.Module):
         """Causal self-attention of one new position per row over everything ``cache`` holds: x ``[N, E]`` ->
         ``[N, E]``; this position's keys and values are appended to ``cache``.
 
-        The values of ``self(x[:, None], causal=True, cache=cache).context[:, 0]`` (the tests hold them equal),
-        without forward's checks and mask building on the fast path. No weights.
+        The values of ``self(x[:, None], causal=True, cache=cache).context[:, 0]``, without forward's checks. No
+        weights.
         """
         return multihead_fast.steps(self).decode_self(self, x, cache)
 
@@ -321,10 +300,8 @@ class MultiHeadAttention(nn.Module):
     def from_torch(cls, module: nn.MultiheadAttention) -> TorchMultiheadAttention:
         """A drop-in for ``module``: a :class:`TorchMultiheadAttention` with its weights, giving its outputs.
 
-        The result takes torch's call with torch's meanings (``key_padding_mask`` and a bool ``attn_mask``: True =
-        not allowed), ``module.batch_first``'s layout, and returns ``(output, weights)``; it can replace
-        ``module`` anywhere, ``nn.TransformerEncoderLayer.self_attn`` and ``nn.TransformerDecoderLayer``'s
-        attentions included. ``add_bias_kv`` and ``add_zero_attn`` are not supported.
+        It takes torch's call in torch's polarity and ``module.batch_first``'s layout, so it can replace ``module``
+        anywhere (torch's Transformer layers included). ``add_bias_kv`` and ``add_zero_attn`` are not supported.
         """
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("from_torch does not support add_bias_kv or add_zero_attn")
@@ -378,10 +355,8 @@ class TorchMultiheadAttention(TorchSignature, MultiHeadAttention):
     average_attn_weights=True, is_causal=False)`` in **torch's polarity**, ``batch_first`` either way, the
     attributes torch's Transformer layers read (:class:`attnkit.multihead_dropin.TorchSignature`).
 
-    Its ``state_dict`` is in torch's layout (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``), so it loads into
-    ``nn.MultiheadAttention`` and, under ``self_attn.``, into ``nn.TransformerEncoderLayer``; it loads either
-    layout. Everything else (``decode_self``, ``project_key_value``, the fast paths) is :class:`MultiHeadAttention`'s;
-    its attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
+    Its ``state_dict`` is in torch's layout (it loads either). The rest is :class:`MultiHeadAttention`'s; the
+    attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
     """
 
     def __init__(self, *args, **kwargs) -> None:

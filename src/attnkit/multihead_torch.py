@@ -17,6 +17,9 @@ Shape glossary:
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
 
 __all__ = [
@@ -80,14 +83,9 @@ def from_torch_mask(
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """One of torch's masks as attnkit's ``(allowed, bias)``, both broadcastable to ``shape = [B, H, Tq, Tk]``.
 
-    Args:
-        mask: ``key_padding_mask [B, Tk]`` or ``attn_mask [Tq, Tk]`` / ``[B·H, Tq, Tk]``, in torch's convention:
-            bool True = not allowed; float = added to the scores (``-inf`` entries block).
-        name: the argument's name, for errors.
-        shape: the scores' shape ``[B, H, Tq, Tk]``.
-
-    Returns:
-        ``(allowed bool, True = attend, or None; bias float with the blocked entries 0, or None)``.
+    ``mask`` (``key_padding_mask [B, Tk]`` or ``attn_mask [Tq, Tk]`` / ``[B·H, Tq, Tk]``, named by ``name``) is in
+    torch's convention: bool True = not allowed; float = added to the scores (``-inf`` blocks). ``allowed`` is True
+    = attend; ``bias`` holds the float mask with its blocked entries 0. Either may be None.
     """
     if mask is None:
         return None, None
@@ -146,12 +144,7 @@ def refuse_mixed_conventions(torch_names: dict[str, object], attnkit_names: dict
 def combine_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:
     """Sum of the given additive biases (broadcasting), ``None`` entries skipped; ``None`` if there are none."""
     present = [b for b in biases if b is not None]
-    if not present:
-        return None
-    total = present[0]
-    for b in present[1:]:
-        total = total + b
-    return total
+    return functools.reduce(operator.add, present) if present else None
 
 
 def key_mask_of_call(

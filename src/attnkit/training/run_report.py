@@ -63,16 +63,8 @@ def replica() -> tuple[int, int]:
 
 @dataclass
 class TrainReport:
-    """What a training run produced.
-
-    Attributes:
-        fit: the loop's result (history, best epoch and metrics, stop reason, wall time).
-        test_metrics: the best weights' metrics on the test split, or None without one.
-        checkpoint: ``OUT/best``.
-        num_parameters: of the model.
-        config: the task config the checkpoint stores.
-        details: task-specific facts for ``metrics.json``.
-    """
+    """What a training run produced: the loop's result, the best weights' test metrics (None without a test split),
+    ``OUT/best``, the task config the checkpoint stores and task-specific ``details`` for ``metrics.json``."""
 
     fit: FitResult
     test_metrics: dict[str, float] | None
