@@ -18,15 +18,7 @@ import operator
 
 import torch
 
-__all__ = [
-    "as_bool_mask",
-    "attention_mask",
-    "causal",
-    "check_mask",
-    "combine",
-    "lengths_to_mask",
-    "window",
-]
+__all__ = ["as_bool_mask", "attention_mask", "causal", "check_mask", "combine", "lengths_to_mask", "window"]
 
 
 def as_bool_mask(mask: torch.Tensor, name: str) -> torch.Tensor:

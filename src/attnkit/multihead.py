@@ -27,12 +27,7 @@ from attnkit.distributions import Distribution, Softmax
 from attnkit.kv_cache import KVCache
 from attnkit.multihead_dropin import TorchSignature
 from attnkit.multihead_fast import merge_heads, split_heads
-from attnkit.multihead_torch import (
-    from_torch_masks,
-    key_mask_of_call,
-    rename_torch_state_dict,
-    to_torch_state_dict,
-)
+from attnkit.multihead_torch import from_torch_masks, key_mask_of_call, rename_torch_state_dict, to_torch_state_dict
 from attnkit.outputs import AttentionOutput
 from attnkit.positions import RotaryPositions
 from attnkit.scores import ScaledDotScore, Score

@@ -381,13 +381,7 @@ REFERENCE = Steps(
     decode_cross_reference,
 )
 FAST = Steps(
-    project_fused,
-    attend_sdpa,
-    output_fused,
-    can_pack,
-    forward_packed_fused,
-    decode_self_lean,
-    decode_cross_lean,
+    project_fused, attend_sdpa, output_fused, can_pack, forward_packed_fused, decode_self_lean, decode_cross_lean
 )
 
 

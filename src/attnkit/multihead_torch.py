@@ -157,8 +157,7 @@ def key_mask_of_call(
     """attnkit's ``key_mask`` ``[B, Tk]`` for a call of attnkit's multi-head forward, which may name the padding in
     torch's polarity (``key_padding_mask``) but then none of attnkit's masks (see :func:`refuse_mixed_conventions`)."""
     refuse_mixed_conventions(
-        {"key_padding_mask": key_padding_mask},
-        {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask},
+        {"key_padding_mask": key_padding_mask}, {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask}
     )
     return key_mask_from_padding(key_mask, key_padding_mask)
 

@@ -41,15 +41,7 @@ from torch import nn
 from attnkit.runtime.torchrun_env import torchrun_env
 from attnkit.training.loop import FitConfig, FitResult
 
-__all__ = [
-    "HISTORY_FILE",
-    "METRICS_FILE",
-    "TrainReport",
-    "count_parameters",
-    "in_percent",
-    "replica",
-    "write_metrics",
-]
+__all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "in_percent", "replica", "write_metrics"]
 
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "metrics.csv"
