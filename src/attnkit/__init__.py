@@ -31,29 +31,22 @@ if TYPE_CHECKING:  # the names below, for readers and type checkers; at run time
     from attnkit.positions import LearnedPositions, RotaryPositions, Sinusoidal2DPositions, SinusoidalPositions
     from attnkit.scores import AdditiveScore, CosineScore, DotScore, GeneralScore, ScaledDotScore, Score
 
-# the module that defines each public name (imported when the name is first used, so that `import attnkit` and
+# each module and the public names it defines (imported when the name is first used, so that `import attnkit` and
 # `attnkit --help` do not pay for torch until something needs it)
 _DEFINED_IN = {
-    "attnkit.attention": ("Attention",),
-    "attnkit.distributions": ("Distribution", "Entmax15", "LocalM", "LocalP", "Softmax", "Sparsemax", "Uniform"),
-    "attnkit.kv_cache": ("KVCache",),
-    "attnkit.multihead": ("MultiHeadAttention",),
-    "attnkit.outputs": ("AttentionOutput",),
-    "attnkit.pooling": (
-        "AttentionPooling",
-        "ConvTaskScaling",
-        "FeatTaskScaling",
-        "LinTaskScaling",
-        "MaxPooling",
-        "MeanPooling",
-        "TaskScaling",
-    ),
-    "attnkit.positions": ("LearnedPositions", "RotaryPositions", "Sinusoidal2DPositions", "SinusoidalPositions"),
-    "attnkit.scores": ("AdditiveScore", "CosineScore", "DotScore", "GeneralScore", "ScaledDotScore", "Score"),
+    "attnkit.attention": "Attention",
+    "attnkit.distributions": "Distribution Entmax15 LocalM LocalP Softmax Sparsemax Uniform",
+    "attnkit.kv_cache": "KVCache",
+    "attnkit.multihead": "MultiHeadAttention",
+    "attnkit.outputs": "AttentionOutput",
+    "attnkit.pooling": "AttentionPooling MaxPooling MeanPooling "
+    "TaskScaling LinTaskScaling FeatTaskScaling ConvTaskScaling",
+    "attnkit.positions": "LearnedPositions RotaryPositions Sinusoidal2DPositions SinusoidalPositions",
+    "attnkit.scores": "AdditiveScore CosineScore DotScore GeneralScore ScaledDotScore Score",
 }
 # public name -> its module (the subpackages functional and masks are their own)
 _EXPORTS = {"functional": "attnkit.functional", "masks": "attnkit.masks"} | {
-    name: module for module, names in _DEFINED_IN.items() for name in names
+    name: module for module, names in _DEFINED_IN.items() for name in names.split()
 }
 
 __version__ = "0.1.0"

@@ -1,11 +1,9 @@
 """``nn.MultiheadAttention``'s own face for attnkit's multi-head attention (layer 3): what ``from_torch`` returns.
 
-:class:`TorchSignature` is mixed into :class:`attnkit.multihead.TorchMultiheadAttention`. It gives the module
-torch's ``forward`` (argument order, defaults, **torch's polarity** for torch's argument names, ``batch_first``
-either way, unbatched inputs, a ``(output, weights)`` tuple) and the attributes that ``nn.TransformerEncoderLayer``
-and ``nn.TransformerDecoderLayer`` read (``batch_first``, ``in_proj_weight``, ``in_proj_bias``,
-``_qkv_same_embed_dim``, ``merge_masks`` for the encoder layer's fused inference path). attnkit's own keywords
-(``key_mask``, ``query_mask``: True = attend) keep attnkit's meaning; one call may use one convention, not both.
+:class:`TorchSignature`, mixed into :class:`attnkit.multihead.TorchMultiheadAttention`, gives the module torch's
+``forward`` (**torch's polarity** for torch's argument names) and the attributes torch's Transformer layers read.
+attnkit's own keywords (``key_mask``, ``query_mask``: True = attend) keep attnkit's meaning; one call may use one
+convention, not both.
 
 Shape glossary:
     B  batch   H  heads   Tq (L)  query positions   Tk (S)  key positions   E  embed_dim

@@ -1,15 +1,12 @@
 """``nn.MultiheadAttention`` interoperability for :class:`~attnkit.multihead.MultiHeadAttention` (layer 3).
 
-Two conventions meet here, and this module is where one is turned into the other:
+Two conventions meet here: **torch's** ``key_padding_mask`` and boolean ``attn_mask`` are True where attention is
+**not** allowed (its float masks are added to the scores, ``-inf`` blocks); **attnkit's** ``key_mask`` and
+``attn_mask`` are True where attention **is** allowed, everywhere in the library (an additive float goes apart, as
+``attn_bias``).
 
-* **torch's** ``key_padding_mask`` and boolean ``attn_mask`` are True where attention is **not** allowed (padding,
-  blocked pairs); its float masks are added to the scores (``-inf`` blocks);
-* **attnkit's** ``key_mask`` and ``attn_mask`` are True where attention **is** allowed (real keys, kept pairs),
-  everywhere in the library; an additive float is passed apart, as ``attn_bias``.
-
-State dicts: torch keeps the query, key and value projections in one ``in_proj_weight [3E, E]`` and
-``in_proj_bias [3E]`` (or ``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight`` when ``kdim``/``vdim`` differ
-from ``E``); attnkit keeps three ``nn.Linear`` (``q_proj.weight``, ...). ``out_proj.*`` is named alike in both.
+State dicts: torch keeps the q, k, v projections in one ``in_proj_weight [3E, E]`` and ``in_proj_bias [3E]`` (or
+``{q,k,v}_proj_weight`` when ``kdim``/``vdim`` differ from ``E``); attnkit keeps three ``nn.Linear``.
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions   E  embed_dim
