@@ -73,9 +73,8 @@ class MultiHeadAttention(nn.Module):
 
     @property
     def fast_path(self) -> bool:
-        """True when the fast twins run: allowed (the default; set ``fast_path = False`` for the references) and
-        the module's *current* score and distribution are :class:`ScaledDotScore` and :class:`Softmax`, the pair
-        SDPA computes. Read at every call, so ``m.distribution = Sparsemax()`` after construction is followed."""
+        """True when the fast twins run: allowed (set ``fast_path = False`` for the references) and
+        :meth:`computes_sdpa`, read at every call (so ``m.distribution = Sparsemax()`` is followed)."""
         return self._fast_path_allowed and self.computes_sdpa()
 
     @fast_path.setter
@@ -83,9 +82,8 @@ class MultiHeadAttention(nn.Module):
         self._fast_path_allowed = bool(allowed)
 
     def computes_sdpa(self) -> bool:
-        """True when this module's attention is exactly ``F.scaled_dot_product_attention``'s: the scaled dot score
-        with softmax (of exactly those classes) — the only case a fused kernel (SDPA, torch's fused layers) may
-        stand in for it."""
+        """True when this module's attention is exactly ``F.scaled_dot_product_attention``'s (the scaled dot score
+        with softmax, of exactly those classes): the only case a fused kernel may stand in for it."""
         return type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:

@@ -6,10 +6,8 @@ Every pooling here returns ``AttentionOutput(pooled, weights [B, heads, T])`` so
 them alike; the baselines report the weights they implicitly use.
 
 Task scaling (TaSc; Chrysostomou & Aletras, ACL 2021) multiplies the attention weights by a learned,
-*non-contextual* score per token before the weighted sum: ``pooled = (weights · s) @ x``. The scores come from
-the token's id and its own word embedding only (:class:`LinTaskScaling`, :class:`FeatTaskScaling`,
-:class:`ConvTaskScaling`), never from its neighbours, so they cannot hide the decision in the context; a model
-computes them and hands them to :meth:`AttentionPooling.forward` as ``scale``.
+*non-contextual* score per token before the weighted sum, ``pooled = (weights · s) @ x``: scores from the token's
+id and its own word embedding only (:class:`TaskScaling`), which a model hands to :meth:`AttentionPooling.forward`.
 
 Shape glossary:
     B  batch   T  positions   D  features (``dim``)   Dh  hidden size of the score   heads  pooling heads
@@ -94,19 +92,13 @@ class AttentionPooling(nn.Module):
         scale: torch.Tensor | None = None,
         values: torch.Tensor | None = None,
     ) -> AttentionOutput:
-        """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=``, positional or not, is the
-        same argument under its older name).
+        """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=`` is its older name) ->
+        ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence pools to zeros
+        with all-zero weights.
 
-        ``values [B, T, Dv]`` (optional; default ``x``): what the weights average, while ``x`` alone is scored —
-        e.g. the word embeddings under an encoder's states, so that each weight multiplies one word's own vector.
-
-        ``scale [B, T]`` (optional; TaSc, see :class:`TaskScaling`) multiplies each position's weight before the
-        weighted sum: ``pooled = (weights · scale) @ x``. The returned weights stay the distribution's (rows sum
-        to 1, padding 0), the attention that TaSc's authors explain with.
-
-        Returns:
-            ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])`` (``Dv`` for ``D`` with
-            ``values``). An empty sequence pools to zeros with all-zero weights.
+        ``values [B, T, Dv]`` (default ``x``) are what the weights average while ``x`` alone is scored (e.g. the
+        word embeddings under an encoder's states); ``pooled`` then has ``Dv`` features. ``scale [B, T]`` (TaSc)
+        multiplies each weight before the sum; the returned weights stay the distribution's.
         """
         mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "AttentionPooling")
