@@ -108,27 +108,22 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         key_value: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> AttentionOutput:
-        """Attend from ``query`` over ``key``/``value`` (self-attention when ``key`` is ``None``).
+        """Attend from ``query [B, Tq, E]`` over ``key [B, Tk, kdim]`` / ``value [B, Tk, vdim]`` (default ``key``;
+        self-attention when ``key`` is None) -> ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or
+        None)``; the exact weights only with ``need_weights``.
 
         Args:
-            query: ``[B, Tq, E]``. key: ``[B, Tk, kdim]``, ``None`` for self-attention (``value`` None too).
-            value: ``[B, Tk, vdim]``; defaults to ``key``.
             key_mask: ``[B, Tk]`` bool, **True where the key is real** (with a cache: every step held after this).
             query_mask: ``[B, Tq]`` bool, True where the query is real; masked queries get zero output and weights.
-            attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, **True = attend** (attnkit's polarity).
-            attn_bias: finite float broadcastable to ``[B, H, Tq, Tk]``, added to the scores.
-            key_padding_mask: ``[B, Tk]`` bool in **torch's polarity, True = padding**: ``key_mask=~it``.
-                A call passing it with ``key_mask``, ``query_mask`` or ``attn_mask`` (attnkit's polarity) is
-                refused. (Torch's whole call, ``attn_mask`` polarity included: :meth:`from_torch`'s drop-in.)
+            attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, **True = attend**; ``attn_bias``, a finite float
+                one, is added to the scores.
+            key_padding_mask: ``[B, Tk]`` bool in **torch's polarity, True = padding** (``key_mask=~it``), refused
+                with attnkit's masks in one call.
             causal: add :func:`attnkit.masks.causal` (bottom-right aligned, right with a cache).
-            need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
             cache: a :class:`KVCache` (self-attention only): this step's keys and values are appended and
                 attention runs over everything held.
             key_value: keys and values from :meth:`project_key_value` (cross-attention to a memory many queries
-                visit); ``key``, ``value`` and ``cache`` must be None.
-
-        Returns:
-            ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or None)``.
+                visit), instead of ``key``, ``value`` and ``cache``.
         """
         key_mask = key_mask_of_call(key_mask, key_padding_mask, query_mask=query_mask, attn_mask=attn_mask)
         key, value = self._check_call(query, key, value, query_mask, cache, key_value)

@@ -121,8 +121,7 @@ def log_run_to_tensorboard(directory: str | Path, summary: Mapping[str, Any]) ->
     step = summary["best_epoch"] or 0
     test = {name: value for name, value in (summary["test"] or {}).items() if name != "count"}
     valid = {name: value for name, value in (summary["best_valid"] or {}).items() if name != "count"}
-    settings = {"seed": summary["seed"], "batch_size": summary["batch_size"], "lr": summary["lr"]}
-    settings["precision"] = summary["precision"]
+    settings = {name: summary[name] for name in ("seed", "batch_size", "lr", "precision")}
     for name, value in (summary["config"] or {}).items():
         if isinstance(value, (bool, int, float, str)):
             settings[name] = value
