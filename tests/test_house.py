@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,6 +214,22 @@ def test_the_command_line_and_inference_import_no_training():
     assert {f"attnkit.tasks.{task}.inference" for task in ("classify", "seq2seq", "vision")} <= checked
     assert {"attnkit.tasks.seq2seq.ctranslate2.loaded", "attnkit.checkpointing._read"} <= checked
     assert training_imports(files) == {}
+
+
+def test_importing_the_command_line_or_an_inference_module_loads_no_training():
+    """Transitively too: each module of :func:`is_inference`, imported in a fresh process, leaves no
+    ``attnkit.training`` module in ``sys.modules`` (a shared objective importing training would)."""
+    names = sorted(name for name in modules() if is_inference(name) and not name.endswith(".__main__"))
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "    loaded = sorted(m for m in sys.modules if m == 'attnkit.training' or m.startswith('attnkit.training.'))\n"
+        "    if loaded:\n"
+        "        sys.exit(f'{name} loads {loaded}')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=SOURCE.parents[1])
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_the_training_import_check_finds_one_inside_a_function(tmp_path):

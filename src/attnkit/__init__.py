@@ -31,39 +31,22 @@ if TYPE_CHECKING:  # the names below, for readers and type checkers; at run time
     from attnkit.positions import LearnedPositions, RotaryPositions, Sinusoidal2DPositions, SinusoidalPositions
     from attnkit.scores import AdditiveScore, CosineScore, DotScore, GeneralScore, ScaledDotScore, Score
 
-# public name -> the module that defines it (imported when the name is first used, so that `import attnkit` and
+# each module and the public names it defines (imported when the name is first used, so that `import attnkit` and
 # `attnkit --help` do not pay for torch until something needs it)
-_EXPORTS = {
-    "functional": "attnkit.functional",
-    "masks": "attnkit.masks",
-    "Attention": "attnkit.attention",
-    "Distribution": "attnkit.distributions",
-    "Entmax15": "attnkit.distributions",
-    "LocalM": "attnkit.distributions",
-    "LocalP": "attnkit.distributions",
-    "Softmax": "attnkit.distributions",
-    "Sparsemax": "attnkit.distributions",
-    "Uniform": "attnkit.distributions",
-    "KVCache": "attnkit.kv_cache",
-    "MultiHeadAttention": "attnkit.multihead",
-    "AttentionOutput": "attnkit.outputs",
-    "AttentionPooling": "attnkit.pooling",
-    "ConvTaskScaling": "attnkit.pooling",
-    "FeatTaskScaling": "attnkit.pooling",
-    "LinTaskScaling": "attnkit.pooling",
-    "MaxPooling": "attnkit.pooling",
-    "MeanPooling": "attnkit.pooling",
-    "TaskScaling": "attnkit.pooling",
-    "LearnedPositions": "attnkit.positions",
-    "RotaryPositions": "attnkit.positions",
-    "Sinusoidal2DPositions": "attnkit.positions",
-    "SinusoidalPositions": "attnkit.positions",
-    "AdditiveScore": "attnkit.scores",
-    "CosineScore": "attnkit.scores",
-    "DotScore": "attnkit.scores",
-    "GeneralScore": "attnkit.scores",
-    "ScaledDotScore": "attnkit.scores",
-    "Score": "attnkit.scores",
+_DEFINED_IN = {
+    "attnkit.attention": "Attention",
+    "attnkit.distributions": "Distribution Entmax15 LocalM LocalP Softmax Sparsemax Uniform",
+    "attnkit.kv_cache": "KVCache",
+    "attnkit.multihead": "MultiHeadAttention",
+    "attnkit.outputs": "AttentionOutput",
+    "attnkit.pooling": "AttentionPooling MaxPooling MeanPooling "
+    "TaskScaling LinTaskScaling FeatTaskScaling ConvTaskScaling",
+    "attnkit.positions": "LearnedPositions RotaryPositions Sinusoidal2DPositions SinusoidalPositions",
+    "attnkit.scores": "AdditiveScore CosineScore DotScore GeneralScore ScaledDotScore Score",
+}
+# public name -> its module (the subpackages functional and masks are their own)
+_EXPORTS = {"functional": "attnkit.functional", "masks": "attnkit.masks"} | {
+    name: module for module, names in _DEFINED_IN.items() for name in names.split()
 }
 
 __version__ = "0.1.0"

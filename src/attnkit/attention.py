@@ -19,12 +19,8 @@ __all__ = ["Attention", "AttentionOutput"]
 
 
 class Attention(nn.Module):
-    """Any score × any distribution, with masks that mean the same thing everywhere.
-
-    Args:
-        score: a :class:`~attnkit.scores.Score` (built outside and passed in).
-        distribution: a :class:`~attnkit.distributions.Distribution`; default :class:`Softmax`.
-        dropout: dropout on the weights used for the context (the returned weights are before dropout).
+    """Any score × any distribution (default :class:`Softmax`), with masks that mean the same thing everywhere.
+    ``dropout`` acts on the weights used for the context; the returned weights are before dropout.
 
     Example::
 
@@ -51,20 +47,13 @@ class Attention(nn.Module):
         attn_mask: torch.Tensor | None = None,
         query_positions: torch.Tensor | None = None,
     ) -> AttentionOutput:
-        """Attend from each query over the keys.
+        """Attend from each query over the keys: query ``[B, (H,) Tq, Dq]``, key ``[B, (H,) Tk, Dk]``, value
+        ``[B, (H,) Tk, Dv]`` (default ``key``) -> ``AttentionOutput(context [B, (H,) Tq, Dv], weights [B, (H,) Tq,
+        Tk])``.
 
-        Args:
-            query: ``[B, (H,) Tq, Dq]``.
-            key: ``[B, (H,) Tk, Dk]``.
-            value: ``[B, (H,) Tk, Dv]``; defaults to ``key``.
-            key_mask: ``[B, Tk]`` bool, True where the key is real.
-            query_mask: ``[B, Tq]`` bool, True where the query is real; masked queries get zero weights
-                and a zero context.
-            attn_mask: bool broadcastable to ``[B, (H,) Tq, Tk]`` (e.g. :func:`attnkit.masks.causal`).
-            query_positions: positions of the queries, for :class:`~attnkit.distributions.LocalM`.
-
-        Returns:
-            ``AttentionOutput(context [B, (H,) Tq, Dv], weights [B, (H,) Tq, Tk])``.
+        ``key_mask [B, Tk]`` and ``query_mask [B, Tq]`` are bool, True where the position is real; masked queries
+        get zero weights and a zero context. ``attn_mask`` is bool broadcastable to ``[B, (H,) Tq, Tk]`` (e.g.
+        :func:`attnkit.masks.causal`). ``query_positions`` are read by :class:`~attnkit.distributions.LocalM`.
         """
         value = key if value is None else value
         if key.shape[:-1] != value.shape[:-1]:

@@ -158,15 +158,9 @@ def greedy(
 ) -> DecodeOutput:
     """The most probable next token at every step, for the whole batch at once, until every row has ``<eos>``.
 
-    Args:
-        model: a :class:`StepwiseSeq2Seq` (put it in eval mode first: dropout would make decoding random).
-        source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
-        max_len: the most tokens to generate (``<eos>`` included); default :func:`default_max_len`.
-        length_penalty: exponent of the length in the normalised score (reported in ``scores``).
-        need_weights: also collect the model's attention weights per step.
-
-    Returns:
-        :class:`DecodeOutput` with ``K = 1``.
+    ``source_ids`` ``[B, S]`` long, ``source_mask`` ``[B, S]`` bool (True = real token) -> :class:`DecodeOutput`
+    with ``K = 1``. ``max_len`` counts ``<eos>`` (default :func:`default_max_len`). Put the model in eval mode
+    first: dropout would make decoding random.
     """
     max_len = _check_inputs(source_ids, source_mask, max_len)
     batch, device = source_ids.shape[0], source_ids.device
@@ -233,16 +227,8 @@ def beam_search(
     fairseq); decoding stops when every source is done or after ``max_len`` tokens, when the live hypotheses
     are returned unfinished. ``beam_size=1`` is exactly :func:`greedy`.
 
-    Args:
-        model: a :class:`StepwiseSeq2Seq` in eval mode.
-        source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
-        beam_size: ``k >= 1``.
-        max_len: the most tokens per hypothesis (``<eos>`` included); default :func:`default_max_len`.
-        length_penalty: ``α >= 0`` in ``log P / length^α``.
-        need_weights: also return each hypothesis's per-step attention weights.
-
-    Returns:
-        :class:`DecodeOutput` with ``K = beam_size``, hypotheses sorted by normalised score.
+    ``source_ids`` ``[B, S]`` long, ``source_mask`` ``[B, S]`` bool (True = real token) -> :class:`DecodeOutput`
+    with ``K = beam_size``, sorted by normalised score ``log P / length^α`` (``α = length_penalty >= 0``).
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")

@@ -2,17 +2,12 @@
 
     out = decode_in_threads(greedy, model, source_ids, source_mask, threads=2, max_len=64)
 
-With a handful of rows per step, torch's intra-op threads barely help: each step is ~30 small kernels a layer,
-and splitting every one of them across threads costs about what it saves. Here the *sources* are split instead:
-``threads`` contiguous slices of the batch, each decoded start to end by :func:`attnkit.decoding.greedy` or
-:func:`attnkit.decoding.beam_search` in a thread of its own with ``torch.set_num_threads(1)`` (torch's kernels
-release the GIL while they run, so the slices' kernels overlap). Each source is decoded by the same function on
-the same model, so the hypotheses are those of one call over the whole batch (tested token for token and score for
-score); the slices are then stitched together, shorter ones padded with ``pad_id`` (and zero weights).
-
-The caller's own thread count is left as it was. The model is shared, read-only: its decoding state lives in
-each call's state object, so the threads do not touch each other's caches. Its speed-up needs as many free cores
-as threads: ``bench.decoding_runtimes`` times it (``attnkit_split``) against torch's intra-op threads.
+With a handful of rows per step, splitting each small kernel across torch's intra-op threads costs about what it
+saves. Here the *sources* are split instead: ``threads`` contiguous slices of the batch, each decoded start to end
+in a thread of its own with ``torch.set_num_threads(1)`` (torch's kernels release the GIL, so the slices overlap).
+The hypotheses are those of one call over the whole batch; shorter slices are padded with ``pad_id`` (and zero
+weights). The model is shared read-only (decoding state lives in each call's state object); the caller's thread
+count is restored. ``bench.decoding_runtimes`` times it (``attnkit_split``).
 """
 
 from __future__ import annotations
@@ -62,11 +57,7 @@ def decode_in_threads(
     **options: object,
 ) -> DecodeOutput:
     """``decode(model, source_ids[slice], source_mask[slice], **options)`` on ``threads`` contiguous slices of the
-    batch ``[B, S]``, each in its own Python thread with one torch thread; the outputs stitched in source order.
-
-    Raises:
-        ValueError: ``threads < 1``.
-    """
+    batch ``[B, S]``, each in its own Python thread with one torch thread; the outputs stitched in source order."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     batch = source_ids.shape[0]

@@ -76,14 +76,9 @@ def _expand_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tenso
 
 
 class LocalM(Distribution):
-    """Luong's local-m: softmax inside a window ``[p_t - D, p_t + D]`` around the monotonic position ``p_t = t``.
-
-    ``p_t`` is the query's own position (``query_positions``, default ``0 .. Tq-1``); pass the step index
-    when decoding one position at a time.
-
-    Args:
-        window: ``D``, the half-width; the window holds ``2D + 1`` keys.
-    """
+    """Luong's local-m: softmax inside a window ``[p_t - D, p_t + D]`` (``D = window``) around the monotonic
+    position ``p_t = t``, the query's own position (``query_positions``, default ``0 .. Tq-1``; pass the step index
+    when decoding one position at a time)."""
 
     def __init__(self, window: int) -> None:
         super().__init__()
@@ -107,12 +102,8 @@ class LocalP(Distribution):
     ``[p_t - D, p_t + D]``, of ``score - (s - p_t)² / (2σ²)`` with ``σ = D/2``. Luong et al. multiply the
     window's softmax by the Gaussian without renormalising; here the Gaussian enters as a log-prior inside
     the softmax, which is that product renormalised, so rows sum to 1 as for every distribution here.
-    Gradients reach ``W_p`` and ``v_p`` through the Gaussian term.
-
-    Args:
-        window: ``D``, the half-width.
-        query_dim: ``Dq``, size of the query ``h_t``.
-        hidden_dim: size of ``W_p``'s output (default ``Dq``).
+    Gradients reach ``W_p`` and ``v_p`` through the Gaussian term. ``D = window``; ``hidden_dim`` is the size of
+    ``W_p``'s output (default ``Dq``).
     """
 
     def __init__(self, window: int, query_dim: int, hidden_dim: int | None = None) -> None:

@@ -17,11 +17,7 @@ class KVCache(nn.Module):
 
     ``update(k, v)`` writes ``T`` new steps after the ones already held and returns views of everything held;
     it raises ``ValueError`` rather than grow past ``max_len``. ``reset()`` empties it; ``reorder(indices)``
-    gathers batch rows (beam search).
-
-    Args:
-        batch_size, max_len, num_heads, head_dim: the buffers' shape ``[B, H, L, Dh]``.
-        dtype, device: of the buffers (default: torch's defaults).
+    gathers batch rows (beam search). The buffers are ``[B, H, L, Dh]``.
     """
 
     def __init__(

@@ -13,17 +13,12 @@ Every function raises ``ValueError`` naming the offending argument and the shape
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import torch
 
-__all__ = [
-    "as_bool_mask",
-    "attention_mask",
-    "causal",
-    "check_mask",
-    "combine",
-    "lengths_to_mask",
-    "window",
-]
+__all__ = ["as_bool_mask", "attention_mask", "causal", "check_mask", "combine", "lengths_to_mask", "window"]
 
 
 def as_bool_mask(mask: torch.Tensor, name: str) -> torch.Tensor:
@@ -43,11 +38,7 @@ def as_bool_mask(mask: torch.Tensor, name: str) -> torch.Tensor:
 
 
 def check_mask(mask: torch.Tensor, name: str, target_shape: torch.Size | tuple[int, ...]) -> torch.Tensor:
-    """Check that boolean ``mask`` broadcasts to ``target_shape`` and return it.
-
-    Raises:
-        ValueError: naming ``name``, the mask's shape and ``target_shape``.
-    """
+    """Check that boolean ``mask`` broadcasts to ``target_shape`` and return it."""
     as_bool_mask(mask, name)
     target_shape = tuple(target_shape)
     try:
@@ -60,15 +51,8 @@ def check_mask(mask: torch.Tensor, name: str, target_shape: torch.Size | tuple[i
 
 
 def lengths_to_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """Mask of the first ``lengths[b]`` positions of each row.
-
-    Args:
-        lengths: integer tensor ``[B]``, each in ``[0, max_len]``.
-        max_len: ``T``; defaults to ``lengths.max()``.
-
-    Returns:
-        ``[B, T]`` bool, ``mask[b, t] = t < lengths[b]``.
-    """
+    """Mask of the first ``lengths[b]`` positions of each row: integer ``lengths [B]`` -> ``[B, T]`` bool,
+    ``mask[b, t] = t < lengths[b]`` (``T = max_len``, default ``lengths.max()``)."""
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1:
@@ -90,10 +74,7 @@ def causal(tq: int, tk: int | None = None, *, device: torch.device | str | None 
     """Causal mask, bottom-right aligned: the last query sees every key, query ``i`` sees keys ``<= i + tk - tq``.
 
     With ``tk > tq`` (a KV cache holding ``tk - tq`` earlier steps) the new queries see the whole past.
-    This is *not* the top-left alignment of SDPA's ``is_causal`` when ``tq != tk``.
-
-    Returns:
-        ``[Tq, Tk]`` bool.
+    This is *not* the top-left alignment of SDPA's ``is_causal`` when ``tq != tk``. Returns ``[Tq, Tk]`` bool.
     """
     tk = tq if tk is None else tk
     if tq < 0 or tk < 0:
@@ -112,16 +93,11 @@ def window(
     centers: torch.Tensor | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Local window: query ``i`` sees keys ``j`` with ``c_i - left <= j <= c_i + right``.
+    """Local window: query ``i`` sees keys ``j`` with ``c_i - left <= j <= c_i + right`` -> ``[Tq, Tk]`` bool
+    (``[..., Tq, Tk]`` when ``centers`` has leading dims).
 
-    Args:
-        tq, tk: query and key lengths.
-        left, right: how far the window reaches back and forward (``>= 0``).
-        centers: window centres ``[..., Tq]`` (integer or float; floats are rounded). Default: bottom-right
-            aligned query positions ``i + tk - tq``, as for :func:`causal`.
-
-    Returns:
-        ``[Tq, Tk]`` bool, or ``[..., Tq, Tk]`` when ``centers`` has leading dims.
+    ``centers [..., Tq]`` (floats are rounded) default to the bottom-right aligned query positions ``i + tk - tq``,
+    as for :func:`causal`.
     """
     if left < 0 or right < 0:
         raise ValueError(f"window needs left, right >= 0, got left={left}, right={right}")
@@ -152,9 +128,7 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
     except RuntimeError as err:
         shapes = ", ".join(str(tuple(m.shape)) for m in present)
         raise ValueError(f"masks with shapes {shapes} do not broadcast together") from err
-    result = present[0]
-    for m in present[1:]:
-        result = result & m
+    result = functools.reduce(operator.and_, present)
     return result.expand(shape) if result.shape != shape else result
 
 
@@ -165,16 +139,9 @@ def attention_mask(
     query_mask: torch.Tensor | None = None,
     attn_mask: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
-    """One mask that broadcasts to ``scores_shape = [B, (H,) Tq, Tk]`` from the usual pieces.
-
-    Args:
-        key_mask: ``[B, Tk]``, True where the key is a real token.
-        query_mask: ``[B, Tq]``, True where the query is a real token (masked queries get no weights).
-        attn_mask: broadcastable to ``scores_shape`` (``[Tq, Tk]``, ``[B, Tq, Tk]``, ``[B, H, Tq, Tk]``).
-
-    Returns:
-        bool mask broadcastable to ``scores_shape`` (not expanded), or ``None`` if nothing is masked.
-    """
+    """One mask that broadcasts to ``scores_shape = [B, (H,) Tq, Tk]`` (not expanded), or ``None`` if nothing is
+    masked, from ``key_mask [B, Tk]`` (True where the key is real), ``query_mask [B, Tq]`` (masked queries get no
+    weights) and ``attn_mask`` broadcastable to ``scores_shape``."""
     scores_shape = tuple(scores_shape)
     batch, tq, tk = scores_shape[0], scores_shape[-2], scores_shape[-1]
     middle = (1,) * (len(scores_shape) - 3)  # heads, if any
@@ -189,9 +156,4 @@ def attention_mask(
         parts.append(query_mask.view(batch, *middle, tq, 1))
     if attn_mask is not None:
         parts.append(check_mask(attn_mask, "attn_mask", scores_shape))
-    if not parts:
-        return None
-    result = parts[0]
-    for m in parts[1:]:
-        result = result & m
-    return result
+    return functools.reduce(operator.and_, parts) if parts else None

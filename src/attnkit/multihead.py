@@ -2,17 +2,13 @@
 
 :meth:`MultiHeadAttention.forward` reads as the textbook does: project the query, key and value and split them
 into heads; rotate (rotary positions) and append to the cache; build one mask; attend; merge the heads and
-project the output. Each step has a readable reference and a fast twin — packed projections that skip padded
-rows, PyTorch's fused SDPA kernel, packed sequences, lean one-token decoding — and one rule picks between them:
-see :mod:`attnkit.multihead_fast` (in short: the fast twins run for the scaled-dot score with softmax, unless
-``module.fast_path = False`` or torch.compile is tracing).
+project the output. Each step has a readable reference and a fast twin; :mod:`attnkit.multihead_fast` says which
+runs when (in short: the fast twins, for the scaled-dot score with softmax, unless ``module.fast_path = False``).
 
-Masks follow attnkit's polarity, True = attend (``key_mask``, ``query_mask``, ``attn_mask``). For code written
-against ``nn.MultiheadAttention``: :meth:`MultiHeadAttention.from_torch` returns a drop-in
-(:class:`TorchMultiheadAttention`) whose ``forward`` is torch's, torch's polarity included;
-:meth:`MultiHeadAttention.forward_torch` takes torch's whole call on a plain module; ``key_padding_mask=`` takes
-torch's polarity (True = padding) and may not be mixed with attnkit's masks in one call; ``load_state_dict`` reads
-torch's state dicts (:mod:`attnkit.multihead_torch`).
+Masks follow attnkit's polarity, True = attend (``key_mask``, ``query_mask``, ``attn_mask``). Torch's polarity
+(True = padding or not allowed) is taken by ``key_padding_mask=`` (never mixed with attnkit's masks in one call), by
+:meth:`MultiHeadAttention.forward_torch` and by the drop-in :meth:`MultiHeadAttention.from_torch` returns
+(:mod:`attnkit.multihead_torch`).
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)
@@ -31,12 +27,7 @@ from attnkit.distributions import Distribution, Softmax
 from attnkit.kv_cache import KVCache
 from attnkit.multihead_dropin import TorchSignature
 from attnkit.multihead_fast import merge_heads, split_heads
-from attnkit.multihead_torch import (
-    from_torch_masks,
-    key_mask_of_call,
-    rename_torch_state_dict,
-    to_torch_state_dict,
-)
+from attnkit.multihead_torch import from_torch_masks, key_mask_of_call, rename_torch_state_dict, to_torch_state_dict
 from attnkit.outputs import AttentionOutput
 from attnkit.positions import RotaryPositions
 from attnkit.scores import ScaledDotScore, Score
@@ -47,23 +38,10 @@ __all__ = ["MultiHeadAttention", "TorchMultiheadAttention"]
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with one mask polarity (True = attend) and batch-first tensors.
 
-    Args:
-        embed_dim: ``E``, query (and output) size.
-        num_heads: ``H``; must divide ``E``.
-        kdim, vdim: key and value input sizes (default ``E``).
-        dropout: dropout on the attention weights (training only).
-        bias: biases on the input and output projections.
-        score: a :class:`~attnkit.scores.Score` on ``[B, H, T, Dh]`` tensors (default :class:`ScaledDotScore`).
-        distribution: a :class:`~attnkit.distributions.Distribution` (default :class:`Softmax`).
-        rotary: optional :class:`~attnkit.positions.RotaryPositions` applied to queries and keys.
-
-    Attributes:
-        fast_path: True (the default for ``ScaledDotScore`` with ``Softmax``) runs the fast twins of each step;
-            False runs the readable references (:mod:`attnkit.multihead_fast` says which runs when).
-
-    ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` are ordinary ``nn.Linear`` modules (their names are the
-    ``state_dict`` keys). ``load_state_dict`` also accepts an ``nn.MultiheadAttention`` state dict
-    (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``): its keys are renamed as it loads.
+    ``embed_dim`` is ``E`` and ``num_heads`` ``H`` (dividing ``E``); ``kdim``/``vdim`` default to ``E``; ``dropout``
+    acts on the attention weights in training; ``score`` works on ``[B, H, T, Dh]`` tensors (default
+    :class:`ScaledDotScore`, with :class:`Softmax`). ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj`` are plain
+    ``nn.Linear`` modules; ``load_state_dict`` also accepts an ``nn.MultiheadAttention`` state dict.
     """
 
     def __init__(
@@ -95,9 +73,8 @@ class MultiHeadAttention(nn.Module):
 
     @property
     def fast_path(self) -> bool:
-        """True when the fast twins run: allowed (the default; set ``fast_path = False`` for the references) and
-        the module's *current* score and distribution are :class:`ScaledDotScore` and :class:`Softmax`, the pair
-        SDPA computes. Read at every call, so ``m.distribution = Sparsemax()`` after construction is followed."""
+        """True when the fast twins run: allowed (set ``fast_path = False`` for the references) and
+        :meth:`computes_sdpa`, read at every call (so ``m.distribution = Sparsemax()`` is followed)."""
         return self._fast_path_allowed and self.computes_sdpa()
 
     @fast_path.setter
@@ -105,9 +82,8 @@ class MultiHeadAttention(nn.Module):
         self._fast_path_allowed = bool(allowed)
 
     def computes_sdpa(self) -> bool:
-        """True when this module's attention is exactly ``F.scaled_dot_product_attention``'s: the scaled dot score
-        with softmax (of exactly those classes) — the only case a fused kernel (SDPA, torch's fused layers) may
-        stand in for it."""
+        """True when this module's attention is exactly ``F.scaled_dot_product_attention``'s (the scaled dot score
+        with softmax, of exactly those classes): the only case a fused kernel may stand in for it."""
         return type(self.score) is ScaledDotScore and type(self.distribution) is Softmax
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:
@@ -132,27 +108,22 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         key_value: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> AttentionOutput:
-        """Attend from ``query`` over ``key``/``value`` (self-attention when ``key`` is ``None``).
+        """Attend from ``query [B, Tq, E]`` over ``key [B, Tk, kdim]`` / ``value [B, Tk, vdim]`` (default ``key``;
+        self-attention when ``key`` is None) -> ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or
+        None)``; the exact weights only with ``need_weights``.
 
         Args:
-            query: ``[B, Tq, E]``. key: ``[B, Tk, kdim]``, ``None`` for self-attention (``value`` None too).
-            value: ``[B, Tk, vdim]``; defaults to ``key``.
             key_mask: ``[B, Tk]`` bool, **True where the key is real** (with a cache: every step held after this).
             query_mask: ``[B, Tq]`` bool, True where the query is real; masked queries get zero output and weights.
-            attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, **True = attend** (attnkit's polarity).
-            attn_bias: finite float broadcastable to ``[B, H, Tq, Tk]``, added to the scores.
-            key_padding_mask: ``[B, Tk]`` bool in **torch's polarity, True = padding**: ``key_mask=~it``.
-                A call passing it with ``key_mask``, ``query_mask`` or ``attn_mask`` (attnkit's polarity) is
-                refused. (Torch's whole call, ``attn_mask`` polarity included: :meth:`from_torch`'s drop-in.)
+            attn_mask: bool broadcastable to ``[B, H, Tq, Tk]``, **True = attend**; ``attn_bias``, a finite float
+                one, is added to the scores.
+            key_padding_mask: ``[B, Tk]`` bool in **torch's polarity, True = padding** (``key_mask=~it``), refused
+                with attnkit's masks in one call.
             causal: add :func:`attnkit.masks.causal` (bottom-right aligned, right with a cache).
-            need_weights: also return the exact weights ``[B, H, Tq, Tk]``.
             cache: a :class:`KVCache` (self-attention only): this step's keys and values are appended and
                 attention runs over everything held.
             key_value: keys and values from :meth:`project_key_value` (cross-attention to a memory many queries
-                visit); ``key``, ``value`` and ``cache`` must be None.
-
-        Returns:
-            ``AttentionOutput(context [B, Tq, E], weights [B, H, Tq, Tk] or None)``.
+                visit), instead of ``key``, ``value`` and ``cache``.
         """
         key_mask = key_mask_of_call(key_mask, key_padding_mask, query_mask=query_mask, attn_mask=attn_mask)
         key, value = self._check_call(query, key, value, query_mask, cache, key_value)
@@ -256,18 +227,14 @@ class MultiHeadAttention(nn.Module):
     def project_key_value(
         self, key: torch.Tensor, value: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values split into heads: key ``[B, Tk, kdim]``, value ``[B, Tk, vdim]`` -> two ``[B, H, Tk, Dh]``.
-
-        Compute them once and pass them as ``key_value=`` to attend to the same memory many times.
-        """
+        """Keys and values split into heads: key ``[B, Tk, kdim]``, value ``[B, Tk, vdim]`` -> two ``[B, H, Tk, Dh]``,
+        for ``key_value=`` (attend to the same memory many times)."""
         value = key if value is None else value
         return split_heads(self.k_proj(key), self.num_heads), split_heads(self.v_proj(value), self.num_heads)
 
     def project_query_key_value(self, x: torch.Tensor) -> torch.Tensor:
-        """Self-attention's three projections of x ``[..., E]`` in one matmul -> ``[..., 3E]`` (q, k, v in order).
-
-        Reads the packed weights in place (:func:`attnkit.multihead_fast.project_packed`); needs ``kdim = vdim = E``.
-        """
+        """Self-attention's three projections of x ``[..., E]`` in one matmul -> ``[..., 3E]`` (q, k, v in order);
+        needs ``kdim = vdim = E``."""
         if self.k_proj.in_features != self.embed_dim or self.v_proj.in_features != self.embed_dim:
             raise ValueError("project_query_key_value needs kdim = vdim = embed_dim")
         return multihead_fast.project_packed(self, "qkv", x)
@@ -295,8 +262,8 @@ class MultiHeadAttention(nn.Module):
         """Causal self-attention of one new position per row over everything ``cache`` holds: x ``[N, E]`` ->
         ``[N, E]``; this position's keys and values are appended to ``cache``.
 
-        The values of ``self(x[:, None], causal=True, cache=cache).context[:, 0]`` (the tests hold them equal),
-        without forward's checks and mask building on the fast path. No weights.
+        The values of ``self(x[:, None], causal=True, cache=cache).context[:, 0]``, without forward's checks. No
+        weights.
         """
         return multihead_fast.steps(self).decode_self(self, x, cache)
 
@@ -321,10 +288,8 @@ class MultiHeadAttention(nn.Module):
     def from_torch(cls, module: nn.MultiheadAttention) -> TorchMultiheadAttention:
         """A drop-in for ``module``: a :class:`TorchMultiheadAttention` with its weights, giving its outputs.
 
-        The result takes torch's call with torch's meanings (``key_padding_mask`` and a bool ``attn_mask``: True =
-        not allowed), ``module.batch_first``'s layout, and returns ``(output, weights)``; it can replace
-        ``module`` anywhere, ``nn.TransformerEncoderLayer.self_attn`` and ``nn.TransformerDecoderLayer``'s
-        attentions included. ``add_bias_kv`` and ``add_zero_attn`` are not supported.
+        It takes torch's call in torch's polarity and ``module.batch_first``'s layout, so it can replace ``module``
+        anywhere (torch's Transformer layers included). ``add_bias_kv`` and ``add_zero_attn`` are not supported.
         """
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("from_torch does not support add_bias_kv or add_zero_attn")
@@ -378,10 +343,8 @@ class TorchMultiheadAttention(TorchSignature, MultiHeadAttention):
     average_attn_weights=True, is_causal=False)`` in **torch's polarity**, ``batch_first`` either way, the
     attributes torch's Transformer layers read (:class:`attnkit.multihead_dropin.TorchSignature`).
 
-    Its ``state_dict`` is in torch's layout (``in_proj_weight``, ``in_proj_bias``, ``out_proj.*``), so it loads into
-    ``nn.MultiheadAttention`` and, under ``self_attn.``, into ``nn.TransformerEncoderLayer``; it loads either
-    layout. Everything else (``decode_self``, ``project_key_value``, the fast paths) is :class:`MultiHeadAttention`'s;
-    its attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
+    Its ``state_dict`` is in torch's layout (it loads either). The rest is :class:`MultiHeadAttention`'s; the
+    attnkit-polarity call stays reachable as ``MultiHeadAttention.forward(m, ...)``.
     """
 
     def __init__(self, *args, **kwargs) -> None:

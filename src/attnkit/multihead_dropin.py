@@ -1,11 +1,9 @@
 """``nn.MultiheadAttention``'s own face for attnkit's multi-head attention (layer 3): what ``from_torch`` returns.
 
-:class:`TorchSignature` is mixed into :class:`attnkit.multihead.TorchMultiheadAttention`. It gives the module
-torch's ``forward`` (argument order, defaults, **torch's polarity** for torch's argument names, ``batch_first``
-either way, unbatched inputs, a ``(output, weights)`` tuple) and the attributes that ``nn.TransformerEncoderLayer``
-and ``nn.TransformerDecoderLayer`` read (``batch_first``, ``in_proj_weight``, ``in_proj_bias``,
-``_qkv_same_embed_dim``, ``merge_masks`` for the encoder layer's fused inference path). attnkit's own keywords
-(``key_mask``, ``query_mask``: True = attend) keep attnkit's meaning; one call may use one convention, not both.
+:class:`TorchSignature`, mixed into :class:`attnkit.multihead.TorchMultiheadAttention`, gives the module torch's
+``forward`` (**torch's polarity** for torch's argument names) and the attributes torch's Transformer layers read.
+attnkit's own keywords (``key_mask``, ``query_mask``: True = attend) keep attnkit's meaning; one call may use one
+convention, not both.
 
 Shape glossary:
     B  batch   H  heads   Tq (L)  query positions   Tk (S)  key positions   E  embed_dim
@@ -111,24 +109,15 @@ class TorchSignature:
     ) -> AttentionOutput:
         """``nn.MultiheadAttention.forward``: its arguments, defaults, polarity, layouts and return value.
 
-        Args:
-            query: ``[L, B, E]`` (``batch_first=False``), ``[B, L, E]`` (``batch_first=True``) or ``[L, E]``.
-            key, value: the same layout with ``S`` positions (``kdim``/``vdim`` features); ``key=None`` (not in
-                torch's signature) means self-attention.
-            key_padding_mask: ``[B, S]`` (``[S]`` unbatched), **torch's polarity**: bool True = padding; a float
-                one is added to the scores.
-            attn_mask: ``[L, S]`` or ``[B·H, L, S]``, **torch's polarity**: bool True = not allowed; a float one
-                is added to the scores (``-inf`` blocks).
-            is_causal: torch's hint that ``attn_mask`` is the causal mask (the mask itself is applied).
-            key_mask, query_mask: attnkit's ``[B, S]`` / ``[B, L]`` bool masks, **True = attend**, and ``causal``
-                (attnkit's bottom-right aligned causal mask), keyword only. A call passing these with torch's masks
-                is refused (``ValueError``).
+        query ``[L, B, E]`` (``batch_first=False``), ``[B, L, E]`` or unbatched ``[L, E]``; key and value alike with
+        ``S`` positions (``key=None``, not in torch's signature, means self-attention). ``key_padding_mask [B, S]``
+        and ``attn_mask [L, S]`` / ``[B·H, L, S]`` are in **torch's polarity** (bool True = not allowed; a float
+        one is added to the scores). attnkit's keyword-only ``key_mask``, ``query_mask`` (**True = attend**) and
+        ``causal`` may not be mixed with torch's masks in one call.
 
-        Returns:
-            ``AttentionOutput(output, weights)``, a tuple as torch returns: output in the input's layout, weights
-            ``[B, L, S]`` averaged over heads (``[B, H, L, S]`` with ``average_attn_weights=False``; the batch
-            dimension dropped for unbatched input), None without ``need_weights``. A row with nothing to attend
-            to gives zeros where torch gives NaN.
+        Returns ``AttentionOutput(output, weights)`` as torch does: output in the input's layout, weights
+        ``[B, L, S]`` averaged over heads (``[B, H, L, S]`` with ``average_attn_weights=False``), None without
+        ``need_weights``. A row with nothing to attend to gives zeros where torch gives NaN.
         """
         refuse_mixed_conventions(
             {"key_padding_mask": key_padding_mask, "attn_mask": attn_mask, "is_causal": is_causal},

@@ -29,11 +29,9 @@ one-token decoding     :func:`decode_self_lean`, :func:`decode_cross_lean`: no  
 ``attn_mask``, ``attn_bias``, rotary positions or weights asked for (the usual encoder over a padded batch).
 Tests hold every pair equal in values and gradients (``tests/core/test_multihead.py``).
 
-Packed weights: the fast projections read the query, key and value weights (and biases) in place from one
-storage (:mod:`attnkit.functional.packed_linear`): no ``torch.cat`` of the weights in forward, no split of their
-gradient in backward. :func:`pack_projections` lays them out so on first use and again whenever they were given
-new storage (``.to()``, ``load_state_dict(assign=True)``, a copy); parameters stay the same objects, so optimizers
-keep tracking them. ``state_dict`` keys are unchanged.
+Packed weights: the fast projections read the q, k, v weights (and biases) in place from one storage
+(:mod:`attnkit.functional.packed_linear`), laid out by :func:`pack_projections` on first use and again whenever they
+get new storage (``.to()``, ``load_state_dict(assign=True)``); parameters and ``state_dict`` keys stay the same.
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions (including cached ones)   E  embed_dim
@@ -135,19 +133,22 @@ def _packed(module: Heads, letters: str) -> tuple[list, list | None, tuple]:
     storage alive, so new storage can never reuse its address).
     """
     projections = [{"q": module.q_proj, "k": module.k_proj, "v": module.v_proj}[c] for c in letters]
-    weights = [p.weight for p in projections]
-    biases = None if projections[0].bias is None else [p.bias for p in projections]
-    key = (weights[0].dtype, *(t.data_ptr() for t in (*weights, *(biases or ()))))
+    weights, biases, key = _parameters(projections)
     kept = _VIEWS.setdefault(module, {})
     cached = kept.get(letters)
     if cached is None or cached[0] != key:
         pack_projections(module)
-        weights = [p.weight for p in projections]
-        biases = None if projections[0].bias is None else [p.bias for p in projections]
-        key = (weights[0].dtype, *(t.data_ptr() for t in (*weights, *(biases or ()))))
+        weights, biases, key = _parameters(projections)
         cached = key, (packed_view(weights), None if biases is None else packed_view(biases))
         kept[letters] = cached
     return weights, biases, cached[1]
+
+
+def _parameters(projections: list[nn.Linear]) -> tuple[list, list | None, tuple]:
+    """The projections' weights, biases (or None) and the key of their storage (dtype and addresses)."""
+    weights = [p.weight for p in projections]
+    biases = None if projections[0].bias is None else [p.bias for p in projections]
+    return weights, biases, (weights[0].dtype, *(t.data_ptr() for t in (*weights, *(biases or ()))))
 
 
 def project_packed(module: Heads, letters: str, x: torch.Tensor) -> torch.Tensor:
@@ -296,12 +297,8 @@ def forward_packed_reference(module: Heads, x: torch.Tensor, lengths: Sequence[i
 
 def forward_packed_fused(module: Heads, x: torch.Tensor, lengths: Sequence[int], causal: bool) -> torch.Tensor:
     """:func:`forward_packed_reference`'s values: one ``[N, E] x [E, 3E]`` projection on the packed weights, the
-    fused SDPA kernel once per sequence with no mask, one output projection.
-
-    The q/k/v split and the regrouping use ``split``/``cat``, whose backward is one ``cat``/``split`` (slicing would
-    add a full-size zero gradient per sequence). Attention dropout (``dropout`` > 0 while training) sends PyTorch's
-    SDPA to its slow math kernel.
-    """
+    fused SDPA kernel once per sequence with no mask, one output projection. The regrouping uses ``split``/``cat``
+    (slicing would add a full-size zero gradient per sequence in backward)."""
     if not _self_attention_dims(module):
         return forward_packed_reference(module, x, lengths, causal)
     heads, head_dim, embed_dim = module.num_heads, module.head_dim, module.embed_dim
@@ -328,7 +325,7 @@ def decode_self_reference(module: Heads, x: torch.Tensor, cache: KVCache) -> tor
 
 def decode_self_lean(module: Heads, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
     """:func:`decode_self_reference`'s values without forward's checks, routing and mask building, which a
-    decoder pays once per layer and token (about 6% of a greedy step in ``bench.decoding``)."""
+    decoder would pay once per layer and token."""
     if not _self_attention_dims(module):
         return decode_self_reference(module, x, cache)
     rows, heads, head_dim = x.shape[0], module.num_heads, module.head_dim
@@ -384,13 +381,7 @@ REFERENCE = Steps(
     decode_cross_reference,
 )
 FAST = Steps(
-    project_fused,
-    attend_sdpa,
-    output_fused,
-    can_pack,
-    forward_packed_fused,
-    decode_self_lean,
-    decode_cross_lean,
+    project_fused, attend_sdpa, output_fused, can_pack, forward_packed_fused, decode_self_lean, decode_cross_lean
 )
 
 

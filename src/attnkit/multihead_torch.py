@@ -1,21 +1,21 @@
 """``nn.MultiheadAttention`` interoperability for :class:`~attnkit.multihead.MultiHeadAttention` (layer 3).
 
-Two conventions meet here, and this module is where one is turned into the other:
+Two conventions meet here: **torch's** ``key_padding_mask`` and boolean ``attn_mask`` are True where attention is
+**not** allowed (its float masks are added to the scores, ``-inf`` blocks); **attnkit's** ``key_mask`` and
+``attn_mask`` are True where attention **is** allowed, everywhere in the library (an additive float goes apart, as
+``attn_bias``).
 
-* **torch's** ``key_padding_mask`` and boolean ``attn_mask`` are True where attention is **not** allowed (padding,
-  blocked pairs); its float masks are added to the scores (``-inf`` blocks);
-* **attnkit's** ``key_mask`` and ``attn_mask`` are True where attention **is** allowed (real keys, kept pairs),
-  everywhere in the library; an additive float is passed apart, as ``attn_bias``.
-
-State dicts: torch keeps the query, key and value projections in one ``in_proj_weight [3E, E]`` and
-``in_proj_bias [3E]`` (or ``q_proj_weight``, ``k_proj_weight``, ``v_proj_weight`` when ``kdim``/``vdim`` differ
-from ``E``); attnkit keeps three ``nn.Linear`` (``q_proj.weight``, ...). ``out_proj.*`` is named alike in both.
+State dicts: torch keeps the q, k, v projections in one ``in_proj_weight [3E, E]`` and ``in_proj_bias [3E]`` (or
+``{q,k,v}_proj_weight`` when ``kdim``/``vdim`` differ from ``E``); attnkit keeps three ``nn.Linear``.
 
 Shape glossary:
     B  batch   H  heads   Tq  query positions   Tk  key positions   E  embed_dim
 """
 
 from __future__ import annotations
+
+import functools
+import operator
 
 import torch
 
@@ -80,14 +80,9 @@ def from_torch_mask(
 ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """One of torch's masks as attnkit's ``(allowed, bias)``, both broadcastable to ``shape = [B, H, Tq, Tk]``.
 
-    Args:
-        mask: ``key_padding_mask [B, Tk]`` or ``attn_mask [Tq, Tk]`` / ``[B·H, Tq, Tk]``, in torch's convention:
-            bool True = not allowed; float = added to the scores (``-inf`` entries block).
-        name: the argument's name, for errors.
-        shape: the scores' shape ``[B, H, Tq, Tk]``.
-
-    Returns:
-        ``(allowed bool, True = attend, or None; bias float with the blocked entries 0, or None)``.
+    ``mask`` (``key_padding_mask [B, Tk]`` or ``attn_mask [Tq, Tk]`` / ``[B·H, Tq, Tk]``, named by ``name``) is in
+    torch's convention: bool True = not allowed; float = added to the scores (``-inf`` blocks). ``allowed`` is True
+    = attend; ``bias`` holds the float mask with its blocked entries 0. Either may be None.
     """
     if mask is None:
         return None, None
@@ -146,12 +141,7 @@ def refuse_mixed_conventions(torch_names: dict[str, object], attnkit_names: dict
 def combine_bias(*biases: torch.Tensor | None) -> torch.Tensor | None:
     """Sum of the given additive biases (broadcasting), ``None`` entries skipped; ``None`` if there are none."""
     present = [b for b in biases if b is not None]
-    if not present:
-        return None
-    total = present[0]
-    for b in present[1:]:
-        total = total + b
-    return total
+    return functools.reduce(operator.add, present) if present else None
 
 
 def key_mask_of_call(
@@ -164,8 +154,7 @@ def key_mask_of_call(
     """attnkit's ``key_mask`` ``[B, Tk]`` for a call of attnkit's multi-head forward, which may name the padding in
     torch's polarity (``key_padding_mask``) but then none of attnkit's masks (see :func:`refuse_mixed_conventions`)."""
     refuse_mixed_conventions(
-        {"key_padding_mask": key_padding_mask},
-        {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask},
+        {"key_padding_mask": key_padding_mask}, {"key_mask": key_mask, "query_mask": query_mask, "attn_mask": attn_mask}
     )
     return key_mask_from_padding(key_mask, key_padding_mask)
 

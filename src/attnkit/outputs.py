@@ -20,10 +20,9 @@ class AttentionOutput(NamedTuple):
     ``out[0]`` / ``out[1]``, and ``context, weights = attention(...)`` — the shape of ``nn.MultiheadAttention``'s
     return value, which the drop-in from :meth:`attnkit.MultiHeadAttention.from_torch` relies on.
 
-    Attributes:
-        context: ``[B, (H,) Tq, D]`` for query/key attention; ``[B, D]`` or ``[B, H·D]`` for pooling.
-        weights: ``[B, (H,) Tq, Tk]`` (pooling: ``[B, H, T]``), rows summing to 1 over kept keys and
-            all-zero for rows with nothing to attend to; ``None`` when a module was asked not to return them.
+    ``context`` is ``[B, (H,) Tq, D]`` (pooling: ``[B, D]`` or ``[B, H·D]``); ``weights`` ``[B, (H,) Tq, Tk]``
+    (pooling: ``[B, H, T]``), rows summing to 1 over kept keys and all-zero for rows with nothing to attend to, or
+    ``None`` when a module was asked not to return them.
     """
 
     context: torch.Tensor

@@ -6,10 +6,8 @@ Every pooling here returns ``AttentionOutput(pooled, weights [B, heads, T])`` so
 them alike; the baselines report the weights they implicitly use.
 
 Task scaling (TaSc; Chrysostomou & Aletras, ACL 2021) multiplies the attention weights by a learned,
-*non-contextual* score per token before the weighted sum: ``pooled = (weights · s) @ x``. The scores come from
-the token's id and its own word embedding only (:class:`LinTaskScaling`, :class:`FeatTaskScaling`,
-:class:`ConvTaskScaling`), never from its neighbours, so they cannot hide the decision in the context; a model
-computes them and hands them to :meth:`AttentionPooling.forward` as ``scale``.
+*non-contextual* score per token before the weighted sum, ``pooled = (weights · s) @ x``: scores from the token's
+id and its own word embedding only (:class:`TaskScaling`), which a model hands to :meth:`AttentionPooling.forward`.
 
 Shape glossary:
     B  batch   T  positions   D  features (``dim``)   Dh  hidden size of the score   heads  pooling heads
@@ -59,14 +57,9 @@ class AttentionPooling(nn.Module):
     ``score_h(x_t) = q_hᵀ tanh(W x_t + b)``, one learned vector ``q_h`` per head. Pass ``score=`` to use any
     :class:`~attnkit.scores.Score` instead: it is called as ``score(queries [1, heads, hidden], x [B, T, D])``.
 
-    Args:
-        dim: ``D``, the feature size of ``x``.
-        hidden: ``Dh``, size of the learned queries and of ``tanh(W x + b)`` (default ``D``).
-        heads: number of learned queries; ``pooled`` is ``[B, D]`` for one head, ``[B, heads·D]`` for more.
-        score: a built score module (optional; see above).
-        distribution: a built distribution (default :class:`Softmax`).
-        positions: a position module applied to ``x`` first (``x -> positions(x)``), e.g.
-            :class:`~attnkit.positions.SinusoidalPositions`; without it the pooling ignores word order.
+    ``dim`` is ``D``; ``hidden`` is ``Dh``, the size of the queries and of ``tanh(W x + b)`` (default ``D``); ``heads``
+    learned queries give ``pooled [B, heads·D]`` (``[B, D]`` for one). ``positions`` (e.g.
+    :class:`~attnkit.positions.SinusoidalPositions`) is applied to ``x`` first; without it word order is ignored.
     """
 
     def __init__(
@@ -99,19 +92,13 @@ class AttentionPooling(nn.Module):
         scale: torch.Tensor | None = None,
         values: torch.Tensor | None = None,
     ) -> AttentionOutput:
-        """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=``, positional or not, is the
-        same argument under its older name).
+        """Pool ``x [B, T, D]`` under ``key_mask [B, T]`` (True = real token; ``mask=`` is its older name) ->
+        ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])``. An empty sequence pools to zeros
+        with all-zero weights.
 
-        ``values [B, T, Dv]`` (optional; default ``x``): what the weights average, while ``x`` alone is scored —
-        e.g. the word embeddings under an encoder's states, so that each weight multiplies one word's own vector.
-
-        ``scale [B, T]`` (optional; TaSc, see :class:`TaskScaling`) multiplies each position's weight before the
-        weighted sum: ``pooled = (weights · scale) @ x``. The returned weights stay the distribution's (rows sum
-        to 1, padding 0), the attention that TaSc's authors explain with.
-
-        Returns:
-            ``AttentionOutput(pooled [B, D] or [B, heads·D], weights [B, heads, T])`` (``Dv`` for ``D`` with
-            ``values``). An empty sequence pools to zeros with all-zero weights.
+        ``values [B, T, Dv]`` (default ``x``) are what the weights average while ``x`` alone is scored (e.g. the
+        word embeddings under an encoder's states); ``pooled`` then has ``Dv`` features. ``scale [B, T]`` (TaSc)
+        multiplies each weight before the sum; the returned weights stay the distribution's.
         """
         mask = _one_mask(mask, key_mask)
         _check_input(x, mask, "AttentionPooling")
@@ -130,6 +117,13 @@ class AttentionPooling(nn.Module):
         return AttentionOutput(pooled.flatten(1) if self.heads > 1 else pooled.squeeze(1), weights)
 
 
+def _kept(x: torch.Tensor, mask: torch.Tensor | None, key_mask: torch.Tensor | None, name: str) -> torch.Tensor:
+    """The baselines' checked mask ``[B, T]`` (True = real token; all True when none is given)."""
+    mask = _one_mask(mask, key_mask)
+    _check_input(x, mask, name)
+    return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
+
+
 class MeanPooling(nn.Module):
     """Masked mean: the unweighted baseline. Weights are ``1/length`` on real tokens."""
 
@@ -137,9 +131,7 @@ class MeanPooling(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_mask: torch.Tensor | None = None
     ) -> AttentionOutput:
         """x ``[B, T, D]``, key_mask (or ``mask``) ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
-        mask = _one_mask(mask, key_mask)
-        _check_input(x, mask, "MeanPooling")
-        kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
+        kept = _kept(x, mask, key_mask, "MeanPooling")
         counts = kept.sum(dim=1, keepdim=True).clamp(min=1)  # [B, 1]
         weights = (kept.to(x.dtype) / counts.to(x.dtype)).unsqueeze(1)  # [B, 1, T]
         return AttentionOutput((weights @ x).squeeze(1), weights)
@@ -155,9 +147,7 @@ class MaxPooling(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None, *, key_mask: torch.Tensor | None = None
     ) -> AttentionOutput:
         """x ``[B, T, D]``, key_mask (or ``mask``) ``[B, T]`` -> ``AttentionOutput(pooled [B, D], weights [B, 1, T])``."""
-        mask = _one_mask(mask, key_mask)
-        _check_input(x, mask, "MaxPooling")
-        kept = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
+        kept = _kept(x, mask, key_mask, "MaxPooling")
         filled = x.masked_fill(~kept[..., None], float("-inf"))  # [B, T, D]
         values, argmax = filled.max(dim=1)  # [B, D]
         has_token = kept.any(dim=1, keepdim=True)  # [B, 1]
@@ -191,11 +181,7 @@ def _vocabulary_parameter(*shape: int) -> nn.Parameter:
 
 class LinTaskScaling(TaskScaling):
     """Lin-TaSc: a learned scalar ``u_w`` per vocabulary word; ``s_i = Σ_k u_{w_i} · e_ik`` (the scaled
-    embedding summed over its features).
-
-    Args:
-        vocab_size: ``V``.
-    """
+    embedding summed over its features)."""
 
     def __init__(self, vocab_size: int) -> None:
         super().__init__()
@@ -208,11 +194,8 @@ class LinTaskScaling(TaskScaling):
 
 
 class FeatTaskScaling(TaskScaling):
-    """Feat-TaSc: a learned vector ``U_w`` per vocabulary word; ``s_i = Σ_k U_{w_i, k} · e_ik``.
-
-    Args:
-        vocab_size: ``V``. embed_dim: ``E`` (``V × E`` parameters: as many as the embedding table).
-    """
+    """Feat-TaSc: a learned vector ``U_w`` per vocabulary word; ``s_i = Σ_k U_{w_i, k} · e_ik`` (``V × E``
+    parameters: as many as the embedding table)."""
 
     def __init__(self, vocab_size: int, embed_dim: int) -> None:
         super().__init__()
@@ -229,11 +212,8 @@ class ConvTaskScaling(TaskScaling):
 
     With the authors' ``kernel_size=1`` (the default) a score is non-contextual like the others; a wider odd
     kernel lets each score read the ``kernel_size // 2`` words on either side (its receptive field, never more;
-    padding holds zeros, so how much padding follows a document changes nothing).
-
-    Args:
-        vocab_size: ``V``. embed_dim: ``E``. channels: the convolution's output channels (15 in the authors' code).
-        kernel_size: odd width of the window.
+    padding holds zeros, so how much padding follows a document changes nothing). The authors' code has 15
+    ``channels``.
     """
 
     def __init__(self, vocab_size: int, embed_dim: int, *, channels: int = 15, kernel_size: int = 1) -> None:

@@ -39,10 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     names = parser.add_subparsers(dest="name", metavar="NAME", required=True)
     for experiment in EXPERIMENTS.values():
         one = names.add_parser(
-            experiment.name,
-            help=experiment.help,
-            description=experiment.help,
-            epilog=_examples_of(experiment.name),
+            experiment.name, help=experiment.help, description=experiment.help, epilog=_examples_of(experiment.name)
         )
         experiment.add_arguments(one)
         _add_shared_arguments(one)

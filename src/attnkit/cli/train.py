@@ -17,19 +17,11 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` with one sub-command per registered task."""
-    train = sub.add_parser(
-        "train",
-        help="train a model",
-        description="Train a model for one task.",
-        epilog=EXAMPLES,
-    )
+    train = sub.add_parser("train", help="train a model", description="Train a model for one task.", epilog=EXAMPLES)
     tasks = train.add_subparsers(dest="task", metavar="TASK", required=True)
     for task in registered_tasks():
         parser = tasks.add_parser(
-            task.name,
-            help=task.help,
-            description=task.description or task.help,
-            epilog=task.epilog,
+            task.name, help=task.help, description=task.description or task.help, epilog=task.epilog
         )
         task.add_train_arguments(parser)
         parser.set_defaults(handler=task.train)

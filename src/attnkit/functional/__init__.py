@@ -4,6 +4,9 @@ Every distribution takes ``scores [..., Tk]`` and an optional boolean ``mask`` b
 (**True = attend**) and returns weights of the same shape whose rows sum to 1 over kept positions,
 with exactly 0 at masked positions and all-zero rows (with zero gradient) where nothing is kept.
 Half-precision inputs are computed in float32 and returned in their own dtype.
+
+:mod:`~attnkit.functional.cross_entropy` holds the loss and accuracy of the single-label classifiers, which
+training and inference share.
 """
 
 from attnkit.functional.additive import additive_scores, additive_scores_reference

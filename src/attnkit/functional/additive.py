@@ -29,18 +29,23 @@ def _blocks(n: int, tq: int, tk: int, dh: int, block_elements: int):
             yield slice(b0, b0 + batches), slice(q0, q0 + rows)
 
 
+def _tanh_blocks(wq: torch.Tensor, uk: torch.Tensor, block_elements: int):
+    """Yield ``(batch slice, query-row slice, tanh(wq + uk) [n, rows, Tk, Dh])`` block by block, each block written
+    into one reused buffer (so it is only valid until the next one)."""
+    (n, tq, dh), tk = wq.shape, uk.shape[1]
+    buffer = wq.new_empty(block_elements + tk * dh)
+    for bs, qs in _blocks(n, tq, tk, dh, block_elements):
+        wq_block, uk_block = wq[bs, qs, None, :], uk[bs, None, :, :]
+        shape = (wq_block.shape[0], wq_block.shape[1], tk, dh)
+        hidden = buffer[: shape[0] * shape[1] * tk * dh].view(shape)  # [n, rows, Tk, Dh]
+        yield bs, qs, torch.add(wq_block, uk_block, out=hidden).tanh_()
+
+
 class _AdditiveScores(torch.autograd.Function):
     @staticmethod
     def forward(ctx, wq: torch.Tensor, uk: torch.Tensor, v: torch.Tensor, block_elements: int) -> torch.Tensor:
-        n, tq, dh = wq.shape
-        tk = uk.shape[1]
-        scores = wq.new_empty(n, tq, tk)  # [N, Tq, Tk]
-        buffer = wq.new_empty(block_elements + tk * dh)
-        for bs, qs in _blocks(n, tq, tk, dh, block_elements):
-            wq_block, uk_block = wq[bs, qs, None, :], uk[bs, None, :, :]
-            shape = (wq_block.shape[0], wq_block.shape[1], tk, dh)
-            hidden = buffer[: shape[0] * shape[1] * tk * dh].view(shape)  # [n, rows, Tk, Dh]
-            torch.add(wq_block, uk_block, out=hidden).tanh_()
+        scores = wq.new_empty(wq.shape[0], wq.shape[1], uk.shape[1])  # [N, Tq, Tk]
+        for bs, qs, hidden in _tanh_blocks(wq, uk, block_elements):
             scores[bs, qs] = hidden @ v  # [n, rows, Tk]
         ctx.save_for_backward(wq, uk, v)
         ctx.block_elements = block_elements
@@ -49,19 +54,13 @@ class _AdditiveScores(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_scores: torch.Tensor):
         wq, uk, v = ctx.saved_tensors
-        n, tq, dh = wq.shape
-        tk = uk.shape[1]
+        dh = wq.shape[-1]
         grad_scores = grad_scores.contiguous()
         need_wq, need_uk, need_v = ctx.needs_input_grad[:3]
         grad_wq = torch.zeros_like(wq) if need_wq else None
         grad_uk = torch.zeros_like(uk) if need_uk else None
         grad_v = torch.zeros_like(v) if need_v else None
-        buffer = wq.new_empty(ctx.block_elements + tk * dh)
-        for bs, qs in _blocks(n, tq, tk, dh, ctx.block_elements):
-            wq_block, uk_block = wq[bs, qs, None, :], uk[bs, None, :, :]
-            shape = (wq_block.shape[0], wq_block.shape[1], tk, dh)
-            hidden = buffer[: shape[0] * shape[1] * tk * dh].view(shape)  # [n, rows, Tk, Dh]
-            torch.add(wq_block, uk_block, out=hidden).tanh_()  # recomputed, not stored
+        for bs, qs, hidden in _tanh_blocks(wq, uk, ctx.block_elements):  # recomputed, not stored
             grad_block = grad_scores[bs, qs]  # [n, rows, Tk]
             if need_v:
                 grad_v += grad_block.reshape(1, -1).mm(hidden.view(-1, dh)).view(dh)
@@ -77,16 +76,10 @@ class _AdditiveScores(torch.autograd.Function):
 def additive_scores(
     wq: torch.Tensor, uk: torch.Tensor, v: torch.Tensor, *, block_elements: int = BLOCK_ELEMENTS
 ) -> torch.Tensor:
-    """``scores[..., q, k] = v · tanh(wq[..., q, :] + uk[..., k, :])``, computed block by block.
+    """``scores[..., q, k] = v · tanh(wq[..., q, :] + uk[..., k, :])``, computed block by block: projected queries
+    wq ``[..., Tq, Dh]``, projected keys uk ``[..., Tk, Dh]`` (leading dims broadcast), v ``[Dh]`` -> ``[..., Tq, Tk]``.
 
-    Args:
-        wq: projected queries ``[..., Tq, Dh]``.
-        uk: projected keys ``[..., Tk, Dh]``; leading dims broadcast with ``wq``'s.
-        v: ``[Dh]``.
-        block_elements: size of the working block (elements); tune for the cache, not for correctness.
-
-    Returns:
-        ``[..., Tq, Tk]`` scores. Peak extra memory: one block, whatever ``Tq·Tk·Dh`` is.
+    Peak extra memory is one block of ``block_elements`` (tune it for the cache, not for correctness).
     """
     if wq.shape[-1] != uk.shape[-1] or v.shape != (wq.shape[-1],):
         raise ValueError(

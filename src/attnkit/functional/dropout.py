@@ -1,16 +1,13 @@
 """Dropout whose random mask is cheap to draw on a CPU (layer 2; torch only).
 
-Why: on a CPU, ``F.dropout`` draws one float from the Mersenne Twister per element (``bernoulli_``), about 7 ns
-each on this project's machine: for the G2P Transformer (d 128, feed-forward 512, batches of 64 words) that was 17%
-of a training step, as much as a third of its matrix products. :func:`keep_mask` instead draws 64 random bits per
-four elements (``random_`` on an int64 tensor) and compares each 16-bit lane with a threshold: 4× fewer draws, and
-dropout 2.3× faster end to end (see ``tests/functional/test_dropout.py`` for what is checked).
+On a CPU, ``F.dropout`` draws one float from the Mersenne Twister per element (``bernoulli_``); :func:`keep_mask`
+instead draws 64 random bits per four elements and compares each 16-bit lane with a threshold: 4× fewer draws
+(timings: ``docs/benchmarks.md``).
 
 The one difference from ``F.dropout``: the drop probability is rounded to a multiple of 1/65,536 (0.1 becomes
-6,554 / 65,536 = 0.100006), and the survivors are scaled by ``1 / (1 - p)`` of that rounded ``p``, so the expected
-value of every element is still its input (exactly in float32 and float64; in float16 and bfloat16 the scale
-is rounded to the input's dtype, as every product in that dtype is). Off the CPU (CUDA, MPS), where ``F.dropout`` is one fused
-kernel, :func:`dropout` calls ``F.dropout``.
+0.100006), and the survivors are scaled by ``1 / (1 - p)`` of that rounded ``p``, so the expected value of every
+element is still its input (in float16 and bfloat16 up to the scale's rounding). Off the CPU, where ``F.dropout``
+is one fused kernel, :func:`dropout` calls ``F.dropout``.
 
 Shape glossary: ``x`` any shape ``[...]``; the mask has the same shape.
 """
@@ -52,17 +49,9 @@ def keep_mask_reference(shape: torch.Size | tuple[int, ...], p: float, *, device
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True, *, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """``x`` with each element zeroed with probability ``p`` and the rest scaled by ``1 / (1 - p)`` (training only).
-
-    Args:
-        x: ``[...]``, any floating dtype and device.
-        p: drop probability in ``[0, 1]``; on the CPU it is rounded to a multiple of 1/65,536 (module docstring).
-        training: ``False`` returns ``x`` itself, as ``F.dropout`` does.
-        mask: a boolean keep-mask broadcastable to ``x`` to use instead of a fresh one (for tests and for
-            reproducing a step); the scale is then ``1 / (1 - quantized_probability(p))``.
-
-    Returns:
-        ``[...]``, the same shape and dtype as ``x``; the gradient is ``mask · scale`` (autograd of the product).
+    """``x [...]`` with each element zeroed with probability ``p`` and the rest scaled by ``1 / (1 - p)`` -> the
+    same shape and dtype (``training=False``: ``x`` itself). On the CPU ``p`` is rounded (module docstring).
+    ``mask``: a boolean keep-mask broadcastable to ``x`` to use instead of a fresh one (tests, reproducing a step).
     """
     _check_probability(p)
     if not training or p == 0.0:

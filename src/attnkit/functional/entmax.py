@@ -31,15 +31,9 @@ _Entmax15 = support_function("_Entmax15", _entmax15_forward, torch.sqrt)
 
 
 def entmax15(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Masked 1.5-entmax over the last dim (exact; custom backward).
-
-    Args:
-        scores: ``[..., Tk]``.
-        mask: bool broadcastable to ``scores``, True = attend.
-
-    Returns:
-        ``[..., Tk]`` weights; rows sum to 1 over kept positions, 0 for rows with none kept.
-    """
+    """Masked 1.5-entmax over the last dim (exact; custom backward): ``scores [..., Tk]``, ``mask`` bool
+    broadcastable to it (True = attend) -> weights ``[..., Tk]`` summing to 1 over kept positions, 0 for rows with
+    none kept."""
     return _Entmax15.apply(scores, full_mask(scores, mask))
 
 

@@ -6,10 +6,8 @@ This module is its fast twin:
 * no weights: ``F.scaled_dot_product_attention`` with the boolean mask (True = attend).
 * weights, inference: the scores are written once into the output buffer and turned into weights in place,
   a few heads at a time so each block stays in cache (``baddbmm`` folds the scale and the mask in the
-  matmul), then multiplied with ``v`` — close to SDPA's own time. The ``[B, H, Tq, Tk]`` output is the one
-  large fresh buffer, and faulting its pages in is a large part of the call: PyTorch backs CPU buffers of 2 MiB
-  or more with transparent huge pages when the process starts with ``THP_MEM_ALLOC_ENABLE=1`` (the benchmarks
-  set it, ``bench/__init__.py``; the figures are in ``docs/benchmarks.md``).
+  matmul), then multiplied with ``v``. Faulting in the fresh ``[B, H, Tq, Tk]`` buffer is a large part of the
+  call; ``THP_MEM_ALLOC_ENABLE=1`` backs it with huge pages (``docs/benchmarks.md``).
 * weights, training (or half precision, or traced by ``torch.compile``): ``masked_softmax``'s formula through
   autograd, so gradients are exact, with the mask folded into the score matmul (``baddbmm``).
 
@@ -102,17 +100,11 @@ def scaled_dot_product_attention(
     dropout: float = 0.0,
     need_weights: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``softmax(q kᵀ / √Dh + bias)`` under ``mask``, times ``v``; the weights too if ``need_weights``.
+    """``softmax(q kᵀ / √Dh + bias)`` under ``mask``, times ``v``: q ``[B, H, Tq, Dh]``, k, v ``[B, H, Tk, Dh]``
+    -> ``(context [B, H, Tq, Dh], weights [B, H, Tq, Tk] before dropout, or None without need_weights)``.
 
-    Args:
-        q: ``[B, H, Tq, Dh]``; k, v: ``[B, H, Tk, Dh]``.
-        mask: bool broadcastable to ``[B, H, Tq, Tk]``, True = attend.
-        bias: finite float broadcastable to ``[B, H, Tq, Tk]``, added to the scores (block with ``mask``).
-        dropout: dropout probability on the weights (pass 0.0 in eval).
-        need_weights: return the weights ``[B, H, Tq, Tk]`` (before dropout).
-
-    Returns:
-        ``(context [B, H, Tq, Dh], weights or None)``.
+    ``mask`` (True = attend) and ``bias`` (finite float, added to the scores; block with ``mask``) broadcast to
+    ``[B, H, Tq, Tk]``. Pass ``dropout=0.0`` in eval.
     """
     safe_mask, has_key = guard_empty_rows(mask)
     if not need_weights:

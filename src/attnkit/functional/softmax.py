@@ -12,23 +12,13 @@ from attnkit.masks import check_mask
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax over the last dim that gives masked positions exactly zero weight.
+    """Softmax over the last dim that gives masked positions exactly zero weight: ``scores [..., Tk]``, ``mask``
+    bool broadcastable to it (True = attend; None: plain softmax) -> weights ``[..., Tk]`` in ``scores.dtype``.
 
-    Masked scores are set to ``-inf`` before the softmax, so they get weight 0 and gradient 0. A row with no
-    kept position would be ``softmax([-inf, ...]) = NaN``; every row is therefore normalised with its empty
-    rows opened up (an all-kept, finite stand-in) and the empty rows are then zeroed by ``masked_fill``, so
-    their weights *and* gradients are exactly 0. Branch-free on accelerators and under ``torch.compile``: no
-    value is read back to the host, so it costs no device synchronisation and traces into one graph. In eager
-    mode on the CPU, where reading a value back is free, a batch without empty rows skips the stand-in and the
-    zeroing pass (15% of the call at [8, 8, 256, 256]; same values and gradients). float16/bfloat16 are
-    computed in float32.
-
-    Args:
-        scores: ``[..., Tk]``.
-        mask: bool broadcastable to ``scores``, True = attend. ``None``: plain softmax.
-
-    Returns:
-        ``[..., Tk]`` weights in ``scores.dtype``.
+    Masked scores are set to ``-inf``, so they get weight 0 and gradient 0. A row with no kept position would be
+    ``softmax([-inf, ...]) = NaN``: such rows are normalised over an all-kept stand-in and then zeroed, so their
+    weights *and* gradients are exactly 0 (:func:`~attnkit.functional._common.guard_empty_rows`, branch-free on
+    accelerators and under ``torch.compile``). float16/bfloat16 are computed in float32.
     """
     work = scores.to(compute_dtype(scores.dtype))
     if mask is None:

@@ -49,15 +49,9 @@ _Sparsemax = support_function("_Sparsemax", _sparsemax_forward, lambda weights: 
 
 
 def sparsemax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Masked sparsemax over the last dim (sort-based, exact; custom backward).
-
-    Args:
-        scores: ``[..., Tk]``.
-        mask: bool broadcastable to ``scores``, True = attend.
-
-    Returns:
-        ``[..., Tk]`` sparse weights; rows sum to 1 over kept positions, 0 for rows with none kept.
-    """
+    """Masked sparsemax over the last dim (sort-based, exact; custom backward): ``scores [..., Tk]``, ``mask``
+    bool broadcastable to it (True = attend) -> sparse weights ``[..., Tk]`` summing to 1 over kept positions, 0 for
+    rows with none kept."""
     return _Sparsemax.apply(scores, full_mask(scores, mask))
 
 

@@ -14,7 +14,7 @@
 | :mod:`~attnkit.training.averaging` | checkpoint averaging: the model validated and shipped |
 | :mod:`~attnkit.training.average_checkpoints` | one checkpoint, the mean of several of one architecture (a model soup; `python -m` it) |
 | :mod:`~attnkit.training.optim` | AdamW, the linear warm-up and the plateau schedule's moves |
-| :mod:`~attnkit.training.cross_entropy` | the loss and metrics of every single-label classifier |
+| :mod:`~attnkit.training.cross_entropy` | the old path of :mod:`attnkit.functional.cross_entropy` |
 | :mod:`~attnkit.training.precision` | the fp16 grad scaler and ``place_model`` (run-time devices: :mod:`attnkit.runtime`) |
 | :mod:`~attnkit.training.distributed` | torchrun: process groups, sharded batches, reductions |
 | :mod:`~attnkit.training.torchrun_env` | the old path of :mod:`attnkit.runtime.torchrun_env` |

@@ -78,15 +78,10 @@ def train_epoch(
     """One pass over ``batches`` (from ``start``), an optimiser step every ``config.accumulate`` batches (and after
     the last).
 
-    ``objective.model`` is ``train_model`` (the DDP wrapper under DDP) for the duration; ``steps_before`` counts the
-    run's optimiser steps in earlier epochs (for the schedule). After every step but the epoch's last,
-    ``after_step`` gets the totals so far (the loop saves step checkpoints there), then the time and step budgets
-    are checked. A resumed epoch skips ``start.batches`` batches (:func:`remaining_batches`), then puts back the
-    generators' state of that moment, so it goes on as if never interrupted.
-    Each batch's mean loss is divided by ``accumulate`` before its backward pass, so that the summed gradient is
-    that of the concatenated batches' mean; a step with fewer batches (the epoch's last) is rescaled to their mean.
-    Under DDP the gradients are reduced across ranks only on the batch that completes a step. Precision and fp16's
-    ``scaler``: see :func:`_backward` and :func:`_step`.
+    ``steps_before`` counts the run's optimiser steps in earlier epochs (for the schedule). After every step but the
+    epoch's last, ``after_step`` gets the totals so far (step checkpoints), then the time and step budgets are
+    checked. A resumed epoch skips ``start.batches`` batches, then puts back the generators' state of that moment.
+    Under DDP the gradients are reduced across ranks only on the batch that completes a step.
     """
     start = start or EpochStart()
     model = _plain(train_model)

@@ -2,12 +2,10 @@
 what closes an epoch (validation, selection, patience, ``last/`` and ``best/``), the checkpoints written in the
 middle of one, and the pause a time budget makes there (layer 5).
 
-Selection: an epoch is kept when its validation metric beats the best so far, or ties with it at a lower validation
-loss. Patience and the plateau schedule compare each epoch with the best *completed* epoch, and no patience is
-spent while the warm-up lasts. A time budget that runs out in the middle of an epoch pauses it: the weights of
-that moment are validated (and kept as the best when they are better), ``last/`` is written at that batch, and a
-resumed run does the rest of the epoch; the pause touches neither patience nor the schedule, so the resumed run
-trains exactly as one never paused.
+Patience and the plateau schedule compare each epoch with the best *completed* epoch (no patience is spent during
+the warm-up). A time budget that runs out in the middle of an epoch validates the weights of that moment (kept when
+better) and writes ``last/`` at that batch; the pause touches neither patience nor the schedule, so the resumed
+run trains exactly as one never paused.
 """
 
 from __future__ import annotations

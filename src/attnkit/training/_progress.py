@@ -1,10 +1,7 @@
 """Progress output of the training loop: a tqdm bar per epoch on a terminal; otherwise (nohup, Slurm, CI) a
-progress line every ``FitConfig.progress_seconds`` (batch, rows/s, loss, elapsed, ETA); one line per epoch in both
-cases; and (with a TensorBoard directory) the same figures as TensorBoard scalars.
-
-Everything printed goes to stderr, so that a command's stdout carries only its results. Only rank 0 reports,
-and nothing is printed with ``progress=False`` (TensorBoard still gets its scalars). Metrics are shown as people
-read them: accuracies in percent, losses to four places, rates such as WER or BLEU to two; counts are not shown.
+progress line every ``FitConfig.progress_seconds``; one line per epoch in both cases; and (with a TensorBoard
+directory) the same figures as TensorBoard scalars. Everything goes to stderr, from rank 0 only; nothing is printed
+with ``progress=False`` (TensorBoard still gets its scalars).
 """
 
 from __future__ import annotations

@@ -2,13 +2,9 @@
 :mod:`attnkit.training._run_checkpoints`).
 
 A ``last/`` checkpoint holds, besides the weights, everything :func:`attnkit.training.loop.fit` needs to go on as if
-never interrupted: AdamW's state, the epoch, the best epoch with its metrics (and its weights when they are not the
-checkpoint's own), the patience counter, the history, the time spent, the learning-rate schedule's state, the
-weights of the epochs being averaged (``FitConfig.average_last``), the fp16 gradient scaler's state, and the
-settings that must not change. A checkpoint written in the middle of an epoch (``FitConfig.save_every``, a time
-budget) adds its ``position``: the epoch, the batches and steps done in it, their summed loss, the seconds spent in
-it and every rank's random generators; one written at an epoch's end (and every checkpoint of attnkit before
-step checkpoints) has none, and resumes at the next epoch.
+never interrupted: AdamW's state, the :class:`RunState` counters, the fp16 scaler's state and the settings that must
+not change. One written in the middle of an epoch adds its ``position`` (batches and steps done, their summed loss,
+the seconds spent and every rank's random generators); one without resumes at the next epoch.
 """
 
 from __future__ import annotations

@@ -30,11 +30,7 @@ _CONFIG = "config.json"
 
 def average_checkpoints(sources: Sequence[str | Path], out: str | Path) -> Path:
     """Write the checkpoint whose weights are the mean of ``sources``' weights to ``out``; return ``out``.
-
-    Raises:
-        ValueError: fewer than two sources, ``out`` exists, or the sources differ in model options, tokenisers or
-            weight names/shapes (the message names the first that differs).
-    """
+    ``ValueError`` names the first source that differs in model options, tokenisers or weight names/shapes."""
     from safetensors import safe_open
     from safetensors.torch import load_file, save_file
 

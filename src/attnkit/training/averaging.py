@@ -21,11 +21,7 @@ __all__ = ["average_weights", "push_window"]
 def average_weights(snapshots: Sequence[Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """The element-wise mean of ``snapshots`` (state dicts with the same names and shapes), computed in float64 and
     returned in each tensor's own dtype; integer and boolean tensors (counters such as BatchNorm's
-    ``num_batches_tracked``) are taken from the last snapshot.
-
-    Raises:
-        ValueError: no snapshots, or snapshots whose names or shapes differ.
-    """
+    ``num_batches_tracked``) are taken from the last snapshot."""
     if not snapshots:
         raise ValueError("snapshots must hold at least one state dict")
     last = snapshots[-1]

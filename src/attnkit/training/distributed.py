@@ -41,14 +41,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DistributedContext:
-    """Where this process stands: its rank among ``world_size`` processes and the device it computes on.
-
-    Attributes:
-        rank: global rank, 0 to ``world_size - 1``; rank 0 writes checkpoints and shows progress.
-        world_size: number of processes (1 when not distributed).
-        local_rank: rank on this machine (selects the GPU).
-        device: ``cuda:local_rank`` under nccl; the CPU otherwise.
-    """
+    """Where this process stands: its rank among ``world_size`` processes (rank 0 writes checkpoints and shows
+    progress), its rank on this machine, and the device it computes on (``cuda:local_rank`` under nccl, else CPU)."""
 
     rank: int = 0
     world_size: int = 1
@@ -70,10 +64,8 @@ def init_distributed(backend: str | None = None) -> DistributedContext:
     """Join the process group described by torchrun's environment variables, once; return this process's context.
 
     Idempotent: if the group already exists (the caller initialised it, or an earlier call did), its context is
-    returned. Without ``WORLD_SIZE > 1`` in the environment it returns the single-process context.
-
-    Args:
-        backend: ``"gloo"`` or ``"nccl"``; by default nccl when CUDA is available, gloo otherwise.
+    returned. Without ``WORLD_SIZE > 1`` in the environment it returns the single-process context. ``backend``
+    defaults to nccl when CUDA is available, gloo otherwise.
     """
     if dist.is_available() and dist.is_initialized():
         return _context(dist.get_backend())
@@ -150,10 +142,8 @@ def all_reduce_sums(values: Mapping[str, float], context: DistributedContext) ->
     """Sum additive statistics (counts of correct items, summed losses, n-gram matches, ...) over all ranks.
 
     Summing the statistics, then computing the metric from the totals, gives exactly the metric of the whole
-    split (unlike averaging per-rank averages). Sums are taken in float64, so counts below 2**53 stay exact.
-
-    Raises:
-        ValueError: the ranks passed different keys (checked collectively, so every rank raises).
+    split (unlike averaging per-rank averages). Sums are taken in float64, so counts below 2**53 stay exact. Ranks
+    passing different keys all raise ``ValueError``.
     """
     if not context.is_distributed:
         return {key: float(value) for key, value in values.items()}

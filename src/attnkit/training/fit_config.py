@@ -26,64 +26,36 @@ def check_schedule_without_validation(schedule: str, *, who: str) -> None:
 
 @dataclass
 class FitConfig:
-    """Options of :func:`attnkit.training.loop.fit`.
+    """Options of :func:`attnkit.training.loop.fit`. Steps are optimiser steps; counts and budgets cover the whole
+    run, resumed parts included.
 
     Attributes:
-        epochs: the most epochs to train (in total, counting the epochs of a resumed run).
         lr: AdamW's (initial, or peak after the warm-up) learning rate.
-        schedule: how the rate moves after the warm-up (see :mod:`attnkit.training.schedule`):
-            ``"plateau"`` (the default) keeps ``lr`` and multiplies it by ``lr_decay`` after every validated epoch
-            that does not improve the selection metric; ``"inverse-sqrt"`` decays it as
-            ``lr * sqrt(warmup_steps / step)`` (Vaswani et al. 2017); ``"cosine"`` anneals it from ``lr`` to
-            ``min_lr`` along half a cosine, over ``max_steps`` optimiser steps when set, else over the time budget when
-            ``max_minutes`` is set (so a time-budgeted run anneals fully whatever its speed), else over ``epochs``
-            epochs of optimiser steps.
-        lr_decay: the plateau factor (0 < lr_decay <= 1; 1.0 keeps the rate constant); ``"plateau"`` only. The
-            rate lives in the optimiser's state, so a resumed run carries on with the decayed value.
-        min_lr: the rate the cosine schedule ends at (``"cosine"`` only; 0 <= min_lr <= lr).
-        warmup_steps: the learning rate rises linearly over the first this many optimiser steps of the run
-            (resumed parts included), from ``lr / warmup_steps`` at step 1 to ``lr`` at step ``warmup_steps``; 0
-            starts at ``lr``. Transformers trained with Adam need it (Vaswani et al. 2017, section 5.3).
-        weight_decay: AdamW's decoupled weight decay, applied to matrices and embeddings only (parameters with two
-            or more dimensions), not to biases and norm gains.
+        schedule: how the rate moves after the warm-up: ``"plateau"``, ``"inverse-sqrt"`` or ``"cosine"`` (see
+            :mod:`attnkit.training.schedule`), with ``lr_decay`` (plateau only, in (0, 1]) and ``min_lr`` (cosine
+            only). ``warmup_steps`` raise the rate linearly from ``lr / warmup_steps`` to ``lr``.
+        weight_decay: AdamW's decoupled weight decay, on matrices and embeddings only (not biases and norm gains).
         grad_clip: the largest global gradient norm, or None for no clipping.
-        accumulate: sum the gradients of this many batches before each optimiser step, each batch's mean loss
-            divided by ``accumulate``, so that a step equals one step on the concatenated batch (when the batches
-            have equal sizes); the last step of an epoch averages the batches left over. Steps, warm-up and
-            schedules count optimiser steps.
-        average_last: ``k`` > 1 validates, selects and ships the average of the weights at the end of the last
-            ``k`` validated epochs (fewer in the first ``k - 1`` epochs), while training goes on from the
-            weights themselves (checkpoint averaging; see :mod:`attnkit.training.averaging`). 1 uses each epoch's
-            own weights.
+        accumulate: batches per optimiser step, each batch's mean loss divided by ``accumulate``, so that a step
+            equals one on the concatenated batch; an epoch's last step averages the batches left over.
+        average_last: ``k`` > 1 validates, selects and ships the average of the last ``k`` validated epochs'
+            weights, while training goes on from the weights themselves (:mod:`attnkit.training.averaging`).
         patience: stop after this many epochs in a row without improvement (epochs that end during the warm-up
             spend none); None trains every epoch.
-        select_metric: the validation metric that picks the best epoch (a key of the objective's metrics); epochs
-            that tie on it are told apart by the validation ``loss`` when the objective reports one.
+        select_metric: the validation metric that picks the best epoch; ties are told apart by validation ``loss``.
         select_mode: ``"max"`` (accuracy, BLEU) or ``"min"`` (loss, WER).
         seed: seeds every epoch's random generators (with the epoch and the rank).
-        progress: show a bar per epoch on a terminal and a line per epoch (rank 0 only, on stderr).
-        max_minutes: a wall-time budget for the whole run, cumulative over its resumed parts: training stops after
-            the step that exhausts it, validates the weights of that moment (kept as the best when they are), saves
-            ``last/`` at that step and returns (``stop_reason`` ``"time_budget"``); a resumed run (with a larger
-            budget) does the rest of that epoch, from the next batch.
-        max_steps: a budget of optimiser steps for the whole run (resumed runs included): training stops after
-            that step, validates that partial epoch, checkpoints and returns. Unlike ``max_minutes`` it gives the
-            same model on any machine; the cosine schedule then anneals over these steps.
-        log_every: refresh the bar's running loss every this many steps.
-        save_every: also save ``last/`` every this many optimiser steps of the run (in the middle of an epoch: the
-            position in the epoch's batches and every random generator's state with it), so that a run killed at
-            any step resumes from there to the weights of an uninterrupted run; None saves at epoch ends only.
-        save_every_minutes: also save ``last/`` (as ``save_every``) after the first step that ends this many
-            minutes after the previous save; None: no time rule.
-        progress_seconds: when stderr is not a terminal (nohup, Slurm, CI), print a progress line (step, rows/s,
-            loss, elapsed, ETA) at most this often, besides the line of every epoch.
-        tensorboard_dir: also log each epoch's training loss and validation metrics there as TensorBoard scalars
-            (rank 0; needs the ``tensorboard`` package); None logs nothing.
-        find_unused_parameters: passed to DDP, for models whose forward leaves some parameters unused.
-        precision: ``"fp32"`` (the default: no autocast), ``"bf16"`` or ``"fp16"``: the training steps and the
-            validation run under :func:`torch.autocast` in that dtype on the model's device (weights, gradients and
-            optimiser state stay float32); ``"fp16"`` also scales the loss with a ``GradScaler``, which skips a step
-            with inf/NaN gradients instead of raising (see :mod:`attnkit.training.precision`).
+        max_minutes: a wall-time budget, cumulative over resumed parts: training stops after the step that exhausts
+            it, validates and saves ``last/`` there; a resumed run does the rest of that epoch.
+        max_steps: a step budget; unlike ``max_minutes`` it gives the same model on any machine.
+        save_every: also save ``last/`` every this many steps, with the epoch's position and every generator's
+            state, so that a run killed at any step resumes to the weights of an uninterrupted run.
+        save_every_minutes: also save ``last/`` after the first step this many minutes after the previous save.
+        progress_seconds: when stderr is not a terminal, print a progress line at most this often.
+        tensorboard_dir: also log each epoch's loss and metrics there (rank 0; needs ``tensorboard``).
+        precision: ``"fp32"`` (no autocast), ``"bf16"`` or ``"fp16"``: training steps and validation run under
+            :func:`torch.autocast` (weights, gradients and optimiser state stay float32); ``"fp16"`` adds a
+            ``GradScaler``, which skips a step with inf/NaN gradients instead of raising.
     """
 
     epochs: int = 10

@@ -20,14 +20,8 @@ __all__ = ["InitFrom", "earlier_minutes", "resolve_init_from"]
 
 @dataclass(frozen=True)
 class InitFrom:
-    """Where a run's first weights come from.
-
-    Attributes:
-        given: what the user gave (a shipped model's name or a path).
-        checkpoint: the checkpoint directory it resolves to.
-        config: its config.json's model config, without ``"kind"``.
-        minutes: the training minutes behind those weights (:func:`earlier_minutes`).
-    """
+    """Where a run's first weights come from: what the user gave (a shipped model's name or a path), the checkpoint
+    directory it resolves to, its model config (without ``"kind"``) and the training minutes behind those weights."""
 
     given: str
     checkpoint: Path
@@ -40,11 +34,8 @@ class InitFrom:
 
 
 def resolve_init_from(given: str | None, kind: str) -> InitFrom | None:
-    """The :class:`InitFrom` of ``--init-from given`` for a task of checkpoint ``kind`` (None when not given).
-
-    Raises:
-        CheckpointError: ``given`` is no checkpoint, run directory or shipped model's name, or holds another kind.
-    """
+    """The :class:`InitFrom` of ``--init-from given`` for a task of checkpoint ``kind`` (None when not given);
+    ``CheckpointError`` when ``given`` is no checkpoint, run directory or shipped model's name, or of another kind."""
     if given is None:
         return None
     from attnkit.checkpointing import read_config_of_kind, resolve_checkpoint

@@ -2,46 +2,25 @@
 validation every epoch, best-model selection (optionally of averaged checkpoints), early stopping, a time budget,
 resumable atomic checkpoints, and multi-process DDP (layer 5).
 
-A :class:`Objective` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics. The
-loop knows nothing else about the model, so classifiers and sequence-to-sequence models share it.
+An :class:`Objective` ties a model to its batches: ``loss(batch)`` for training, ``evaluate(batches)`` for metrics;
+the loop knows nothing else about the model. The epochs, selection and pauses live in
+:mod:`attnkit.training._fit_session`.
 
-Checkpoints, when ``checkpoint_dir`` is given (see :mod:`attnkit.checkpointing` for the format)::
+Checkpoints, when ``checkpoint_dir`` is given (format: :mod:`attnkit.checkpointing`)::
 
     checkpoint_dir/last/   after every epoch, and every ``save_every`` steps / ``save_every_minutes`` in between:
                            weights, config, extra files and the trainer state (resume from here)
     checkpoint_dir/best/   whenever the selection metric improves: weights, config and extra files (ship this one)
 
-``best/`` is written before ``last/``, and ``last/`` carries the best weights itself whenever they differ from its
-own, so a run killed at any instant resumes to the same result. A ``last/`` written in the middle of an epoch holds
-its position (batches done, every rank's random generators): the resumed run skips those batches and goes on as if
-never stopped. A time budget that runs out in the middle of an epoch saves there too (see
-:mod:`attnkit.training._fit_session`). The epochs, selection and pauses live in that module.
+``best/`` is written before ``last/``, and ``last/`` carries the best weights whenever they differ from its own, so a
+run killed at any instant resumes to the same result. Every epoch reseeds all generators from ``(seed, epoch, rank)``
+(:mod:`attnkit.training.seeding`), so a resumed run repeats an uninterrupted one bit for bit on the same hardware
+(a cosine schedule over a time budget excepted: its rates follow the clock).
 
-The recipe (:class:`FitConfig`): the schedules ``"plateau"`` (the default), ``"inverse-sqrt"`` and ``"cosine"``
-after a linear warm-up (:mod:`attnkit.training.schedule`); ``accumulate`` batches per optimiser step; and
-``average_last`` epochs' weights averaged into the model that is validated and kept
-(:mod:`attnkit.training.averaging`). Their state lives in the optimiser's parameter groups and the trainer state of
-``last/``, and they are settings a resumed run must keep.
-
-Repeatability: at the start of every epoch all random generators are reseeded from ``(seed, epoch, rank)`` (see
-:mod:`attnkit.training.seeding`), so an epoch's randomness never depends on what came before it. A run resumed
-after epoch ``e`` (or at a step checkpoint, whose generators' state is saved) therefore repeats an uninterrupted
-run bit for bit (on the same hardware and thread count):
-weights, AdamW moments and the loop's counters come from the checkpoint, and the random streams from the seed
-(a cosine schedule over a time budget is the exception: its rates follow the clock).
-
-Device and precision: ``fit`` trains where the model's parameters are (move the model first:
-:func:`attnkit.training.precision.place_model` resolves ``--device`` and, under torchrun, joins the process group
-on the matching backend) and moves each batch there. ``FitConfig.precision`` runs the training steps and the
-validation under :func:`torch.autocast` (bf16, fp16) with a ``GradScaler`` for fp16; fp32 adds nothing.
-
-Distributed: under ``torchrun --nproc-per-node N`` each process calls ``fit`` with its own shard of the data
-(``train_batches`` and ``valid_batches`` must give every rank the same number of batches, of equal size, so
-that averaging gradients over ranks equals one process on the global batch). ``fit`` joins the process group,
-wraps the model in DDP for training, reduces validation statistics exactly (the objective must implement
-:class:`SummableObjective`), and lets rank 0 alone print and write checkpoints. Ranks draw different random streams
-(different dropout masks), so the shuffle that decides each rank's shard must use its own generator seeded by the
-epoch (``DistributedSampler``, attnkit's batch samplers with ``num_replicas``/``rank``), not the global one.
+``fit`` trains where the model's parameters are (:func:`attnkit.training.precision.place_model` puts them there).
+Under ``torchrun`` each process passes its own shard (every rank the same number of batches, of equal size), the
+objective must be a :class:`SummableObjective`, and rank 0 alone prints and writes checkpoints. Ranks draw different
+random streams, so the shuffle that decides each rank's shard must use its own generator seeded by the epoch.
 """
 
 from __future__ import annotations
@@ -72,24 +51,12 @@ __all__ = ["SCHEDULES", "EpochRecord", "FitConfig", "FitResult", "Objective", "S
 
 @dataclass
 class FitResult:
-    """The outcome of :func:`fit`.
-
-    Attributes:
-        best_epoch: the epoch whose weights (or whose average of the last ``average_last`` epochs' weights) the
-            model holds on return (None if no epoch was validated).
-        best_metrics: that epoch's validation metrics.
-        history: one record per epoch, resumed epochs included.
-        wall_time: seconds of training, summed over the interrupted and resumed parts of a run.
-        stopped_early: True when training ended before ``epochs`` (patience or a budget).
-        stop_reason: ``"epochs"``, ``"early_stopping"``, ``"time_budget"`` or ``"max_steps"``.
-        resumed_from: the epoch of the checkpoint this call resumed from (the last epoch completed before it, when
-            that checkpoint was written in the middle of the next), or None.
-        device: where the model trained (``"cpu"``, ``"cuda:0"``, ...).
-        paused_epoch: the epoch the time budget ran out in, when it did before that epoch's last batch: its steps
-            and loss so far and the validation of that moment (``partial``); ``last/`` holds its position, and
-            ``resume=True`` does the rest of it. Not in ``history``, which holds completed epochs.
-        world_size: the processes that trained (torchrun's ``WORLD_SIZE``; 1 without it).
-    """
+    """The outcome of :func:`fit`. ``best_epoch`` (None if no epoch was validated) is the epoch whose weights, or
+    average of the last ``average_last`` epochs' weights, the model holds on return; ``history`` holds completed
+    epochs, resumed ones included; ``wall_time`` sums the interrupted and resumed parts; ``resumed_from`` is the last
+    epoch completed before this call's checkpoint; ``paused_epoch`` is the epoch a time budget cut before its last
+    batch (``last/`` holds its position); ``stop_reason`` is ``"epochs"``, ``"early_stopping"``, ``"time_budget"``
+    or ``"max_steps"``."""
 
     best_epoch: int | None
     best_metrics: dict[str, float]
@@ -121,35 +88,16 @@ def fit(
 ) -> FitResult:
     """Train ``objective.model`` with AdamW, validate every epoch, keep the best weights, stop early on a plateau.
 
-    Args:
-        objective: the model with its loss and evaluation (see :class:`Objective`).
-        train_batches: ``train_batches(epoch)`` gives epoch ``epoch``'s batches (epochs count from 1); the caller's
-            sampler reshuffles by epoch. Under DDP, this rank's shard.
-        valid_batches: the validation batches (this rank's shard under DDP); None trains without validation (a
-            recipe already chosen on a validation split, refitted on all the data): every epoch counts as the best,
-            so the model kept is the last epoch's (or the average of the last ``average_last``). That needs a
-            schedule that does not watch validation (``"cosine"`` or ``"inverse-sqrt"``, not ``"plateau"``).
-        config: the options.
-        checkpoint_dir: where ``last/`` and ``best/`` go; None keeps everything in memory.
-        resume: continue from ``checkpoint_dir/last`` if it exists (else start afresh). The settings that change
-            the numbers (seed, lr, schedule and its options, weight decay, clipping, accumulation, averaging,
-            selection; and the cosine schedule's horizon: ``max_minutes``, or ``epochs`` without it) must be those
-            the run started with.
-        model_config: JSON options that rebuild the model, saved in each checkpoint's config.json.
-        extra_files: files copied into each checkpoint, e.g. ``{"tokenizer.json": path}``.
-        init_from: a checkpoint directory whose weights the model starts from (``--init-from``; see
-            :mod:`attnkit.training.init_from`): loaded before the first step of a new run, with a fresh optimiser;
-            a run resumed from ``checkpoint_dir/last`` keeps its own weights instead.
+    ``train_batches(epoch)`` gives an epoch's batches (epochs count from 1; this rank's shard under DDP).
+    ``valid_batches=None`` trains without validation (a recipe already chosen, refitted on all the data): every epoch
+    counts as the best, so this needs a schedule that does not watch validation (not ``"plateau"``). ``resume``
+    continues from ``checkpoint_dir/last`` if it exists, with the settings that change the numbers unchanged.
+    ``model_config`` (JSON) and ``extra_files`` go into each checkpoint. ``init_from`` is a checkpoint whose weights a
+    new run starts from, with a fresh optimiser (:mod:`attnkit.training.init_from`).
 
-    Returns:
-        A :class:`FitResult`; ``objective.model`` holds the best epoch's weights (averaged when ``average_last > 1``).
-
-    Raises:
-        ValueError: bad arguments, a selection metric the objective does not report, settings that differ from the
-            resumed run's, DDP with an objective that is not a :class:`SummableObjective`, a model on another device than
-            the process group's, or a precision the model's device cannot compute in.
-        CheckpointError: ``checkpoint_dir/last`` is not a valid resumable checkpoint for this model.
-        FloatingPointError: the gradient norm became NaN or infinite (fp32, bf16; fp16's scaler skips the step).
+    Returns a :class:`FitResult`; ``objective.model`` holds the best epoch's weights. Raises ``ValueError`` for bad
+    arguments or settings that differ from the resumed run's, ``CheckpointError`` for an unusable ``last/``, and
+    ``FloatingPointError`` when the gradient norm is not finite (fp16's scaler skips such steps instead).
     """
     context = init_distributed()
     _check_arguments(objective, valid_batches, config, resume=resume, checkpoint_dir=checkpoint_dir, context=context)

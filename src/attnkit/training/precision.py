@@ -3,12 +3,9 @@
     device = place_model(model, "auto")             # under torchrun: joins the process group first
     scaler = grad_scaler(device, "fp16")            # None unless fp16
 
-``fp16`` training scales the loss with a :class:`torch.amp.GradScaler`, which skips a step whose gradients hold
-inf/NaN and lowers the scale; the weights, the optimiser state and the gradients stay float32. fp16 on the CPU is
-allowed, with a scaler too (torch has CPU autocast in float16 and a CPU GradScaler). Under ``torchrun``
-:func:`place_model` joins the process group with the backend that matches the device (nccl on CUDA, gloo on the
-CPU) and refuses a mismatch. Devices and precision at run time (``resolve_device``, ``autocast``,
-``ready_for_inference``, ...) are :mod:`attnkit.runtime.devices`; their old names here still work, with a warning.
+``fp16`` training (the CPU included) scales the loss with a :class:`torch.amp.GradScaler`, which skips a step whose
+gradients hold inf/NaN and lowers the scale; weights, optimiser state and gradients stay float32. Devices and
+precision at run time are :mod:`attnkit.runtime.devices`; their old names here still work, with a warning.
 """
 
 from __future__ import annotations
@@ -42,10 +39,7 @@ def __getattr__(name: str) -> Any:
 
 def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | None:
     """A :class:`torch.amp.GradScaler` for ``fp16`` training on ``device``; None for ``fp32`` and ``bf16``.
-
-    Raises:
-        ValueError: torch has no working GradScaler for ``device``'s type.
-    """
+    ``ValueError`` when torch has no working GradScaler for ``device``'s type."""
     if precision != "fp16":
         return None
     try:
@@ -59,12 +53,8 @@ def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | 
 
 def place_model(model: nn.Module, device: str | torch.device = "auto") -> torch.device:
     """Move ``model`` to the resolved ``device`` and return it; under torchrun first join the process group on the
-    backend that matches it (nccl for CUDA, gloo for the CPU), so training and DDP compute on the same device.
-
-    Raises:
-        ValueError: a device that is not there (:func:`resolve_device`), a torchrun job on another kind of device,
-            or a process group that already computes elsewhere.
-    """
+    backend that matches it (nccl for CUDA, gloo for the CPU), so training and DDP compute on the same device; a
+    process group that already computes elsewhere is refused."""
     resolved = resolve_device(device)
     if torchrun_env().world_size > 1:
         if resolved.type not in ("cpu", "cuda"):

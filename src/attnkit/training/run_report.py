@@ -41,15 +41,7 @@ from torch import nn
 from attnkit.runtime.torchrun_env import torchrun_env
 from attnkit.training.loop import FitConfig, FitResult
 
-__all__ = [
-    "HISTORY_FILE",
-    "METRICS_FILE",
-    "TrainReport",
-    "count_parameters",
-    "in_percent",
-    "replica",
-    "write_metrics",
-]
+__all__ = ["HISTORY_FILE", "METRICS_FILE", "TrainReport", "count_parameters", "in_percent", "replica", "write_metrics"]
 
 METRICS_FILE = "metrics.json"
 HISTORY_FILE = "metrics.csv"
@@ -63,16 +55,8 @@ def replica() -> tuple[int, int]:
 
 @dataclass
 class TrainReport:
-    """What a training run produced.
-
-    Attributes:
-        fit: the loop's result (history, best epoch and metrics, stop reason, wall time).
-        test_metrics: the best weights' metrics on the test split, or None without one.
-        checkpoint: ``OUT/best``.
-        num_parameters: of the model.
-        config: the task config the checkpoint stores.
-        details: task-specific facts for ``metrics.json``.
-    """
+    """What a training run produced: the loop's result, the best weights' test metrics (None without a test split),
+    ``OUT/best``, the task config the checkpoint stores and task-specific ``details`` for ``metrics.json``."""
 
     fit: FitResult
     test_metrics: dict[str, float] | None
@@ -137,8 +121,7 @@ def log_run_to_tensorboard(directory: str | Path, summary: Mapping[str, Any]) ->
     step = summary["best_epoch"] or 0
     test = {name: value for name, value in (summary["test"] or {}).items() if name != "count"}
     valid = {name: value for name, value in (summary["best_valid"] or {}).items() if name != "count"}
-    settings = {"seed": summary["seed"], "batch_size": summary["batch_size"], "lr": summary["lr"]}
-    settings["precision"] = summary["precision"]
+    settings = {name: summary[name] for name in ("seed", "batch_size", "lr", "precision")}
     for name, value in (summary["config"] or {}).items():
         if isinstance(value, (bool, int, float, str)):
             settings[name] = value

@@ -7,20 +7,14 @@ over the whole run, resumed parts included) runs at ``lr * s / W``. After it:
                    metric (the rate, and the warm-up's target, live in the optimiser's parameter groups).
 ``"inverse-sqrt"`` ``lr * sqrt(W / s)`` (Vaswani et al. 2017, section 5.3; with ``W = 0``, ``lr / sqrt(s)``).
 ``"cosine"``       ``min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2``, where ``p`` in [0, 1] is the part of the
-                   horizon gone since the warm-up ended. With a step budget (``max_steps``) the horizon is that
-                   many steps: ``p = (s - W) / (max_steps - W)``, the same on any machine. Else, with a time
-                   budget (``max_minutes``) the horizon is the
-                   budget: ``p = (t - t_W) / (T - t_W)`` in seconds of training (``t_W`` when the warm-up ended), so
-                   a time-budgeted run anneals fully to ``min_lr`` however fast its steps are. Without one it is
-                   ``epochs`` epochs of optimiser steps: ``p = (s - W) / (S - W)`` with
-                   ``S = epochs * ceil(batches per epoch / accumulate)``, the batches counted in the run's first
-                   epoch (``train_batches(1)`` must have a ``len()``).
+                   horizon gone since the warm-up ended: ``max_steps`` steps when set, ``p = (s - W) /
+                   (max_steps - W)``; else the time budget, ``p = (t - t_W) / (T - t_W)`` in seconds of training
+                   (``t_W``: when the warm-up ended), so a time-budgeted run anneals fully however fast its steps
+                   are; else ``p = (s - W) / (S - W)`` with ``S = epochs * ceil(batches per epoch / accumulate)``,
+                   the batches counted in the first epoch (``train_batches(1)`` must have a ``len()``).
 
-The rates of ``"inverse-sqrt"`` and ``"cosine"`` are functions of the step (and the clock), recomputed before every
-step; what they need besides the options — ``S``, and ``t_W`` — is a :class:`ScheduleState` saved with the trainer
-state, so a resumed run carries on along the same curve. A resumed time-budgeted cosine run continues from the
-training time spent (not the wall time between sessions), but its rates depend on the speed of each step, so it
-does not repeat an uninterrupted run bit for bit, as step-counted schedules do.
+``S`` and ``t_W`` are a :class:`ScheduleState` saved with the trainer state, so a resumed run carries on along the
+same curve (a time-budgeted cosine's rates follow the clock, so it does not repeat a run bit for bit).
 """
 
 from __future__ import annotations
@@ -50,29 +44,16 @@ def cosine_rate(lr: float, min_lr: float, progress: float) -> float:
 
 @dataclass
 class ScheduleState:
-    """What a schedule learns during a run and a resumed run must get back.
-
-    Attributes:
-        horizon_steps: the cosine schedule's last step ``S`` (step-counted horizon), fixed in the run's first epoch.
-        warmup_end_seconds: the training time ``t_W`` at which the warm-up ended (time-budgeted cosine).
-    """
+    """What a schedule learns during a run and a resumed run must get back: the cosine's last step ``S`` (fixed in
+    the first epoch) and the training time ``t_W`` at which the warm-up ended."""
 
     horizon_steps: int | None = None
     warmup_end_seconds: float | None = None
 
 
 class LearningRateSchedule:
-    """Sets the optimiser's rate before every step and decays it after a plateau (see the module docstring).
-
-    Args:
-        name: one of :data:`attnkit.training.fit_config.SCHEDULES`.
-        lr: the peak rate; min_lr: the cosine's floor; lr_decay: the plateau factor.
-        warmup_steps: the length of the linear warm-up, in optimiser steps.
-        epochs: the run's epochs and accumulate: batches per step (the step-counted cosine horizon).
-        budget_seconds: the run's time budget in seconds, or None (the cosine's horizon when given).
-        max_steps: the run's step budget, or None (the cosine's horizon when given, before ``budget_seconds``).
-        state: the run's :class:`ScheduleState`, updated in place (it is saved with the trainer state).
-    """
+    """Sets the optimiser's rate before every step and decays it after a plateau (see the module docstring);
+    ``state`` is updated in place."""
 
     def __init__(
         self,

@@ -1,13 +1,10 @@
 """Seeds for repeatable runs: one call seeds Python, NumPy and torch; seeds derived per epoch and per rank (layer 5).
 
-The training loop reseeds every generator at the start of each epoch from ``(seed, epoch, rank)``. The random
-stream of an epoch (dropout masks, a data loader's shuffling through the global generator, ...) therefore
-depends only on those three numbers — not on how many random draws came before — so a run resumed from the
-checkpoint of epoch ``e`` draws exactly what an uninterrupted run draws in epoch ``e + 1``, and no generator
-state needs to be written to disk at an epoch's end. A checkpoint written in the middle of an epoch does keep every
-generator's state (:func:`random_state`, restored by :func:`set_random_state`), so that the rest of the epoch draws
-what it would have drawn. Different ranks of a distributed run get different streams (different
-dropout masks), as independent replicas should.
+The training loop reseeds every generator at the start of each epoch from ``(seed, epoch, rank)``, so an epoch's
+random stream does not depend on the draws before it: a run resumed after epoch ``e`` draws what an uninterrupted
+run draws, with no generator state saved at an epoch's end. A checkpoint in the middle of an epoch keeps every
+generator's state (:func:`random_state`, :func:`set_random_state`). Ranks get different streams, as independent
+replicas should.
 """
 
 from __future__ import annotations
@@ -68,11 +65,7 @@ def random_state() -> dict:
 
 
 def set_random_state(state: dict) -> None:
-    """Put back the generators' state that :func:`random_state` took.
-
-    Raises:
-        ValueError: ``state`` is not such a state.
-    """
+    """Put back the generators' state that :func:`random_state` took (``ValueError`` for anything else)."""
     try:
         version, internal, gauss = state["python"]
         random.setstate((int(version), tuple(int(value) for value in internal), gauss))

@@ -17,10 +17,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnkit.data.batching import EncodedDataset
+from attnkit.functional.cross_entropy import CrossEntropyObjective
 from attnkit.models.diversity import diversity_penalty
 from attnkit.runtime.devices import autocast, device_of, on_device
 from attnkit.tasks.classify.encoding import TextEncoder, forward_batch, make_batches
-from attnkit.training.cross_entropy import CrossEntropyObjective
 
 __all__ = ["DiverseEncoderObjective", "classification_objective", "evaluate_encoded"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 
 from attnkit.data.images import image_batches
+from attnkit.functional.cross_entropy import CrossEntropyObjective
 from attnkit.models.visual import VisualAttentionClassifier
 from attnkit.runtime.devices import autocast, device_of, on_device
-from attnkit.training.cross_entropy import CrossEntropyObjective
 
 __all__ = ["evaluate_vision", "vision_objective"]
 
