@@ -174,3 +174,13 @@ def test_two_processes_probing_one_row_keep_each_others_probes(tmp_path):
     _save(path, row, {"probe": {"today": probe(80.0, 0.2)}})
     entry = _save(path, row, {"probe": {"sparsemax": probe(80.0, 0.3)}})
     assert sorted(entry["probe"]) == ["sparsemax", "today"]
+
+
+def test_a_recipe_confirmed_before_another_was_chosen_keeps_its_test_figures(tmp_path):
+    from attnkit.experiments.faithful_attention.run import _save
+
+    path, row = tmp_path / "faithful_attention.json", ROWS[("fine-foods", "han")]
+    _save(path, row, {"probe": {"today": {"valid_accuracy": 80.0}}, "confirm": {"embedding-values": {"mean": 79.4}}})
+    entry = _save(path, row, {"confirm": {"today": {"mean": 80.7}, "embedding-values-2x": {"mean": 80.1}}})
+    assert list(entry["confirm"]) == ["embedding-values", "today", "embedding-values-2x"]
+    assert entry["probe"] == {"today": {"valid_accuracy": 80.0}}

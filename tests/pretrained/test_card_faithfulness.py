@@ -100,8 +100,11 @@ def test_the_shipped_table_shows_the_figures_shipped_json_records(tmp_path):
     table = {"r8": {**row, "faithfulness": {**found, "uniform_difference": gap}}, "g2p": row}
     (tmp_path / "shipped.json").write_text(json.dumps(table))
     shown = render_shipped(tmp_path)
-    assert "| r8 | 16 | 0.140 | 0.270 | 0.011 | 52% | -0.27 [-1.01, +0.37] |" in shown
+    assert "| r8 | 16 | 0.140 | 0.270 | 0.011 | 52% | – | -0.27 [-1.01, +0.37] |" in shown
     assert "| g2p | 16" not in shown
+    table["r8"]["faithfulness"]["aopc_comprehensiveness"]["attention_contribution"] = 0.2831
+    (tmp_path / "shipped.json").write_text(json.dumps(table))
+    assert "| r8 | 16 | 0.140 | 0.270 | 0.011 | 52% | 105% | -0.27 [-1.01, +0.37] |" in render_shipped(tmp_path)
     (tmp_path / "shipped.json").write_text(json.dumps({"g2p": row}))
     assert "| name | documents | attention |" not in render_shipped(tmp_path)
 

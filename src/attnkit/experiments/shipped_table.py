@@ -43,10 +43,12 @@ Faithfulness of the shipped classifiers (each card's `faithfulness` block, writt
 model's attention, integrated gradients and a random floor on the card's fixed sample of test documents (erasing by
 deletion), re-computed from the shipped weights by `tests/pretrained/test_shipped_faithfulness.py`; the
 uniform-attention gap (learned − uniform test accuracy, points, 95% interval) is the faithfulness experiment's,
-which trained the uniform twin, and is not re-computed.
+which trained the uniform twin, and is not re-computed. For a model whose attention averages the word embeddings
+(`--attention-values embeddings`), "α·part / IG" is the share of attention times each word's own part of the
+logit (`attention_contribution`), the explanation such a model gives.
 
-| name | documents | attention | integrated gradients | random | attention / IG | uniform gap |
-|---|---|---|---|---|---|---|
+| name | documents | attention | integrated gradients | random | attention / IG | α·part / IG | uniform gap |
+|---|---|---|---|---|---|---|---|
 """
 
 
@@ -68,6 +70,8 @@ def _faithfulness(table: dict) -> str:
         share = found.get("attention_share_of_ig")
         cells = [str(found["documents"]), *(_number(aopc.get(method)) for method in METHODS)]
         cells.append("–" if share is None else f"{share:.0%}")
+        part = aopc.get("attention_contribution")
+        cells.append("–" if part is None else f"{part / aopc['integrated_gradients']:.0%}")
         cells.append("–" if not gap else f"{gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return FAITHFULNESS_HEADER + "\n".join(rows) + "\n" if rows else ""

@@ -252,12 +252,14 @@ def _brief(result: dict) -> dict:
 
 
 def _save(path: Path, row: Row, update: dict) -> dict:
-    """Merge ``update`` into ``row``'s entry of the JSON as it is on disk now (probes merged by recipe), write it,
-    and return the entry: what another process recorded meanwhile survives."""
+    """Merge ``update`` into ``row``'s entry of the JSON as it is on disk now (probes and confirmations merged by
+    recipe, so a recipe confirmed before another was chosen keeps its figures), write it, and return the entry:
+    what another process recorded meanwhile survives."""
     table = read_json(path) or {}
     entry = table.setdefault(row.data, {}).setdefault(row.model, {"label": row.label, "probe": {}})
-    if "probe" in update:
-        entry["probe"].update(update.pop("probe"))
+    for merged in ("probe", "confirm"):
+        if merged in update:
+            entry.setdefault(merged, {}).update(update.pop(merged))
     entry.update(update)
     write_json(path, table)
     return entry
