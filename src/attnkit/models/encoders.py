@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.masks import lengths_to_mask
 from attnkit.models.dropout import Dropout
+from attnkit.models.rnn_decoders import make_rnn, run_packed
 from attnkit.multihead import MultiHeadAttention
 from attnkit.positions import RotaryPositions, SinusoidalPositions
 
@@ -50,14 +50,7 @@ class BiGRUEncoder(nn.Module):
     ) -> None:
         super().__init__()
         self.packed = packed
-        self.rnn = nn.GRU(
-            input_dim,
-            hidden_dim,
-            num_layers=num_layers,
-            dropout=dropout if num_layers > 1 else 0.0,
-            batch_first=True,
-            bidirectional=True,
-        )
+        self.rnn = make_rnn("gru", input_dim, hidden_dim, num_layers=num_layers, dropout=dropout, bidirectional=True)
         self.output_dim = 2 * hidden_dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -70,11 +63,7 @@ class BiGRUEncoder(nn.Module):
             return x.new_zeros(*x.shape[:2], self.output_dim)
         if not self.packed:
             return self.rnn(x)[0]  # [B, T, 2·hidden]: the recurrence runs through the padding
-        lengths = mask.sum(dim=1)
-        packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])  # [B, T, 2·hidden]
-        return out * mask[..., None].to(out.dtype)
+        return run_packed(self.rnn, x, mask)[0]  # [B, T, 2·hidden]
 
 
 def feed_forward(

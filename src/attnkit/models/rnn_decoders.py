@@ -75,6 +75,18 @@ def make_rnn(cell: str, input_dim: int, hidden_dim: int, *, num_layers: int, dro
     )
 
 
+def run_packed(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, RNNState]:
+    """``rnn`` over x ``[B, S, E]`` packed by mask ``[B, S]`` (a prefix per row) -> ``(outputs [B, S, D], final)``.
+
+    Outputs are zero at padding; an empty row runs one padding step (packing needs a length of at least 1).
+    """
+    lengths = mask.sum(dim=1).clamp(min=1).cpu()
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, final = rnn(packed)
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])  # [B, S, D]
+    return out * mask[..., None].to(out.dtype), final
+
+
 def top_hidden(hidden: RNNState) -> torch.Tensor:
     """The last layer's hidden state ``h`` ``[B, D]`` (for an LSTM, not the cell)."""
     return (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]
@@ -154,11 +166,7 @@ class RNNEncoder(nn.Module):
         """
         if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool [B, S] = {tuple(x.shape[:2])}, got {mask.dtype} {tuple(mask.shape)}")
-        lengths = mask.sum(dim=1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, final = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])  # [B, S, D]
-        out = out * mask[..., None].to(out.dtype)
+        out, final = run_packed(self.rnn, x, mask)
         return out, self._merge_directions(final)
 
     def _merge_directions(self, final: RNNState) -> RNNState:
@@ -206,7 +214,23 @@ def _attend(attention: Attention, query: torch.Tensor, state: RNNDecodingState):
     return attention(query, state.keys, state.memory, key_mask=state.memory_mask, query_positions=positions)
 
 
-class LuongDecoder(nn.Module):
+class _Decoder(nn.Module):
+    """What the three decoders share: the recurrent stack (``rnn_input`` wide), the attention, the sizes."""
+
+    def __init__(
+        self, rnn_input: int, hidden_dim: int, attention: Attention | None, cell: str, num_layers: int, dropout: float
+    ) -> None:
+        super().__init__()
+        self.rnn = make_rnn(cell, rnn_input, hidden_dim, num_layers=num_layers, dropout=dropout)
+        self.attention = attention
+        self.cell, self.num_layers, self.hidden_dim, self.output_dim = cell, num_layers, hidden_dim, hidden_dim
+
+    def initial_feed(self, batch: int, like: torch.Tensor) -> torch.Tensor | None:
+        """No input feeding."""
+        return None
+
+
+class LuongDecoder(_Decoder):
     """Luong et al. 2015 (global or local attention), with input feeding.
 
     Args:
@@ -225,11 +249,8 @@ class LuongDecoder(nn.Module):
         num_layers: int = 1,
         dropout: float = 0.0,
     ) -> None:
-        super().__init__()
-        self.rnn = make_rnn(cell, embed_dim + hidden_dim, hidden_dim, num_layers=num_layers, dropout=dropout)
-        self.attention = attention
+        super().__init__(embed_dim + hidden_dim, hidden_dim, attention, cell, num_layers, dropout)
         self.combine = nn.Linear(2 * hidden_dim, hidden_dim, bias=False)  # W_c
-        self.cell, self.num_layers, self.hidden_dim, self.output_dim = cell, num_layers, hidden_dim, hidden_dim
 
     def initial_feed(self, batch: int, like: torch.Tensor) -> torch.Tensor:
         """``h̃_0 = 0``: ``[N, D]``."""
@@ -247,7 +268,7 @@ class LuongDecoder(nn.Module):
         return attentional, attended.weights[:, 0]  # [N, D], [N, S]
 
 
-class BahdanauDecoder(nn.Module):
+class BahdanauDecoder(_Decoder):
     """Bahdanau et al. 2015: attention from the previous state ``s_{t-1}``, the context enters the recurrence.
 
     Args:
@@ -266,15 +287,8 @@ class BahdanauDecoder(nn.Module):
         num_layers: int = 1,
         dropout: float = 0.0,
     ) -> None:
-        super().__init__()
-        self.rnn = make_rnn(cell, embed_dim + hidden_dim, hidden_dim, num_layers=num_layers, dropout=dropout)
-        self.attention = attention
+        super().__init__(embed_dim + hidden_dim, hidden_dim, attention, cell, num_layers, dropout)
         self.readout = nn.Linear(2 * hidden_dim + embed_dim, hidden_dim)  # W_o [s_t; c_t; e_{t-1}]
-        self.cell, self.num_layers, self.hidden_dim, self.output_dim = cell, num_layers, hidden_dim, hidden_dim
-
-    def initial_feed(self, batch: int, like: torch.Tensor) -> None:
-        """No input feeding."""
-        return None
 
     def step(
         self, embedded: torch.Tensor, state: RNNDecodingState, *, need_weights: bool = False
@@ -288,7 +302,7 @@ class BahdanauDecoder(nn.Module):
         return torch.tanh(self.readout(readout))[:, 0], attended.weights[:, 0]  # [N, D], [N, S]
 
 
-class PlainDecoder(nn.Module):
+class PlainDecoder(_Decoder):
     """No attention: the decoder starts from the encoder's final state and never looks back at the source.
 
     Teacher forcing runs the recurrence over all target positions at once (:meth:`forward`); decoding
@@ -298,14 +312,7 @@ class PlainDecoder(nn.Module):
     def __init__(
         self, embed_dim: int, hidden_dim: int, *, cell: str = "gru", num_layers: int = 1, dropout: float = 0.0
     ) -> None:
-        super().__init__()
-        self.rnn = make_rnn(cell, embed_dim, hidden_dim, num_layers=num_layers, dropout=dropout)
-        self.attention = None
-        self.cell, self.num_layers, self.hidden_dim, self.output_dim = cell, num_layers, hidden_dim, hidden_dim
-
-    def initial_feed(self, batch: int, like: torch.Tensor) -> None:
-        """No input feeding."""
-        return None
+        super().__init__(embed_dim, hidden_dim, None, cell, num_layers, dropout)
 
     def step(
         self, embedded: torch.Tensor, state: RNNDecodingState, *, need_weights: bool = False
