@@ -21,7 +21,7 @@ from torch import nn
 from attnkit.distributions import Distribution
 from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder
-from attnkit.models.pooled import ATTENTION_VALUES, build_pooling, pool
+from attnkit.models.pooled import build_pooling, pool, token_inputs
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import TaskScaling
 
@@ -92,13 +92,9 @@ class HierarchicalAttentionClassifier(nn.Module):
         attention_values: str = "states",
     ) -> None:
         super().__init__()
-        if attention_values not in ATTENTION_VALUES:
-            raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {attention_values!r}")
-        self.attention_values = attention_values
-        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.task_scaling = task_scaling
         self.attendable: torch.Tensor | None
-        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
+        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values)
+        self.task_scaling = task_scaling
         self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
         options = {"hidden": attention_hidden, "padding": attention_padding}
         self.word_pooling = build_pooling(

@@ -73,6 +73,16 @@ def build_pooling(
 ATTENTION_VALUES = ("states", "embeddings")
 
 
+def token_inputs(model: nn.Module, vocab: int, dim: int, padding_idx: int, content_only: bool, values: str) -> None:
+    """Check ``values`` and give ``model`` its ``attention_values``, ``embedding`` and ``attendable`` (a ``[V]`` bool
+    buffer, all True, when ``content_only``; else None)."""
+    if values not in ATTENTION_VALUES:
+        raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {values!r}")
+    model.attention_values = values
+    model.embedding = nn.Embedding(vocab, dim, padding_idx=padding_idx)
+    model.register_buffer("attendable", torch.ones(vocab, dtype=torch.bool) if content_only else None)
+
+
 def pool(
     pooling: nn.Module,
     x: torch.Tensor,
@@ -175,18 +185,14 @@ class PooledClassifier(nn.Module):
         attention_values: str = "states",
     ) -> None:
         super().__init__()
-        if attention_values not in ATTENTION_VALUES:
-            raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {attention_values!r}")
+        self.attendable: torch.Tensor | None
+        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values)
         if bigram_buckets < 0:
             raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
-        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
-        self.attendable: torch.Tensor | None
-        self.register_buffer("attendable", torch.ones(vocab_size, dtype=torch.bool) if attend_content_only else None)
         self.bigram_buckets = bigram_buckets
         self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
         self.encoder = encoder
         self.task_scaling = task_scaling
-        self.attention_values = attention_values
         feature_dim = getattr(encoder, "output_dim", embed_dim)
         self.pooling = pooling if pooling is not None else AttentionPooling(feature_dim)
         if attention_values == "embeddings" and not isinstance(_attention(self.pooling), AttentionPooling):
