@@ -8,9 +8,8 @@ mean"; the absolute value as in the authors' code). Padding never counts: it is 
 term. A sequence with fewer than two real tokens has no spread to measure and is left out (its conicity is 1 or
 undefined and carries no gradient).
 
-Their Orthogonal LSTM (each state orthogonal to the sum of the ones before) changes the recurrent cell itself; it
-is not offered here: attnkit's BiGRU is PyTorch's packed ``nn.GRU`` (one fused kernel per direction), and an
-orthogonalised cell would have to run step by step in Python, several times slower on CPU.
+Their Orthogonal LSTM is not offered: an orthogonalised cell would run step by step in Python instead of
+PyTorch's fused packed ``nn.GRU``.
 
 Shape glossary:
     N  sequences   T  positions   D  state features

@@ -2,26 +2,18 @@
 
     model = quantize_model(model.eval(), "int8")   # a quantised copy; the float model is left as it was
 
-Every ``nn.Linear`` becomes torch's dynamically quantised linear layer (``torch.ao.quantization.quantize_dynamic``
-with per-output-channel int8 weights; activations are quantised per call, the products accumulate in int32 and
-come back in float32): attention projections, feed-forward layers and the output projection. Embeddings, LayerNorms,
-recurrent cells and the attention itself stay float32. This is the scheme of CTranslate2's ``int8`` export, run
-by PyTorch's own x86/fbgemm kernels, for users who do not export. Its speed-up is measured by
-``bench.decoding_runtimes`` (not yet on a quiet machine: ``docs/benchmarks.md``), its accuracy cost like
-CTranslate2's (``attnkit experiment deploy``). It never equals float32 token for token (near-ties go the other
-way), and since each call's activations are scaled by that call's range, an output can depend on the other rows of
-its batch (padding included) and on whether the prefix is recomputed or cached: the tests compare int8's fast paths
-with its reference paths on the same rows, and int8 with float32 within a tolerance. In the RNN the output
-projection is the only layer that sees other rows when cached (a step ``[B, D]`` against the prefix ``[B, t, D]``
-when recomputed): in int8 its cached logits differ from recomputation's by ~2% of their scale, enough to flip
-near-ties in greedy decoding; in float32 the two are equal (``tests/models/test_quantize.py``).
+Every ``nn.Linear`` becomes torch's dynamically quantised linear (``quantize_dynamic``: per-output-channel int8
+weights, activations quantised per call, int32 accumulation, float32 out); embeddings, LayerNorms, recurrent cells
+and the attention stay float32. This is CTranslate2's ``int8`` scheme on PyTorch's fbgemm kernels, for users who do
+not export; its speed is in ``docs/benchmarks.md`` (``bench.decoding_runtimes``).
 
-The fast paths that read a projection's ``weight`` in place (packed q/k/v, the decoder's transposed output weight)
-see that a quantised layer holds no float weight (:func:`is_quantized`) and call the layers instead; the
-Transformer's fast decoding step calls the layers' own int8 kernel on their packed weights
-(:class:`attnkit.models.transformer.fast_linear.Int8Linear`), which gives the layers' very values.
-``torch.ao.quantization`` warns that it is deprecated in favour of the ``torchao`` package; its kernels are still
-torch 2.13's, and the warning is silenced here (``torchao`` would pull in another torch build).
+It never equals float32 token for token (near-ties go the other way), and since each call's activations are scaled
+by that call's range, an output can depend on the other rows of its batch (padding included) and on whether the
+prefix is cached: in the RNN, int8's cached logits differ from recomputation's by ~2% of their scale, enough to
+flip greedy near-ties (float32: equal; ``tests/models/test_quantize.py``). Fast paths that read a ``weight`` in
+place call the layer when :func:`is_quantized`; the Transformer's fast step calls the layers' own int8 kernel
+(:class:`~attnkit.models.transformer.fast_linear.Int8Linear`). ``torch.ao.quantization``'s deprecation warning is
+silenced (``torchao`` would pull in another torch build).
 """
 
 from __future__ import annotations

@@ -12,10 +12,8 @@ kind                   kernel                                                   
                        the very call of ``torch.ao``'s dynamic ``Linear``
 =====================  ==============================================================  ===============================
 
-Each kind's readable reference is the module it was built from (``module(x)``); the tests compare the two in
-values (``tests/models/test_fast_linear.py``). oneDNN's linear on a weight reordered once was tried for the
-vocabulary projection and dropped: no gain worth a third kind over a whole decoding (``docs/benchmarks.md``).
-Int8 quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales,
+Each kind's reference is the module it was built from (``module(x)``; ``tests/models/test_fast_linear.py``).
+oneDNN's linear on a reordered weight was dropped: no gain worth a third kind (``docs/benchmarks.md``). Int8 quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales,
 so concatenating q, k and v changes no value: every output column is computed as by its own layer.
 """
 

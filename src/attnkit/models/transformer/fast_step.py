@@ -1,23 +1,17 @@
 """One greedy/beam decoding step of :class:`~attnkit.models.transformer.seq2seq.TransformerSeq2Seq` as a flat run of
 kernels on weights laid out once (layer 4): the fast path of ``decode_step``.
 
-The readable reference is the modules' own one-token path, :meth:`TransformerDecoderLayer.decode_token` (each
-layer's attentions through :meth:`~attnkit.multihead.MultiHeadAttention.decode_self` /
-:meth:`~attnkit.multihead.MultiHeadAttention.decode_cross`, then the feed-forward ``nn.Sequential``); the tests hold
-the two to the same tokens and logits within float32 rounding (``tests/models/test_transformer_fast_step.py``).
+The reference is the modules' one-token path, :meth:`TransformerDecoderLayer.decode_token`; the tests hold the two
+to the same tokens and logits within float32 rounding (``tests/models/test_transformer_fast_step.py``). What differs
+(timed in ``bench.decoding_runtimes``): every linear map is a :mod:`~attnkit.models.transformer.fast_linear` kind
+laid out once (q, k, v as one ``[D, 3D]`` map; ``--quantize int8``'s layers on fbgemm's own kernel), and there are
+no module calls, checks or closures per layer: ~30 kernels a layer.
 
-What the fast step does differently (timed in ``bench.decoding_runtimes``):
-
-* every linear map is one of :mod:`attnkit.models.transformer.fast_linear`'s kinds, its weight laid out once: ``addmm`` on
-  the weight transposed to ``[Din, Dout]``, or fbgemm's int8 kernel for ``--quantize int8``'s layers (the very
-  call of its modules); self-attention's q, k, v are one ``[D, 3D]`` map;
-* no module calls, argument checks, routing or closures per layer: ~30 kernels a layer and nothing else.
-
-The weights are laid out anew at every :meth:`start_decoding` (one copy of the decoder's weights; kept between
-decodings, an update the version counters did not show would decode with stale weights). The fast step applies to
-models in eval mode whose decoder has no rotary positions, fast-path attentions, and linear layers that are all
-float ``nn.Linear`` or all :func:`attnkit.models.quantize.quantize_model`'s int8 ones (per layer group);
-:func:`fast_step_weights` returns None for any other and ``decode_step`` keeps the modules' path.
+The weights are laid out anew at every :meth:`start_decoding` (kept between decodings, an update the version
+counters did not show would decode with stale weights). The fast step applies to eval-mode models whose decoder has
+no rotary positions, fast-path attentions, and linear layers all float ``nn.Linear`` or all int8
+(:func:`attnkit.models.quantize.quantize_model`) per layer group; otherwise :func:`fast_step_weights` returns None
+and ``decode_step`` keeps the modules' path.
 
 Shape glossary:
     N  decoder rows (B·beams)   D  model size   H  heads   Dh  head size D/H   S  source positions
