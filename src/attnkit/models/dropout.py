@@ -1,8 +1,8 @@
 """``Dropout``: ``nn.Dropout`` with the cheap CPU mask of :func:`attnkit.functional.dropout.dropout` (layer 4).
 
 A drop-in for ``nn.Dropout(p)`` in the Transformer stacks, where dropout's random numbers were a large share of a
-CPU training step (``docs/benchmarks.md``): the same expected output and gradient, a drop probability rounded to a multiple of 1/65,536, and
-``F.dropout`` itself off the CPU. Shapes: ``[...] -> [...]``.
+CPU training step (``docs/benchmarks.md``): the same expected output and gradient, a drop probability rounded to
+a multiple of 1/65,536, and ``F.dropout`` itself off the CPU. Shapes: ``[...] -> [...]``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,7 @@ __all__ = ["Dropout"]
 
 
 class Dropout(nn.Module):
-    """Zero each element with probability ``p`` in training mode, scale the rest by ``1 / (1 - p)``.
-
-    Args:
-        p: drop probability in ``[0, 1]`` (as ``nn.Dropout``).
-    """
+    """Zero each element with probability ``p`` (in ``[0, 1]``) in training mode, scale the rest by ``1 / (1 - p)``."""
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__()

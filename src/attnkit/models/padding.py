@@ -46,11 +46,8 @@ class RenormalisedSoftmax(Distribution):
 
 
 class UnmaskedPooling(nn.Module):
-    """Runs ``pooling`` without the mask, so padded positions are pooled like tokens (the ``unmasked`` variant).
-
-    Args:
-        pooling: any pooling taking ``(x [B, T, D], mask [B, T] | None)``; its ``heads`` attribute is forwarded.
-    """
+    """Runs ``pooling`` without the mask, so padded positions are pooled like tokens (the ``unmasked`` variant);
+    ``pooling`` takes ``(x [B, T, D], mask [B, T] | None)`` and its ``heads`` attribute is forwarded."""
 
     def __init__(self, pooling: nn.Module) -> None:
         super().__init__()

@@ -39,14 +39,10 @@ class ConvBackbone(nn.Module):
     blocks, and a LayerNorm over the features of each cell (so that the grid and the positions added to it have
     comparable scales).
 
-    Batch normalisation makes training converge in a few epochs; in eval mode it uses running statistics, so an
-    image's output never depends on the rest of its batch. ``batch_norm=False`` leaves it out.
-
-    Args:
-        in_channels: ``C``.
-        channels: output channels of each convolution; the last one is ``D``.
-        downsample: indices of the blocks followed by a 2×2 max-pool (each halves ``Hg`` and ``Wg``).
-        batch_norm: put a ``BatchNorm2d`` after each convolution.
+    Batch normalisation (``batch_norm=False`` leaves it out) makes training converge in a few epochs; in eval mode
+    it uses running statistics, so an image's output never depends on the rest of its batch. ``channels``: each
+    convolution's outputs, the last one ``D``; ``downsample``: the blocks followed by a 2×2 max-pool (halving
+    ``Hg`` and ``Wg``).
     """
 
     def __init__(
@@ -85,11 +81,8 @@ class ConvBackbone(nn.Module):
 
 @dataclass
 class VisualAttentionOutput:
-    """``logits [B, K]`` and the pooling's ``AttentionOutput(pooled [B, D or heads·D], weights [B, heads, Hg·Wg])``.
-
-    Attributes:
-        grid_size: ``(Hg, Wg)``, to reshape the flat weights into maps.
-    """
+    """``logits [B, K]``, the pooling's ``AttentionOutput(pooled [B, D or heads·D], weights [B, heads, Hg·Wg])``
+    and ``grid_size (Hg, Wg)``, to reshape the flat weights into maps."""
 
     logits: torch.Tensor
     pooling: AttentionOutput
@@ -104,14 +97,10 @@ class VisualAttentionOutput:
 class VisualAttentionClassifier(nn.Module):
     """``logits = W · dropout(pool(positions(backbone(image))))``.
 
-    Args:
-        backbone: images ``[B, C, H, W]`` -> grid ``[B, Hg, Wg, D]``, with an ``output_dim`` attribute (``D``),
-            e.g. :class:`ConvBackbone`.
-        num_classes: ``K``.
-        pooling: an :class:`~attnkit.pooling.AttentionPooling` over ``D`` features (default: one head).
-        positions: a module adding positions to the grid ``[B, Hg, Wg, D]``, e.g.
-            :class:`~attnkit.positions.Sinusoidal2DPositions`; None leaves the pooling blind to cell positions.
-        dropout: before the classifier.
+    ``backbone``: images ``[B, C, H, W]`` -> grid ``[B, Hg, Wg, D]``, with an ``output_dim`` (``D``), e.g.
+    :class:`ConvBackbone`. ``pooling``: an :class:`~attnkit.pooling.AttentionPooling` over ``D`` (default: one
+    head). ``positions``: a module adding positions to the grid, e.g.
+    :class:`~attnkit.positions.Sinusoidal2DPositions`; None leaves the pooling blind to cell positions.
     """
 
     def __init__(
@@ -175,14 +164,9 @@ def visual_attention_classifier(
 ) -> VisualAttentionClassifier:
     """Build a :class:`VisualAttentionClassifier` with a :class:`ConvBackbone` and additive attention pooling.
 
-    Args:
-        num_classes: ``K``.
-        in_channels: ``C``.
-        channels, downsample, batch_norm: the backbone (see :class:`ConvBackbone`); ``D = channels[-1]``.
-        heads: pooling heads (one attention map each).
-        hidden: size of the pooling's score projection (default ``D``).
-        positions: ``"sinusoidal-2d"`` (``D`` divisible by 4) or ``"none"``.
-        dropout: before the classifier.
+    ``channels``, ``downsample``, ``batch_norm``: the backbone's (``D = channels[-1]``); ``heads``: one attention
+    map each; ``hidden``: the pooling's score size (default ``D``); ``positions``: ``"sinusoidal-2d"`` (``D``
+    divisible by 4) or ``"none"``.
     """
     if positions not in POSITIONS:
         raise ValueError(f"positions must be one of {', '.join(POSITIONS)}; got {positions!r}")
