@@ -34,15 +34,11 @@ __all__ = ["BiGRUEncoder", "TransformerEncoder", "TransformerEncoderLayer", "enc
 class BiGRUEncoder(nn.Module):
     """Bidirectional GRU over packed sequences: the backward direction starts at each sequence's real end.
 
-    Args:
-        input_dim: ``D_in``.
-        hidden_dim: per direction; ``output_dim = 2 · hidden_dim``.
-        num_layers, dropout: as in ``nn.GRU``.
-        packed: ``True`` (the default and the right way) packs the sequences, so padding changes nothing.
-            ``False`` runs the GRU over the whole padded batch, as code that does not pack does: the padding's
-            inputs feed the recurrence, the backward direction starts in the padding (so real positions depend
-            on how much padding follows them) and the outputs at padded positions are whatever the GRU computes
-            there, not zeros. The masking experiment's setting (:mod:`attnkit.experiments.masking`).
+    ``hidden_dim`` is per direction (``output_dim = 2 · hidden_dim``). ``packed=True`` (the default and the right
+    way) packs the sequences, so padding changes nothing. ``packed=False`` runs the GRU over the whole padded batch,
+    as code that does not pack does: the padding's inputs feed the recurrence, the backward direction starts in the
+    padding (so real positions depend on how much padding follows them) and the outputs at padded positions are
+    whatever the GRU computes there, not zeros: the masking experiment's setting (:mod:`attnkit.experiments.masking`).
     """
 
     def __init__(
@@ -103,15 +99,11 @@ def _as_lengths(lengths: Sequence[int] | torch.Tensor, tokens: int) -> list[int]
 class TransformerEncoderLayer(nn.Module):
     """Self-attention + feed-forward, each with a residual; pre-norm (default) or post-norm.
 
-    Args:
-        dim: model size. heads: attention heads. ff_dim: feed-forward size (default ``4·dim``).
-        dropout: on the residual branches (the attention output and the feed-forward output) and inside the
-            feed-forward block. attention_dropout: on the attention weights (default 0: keeps the fused SDPA
-            kernel; any attention dropout sends PyTorch's SDPA to its slow math path, which materialises every
-            ``[T, T]`` weight matrix — ``nn.TransformerEncoderLayer`` does this by default).
-        norm_first: pre-norm (True) or post-norm (False).
-        rotary: optional :class:`~attnkit.positions.RotaryPositions` for the self-attention.
-        activation: builds the feed-forward non-linearity (default ``nn.GELU``; ``nn.ReLU`` as in torch's layer).
+    ``ff_dim`` defaults to ``4·dim``; ``dropout`` is on both residual branches and inside the feed-forward block;
+    ``attention_dropout`` on the attention weights (default 0 keeps the fused SDPA kernel: any attention dropout
+    sends PyTorch's SDPA to its slow math path, which materialises every ``[T, T]`` weight matrix —
+    ``nn.TransformerEncoderLayer`` does this by default); ``rotary``: optional positions for the self-attention;
+    ``activation`` builds the feed-forward non-linearity (``nn.ReLU`` as in torch's layer).
     """
 
     def __init__(
@@ -210,16 +202,8 @@ class TransformerEncoder(nn.Module):
         return self.final_norm(x), all_weights
 
     def forward_packed(self, x: torch.Tensor, lengths: Sequence[int] | torch.Tensor) -> torch.Tensor:
-        """Packed documents -> encoded packed documents, ``[N, D]`` -> ``[N, D]``.
-
-        Args:
-            x: ``[N, D]``, the real tokens of every document one after the other (``padded[mask]`` for a padded
-                batch whose ``mask`` is a prefix of each row).
-            lengths: ``[B]`` tokens per document, summing to ``N`` (0 allowed).
-
-        Returns:
-            ``[N, D]``, equal to ``forward(padded, mask)[0][mask]``; no attention weights.
-        """
+        """Packed documents x ``[N, D]`` (``padded[mask]`` for a prefix ``mask``), ``lengths [B]`` (summing to ``N``,
+        0 allowed) -> ``[N, D]``, equal to ``forward(padded, mask)[0][mask]``; no attention weights."""
         lengths = _as_lengths(lengths, x.shape[0])
         if lengths:  # positions restart at 0 in every document: one gather from the table, not one add per document
             table = self.positions(x.new_zeros(1, max(lengths), x.shape[-1]))[0]  # [T, D] (x · 1 + P)

@@ -49,8 +49,8 @@ class HierarchicalAttentionClassifier(nn.Module):
     """HAN document classifier.
 
     Args:
-        vocab_size, num_classes: sizes; token id ``padding_idx`` is padding.
-        embed_dim: ``E``. word_hidden, sentence_hidden: GRU hidden sizes per direction.
+        vocab_size, num_classes, embed_dim: ``V``, ``C``, ``E``; token id ``padding_idx`` is padding.
+        word_hidden, sentence_hidden: GRU hidden sizes per direction.
         attention_hidden: size of the pooling's ``tanh(W h + b)`` (default: the pooled feature size).
         dropout: on embeddings and before the classifier.
         attention_padding: how both attention poolings treat padded words and sentences: ``masked`` (the
@@ -68,9 +68,9 @@ class HierarchicalAttentionClassifier(nn.Module):
             embedding sizes must be the model's.
         attention_values: what both attentions average: ``"states"`` (the BiGRUs', the default) or
             ``"embeddings"``: the word attention averages the words' own embeddings and the sentence attention the
-            sentence vectors so made, while the BiGRUs' states still choose the weights. The document vector is then
-            ``Σ_s β_s Σ_w α_sw e_sw``: each word's weight ``β_s·α_sw`` multiplies that word's embedding and nothing
-            of its neighbours (sentence and document vectors of size ``E``).
+            sentence vectors so made, while the BiGRUs' states still choose the weights. The document vector is
+            then ``Σ_s β_s Σ_w α_sw e_sw``: each word's weight ``β_s·α_sw`` multiplies that word's embedding and
+            nothing of its neighbours (sentence and document vectors of size ``E``).
     """
 
     def __init__(

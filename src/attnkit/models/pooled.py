@@ -103,11 +103,8 @@ def logit_parts(
     over the heads' attention-weighted ``values``: ``c_t = Σ_h weights[h, t] · scale[t] · (w_label,h − w̄_h) ·
     values[t]``, so that ``Σ_t c_t = (logit_label − mean logit) − (b_label − mean b)``.
 
-    Args:
-        classifier: reads ``[H·E]``. weights: ``[H, T]``. values: ``[T, E]``. scale: TaSc's ``[T]`` (optional).
-
-    Returns:
-        ``[T]`` float32 on the CPU (positive: for ``label``).
+    classifier reads ``[H·E]``, weights ``[H, T]``, values ``[T, E]``, scale (TaSc's, optional) ``[T]`` -> ``[T]``
+    float32 on the CPU (positive: for ``label``).
     """
     matrix = classifier.weight.detach().float().cpu()  # [C, H·E]
     direction = (matrix[label] - matrix.mean(0)).view(weights.shape[0], -1)  # [H, E]
@@ -151,9 +148,7 @@ class PooledClassifier(nn.Module):
     """``logits = W · pool(encoder(embed(tokens)), mask)``.
 
     Args:
-        vocab_size: embedding rows; id ``padding_idx`` is padding.
-        num_classes: ``C``.
-        embed_dim: ``E``.
+        vocab_size, num_classes, embed_dim: ``V``, ``C``, ``E``; id ``padding_idx`` is padding.
         bigram_buckets: if > 0, each position's vector also adds the embedding of its hashed word bigram
             (:func:`bigram_ids`; fastText's n-gram features, here under the same pooling); 0 = words only.
         encoder: ``None``, a :class:`BiGRUEncoder` or a :class:`TransformerEncoder` taking ``E`` inputs.
