@@ -54,11 +54,9 @@ def mean_distribution_log(logits: Sequence[torch.Tensor]) -> torch.Tensor:
 class Seq2SeqEnsemble(nn.Module):
     """Several seq2seq models over one target vocabulary, decoding as one.
 
-    Args:
-        models: the members, each a :class:`~attnkit.decoding.StepwiseSeq2Seq` whose ``forward(source_ids,
-            source_mask, target_in)`` returns ``.logits [B, T, V]`` (RNN and Transformer models may be mixed).
-            All must produce the same ``V``; tokenisation is the caller's business (see
-            :func:`attnkit.tasks.seq2seq.inference.load_seq2seq_ensemble`, which checks it).
+    Each member is a :class:`~attnkit.decoding.StepwiseSeq2Seq` whose ``forward`` returns ``.logits [B, T, V]``
+    (RNN and Transformer models may be mixed), all with the same ``V``; tokenisation is the caller's business
+    (:func:`attnkit.tasks.seq2seq.inference.load_seq2seq_ensemble` checks it).
     """
 
     def __init__(self, models: Sequence[nn.Module]) -> None:

@@ -132,11 +132,8 @@ def attention_keys(attention: Attention | None, memory: torch.Tensor) -> torch.T
 class RNNEncoder(nn.Module):
     """A GRU or LSTM over packed sources: padding never enters, outputs are zero at padded positions.
 
-    Args:
-        input_dim: ``E``.
-        output_dim: ``D``, the size of each output and of the final state (per direction ``D/2`` when
-            bidirectional, concatenated).
-        cell: ``"gru"`` or ``"lstm"``. num_layers, dropout: as in ``nn.GRU``. bidirectional: two directions.
+    ``output_dim`` ``D`` is the size of each output and of the final state (bidirectional: ``D/2`` per direction,
+    concatenated); ``cell`` is ``"gru"`` or ``"lstm"``; ``num_layers`` and ``dropout`` as in ``nn.GRU``.
     """
 
     def __init__(
@@ -231,13 +228,8 @@ class _Decoder(nn.Module):
 
 
 class LuongDecoder(_Decoder):
-    """Luong et al. 2015 (global or local attention), with input feeding.
-
-    Args:
-        embed_dim: ``E``. hidden_dim: ``D`` (the encoder's output size too).
-        attention: an :class:`Attention` from queries ``[N, 1, D]`` over keys/values ``[N, S, ·]``.
-        cell, num_layers, dropout: of the recurrent stack.
-    """
+    """Luong et al. 2015 (global or local attention), with input feeding. ``hidden_dim`` ``D`` is the encoder's
+    output size too; ``attention`` goes from queries ``[N, 1, D]`` over keys/values ``[N, S, ·]``."""
 
     def __init__(
         self,
@@ -270,12 +262,8 @@ class LuongDecoder(_Decoder):
 
 class BahdanauDecoder(_Decoder):
     """Bahdanau et al. 2015: attention from the previous state ``s_{t-1}``, the context enters the recurrence.
-
-    Args:
-        embed_dim: ``E``. hidden_dim: ``D`` (the encoder's output size too).
-        attention: an :class:`Attention` (usually additive, with :class:`PreprojectedAdditiveScore`).
-        cell, num_layers, dropout: of the recurrent stack.
-    """
+    ``hidden_dim`` ``D`` is the encoder's output size too; ``attention`` is usually additive, with a
+    :class:`PreprojectedAdditiveScore`."""
 
     def __init__(
         self,
@@ -322,7 +310,7 @@ class PlainDecoder(_Decoder):
         return out[:, 0], None
 
     def forward(self, embedded: torch.Tensor, state: RNNDecodingState) -> torch.Tensor:
-        """All positions at once: embedded ``[B, T, E]`` -> outputs ``[B, T, D]`` (positions depend only on earlier ones)."""
+        """All positions at once: embedded ``[B, T, E]`` -> outputs ``[B, T, D]`` (each from earlier ones only)."""
         out, state.hidden = self.rnn(embedded, state.hidden)
         state.step += embedded.shape[1]
         return out

@@ -60,11 +60,9 @@ def build_rnn_attention(
 ) -> Attention | None:
     """The :class:`Attention` of attention kind ``name`` for decoder states and encoder outputs of size ``dim``.
 
-    Args:
-        name: one of :data:`ATTENTIONS` (``"none"`` gives None).
-        window: ``D`` of local-m / local-p (the window holds ``2D + 1`` source positions).
-        local_score: the score inside local windows: ``"dot"``, ``"general"`` (Luong's best) or ``"concat"``.
-        attention_dim: hidden size of additive scores (default ``dim``).
+    ``name`` is one of :data:`ATTENTIONS` (``"none"`` gives None); ``window`` is local-m / local-p's ``D`` (``2D + 1``
+    source positions); ``local_score`` the score inside local windows; ``attention_dim`` the additive scores' hidden
+    size (default ``dim``).
     """
     if name not in ATTENTIONS:
         raise ValueError(f"attention must be one of {', '.join(ATTENTIONS)}; got {name!r}")
@@ -107,13 +105,8 @@ class RNNSeq2Seq(nn.Module):
     Padding never matters: the encoder is packed, attention masks the padded source, and each target position
     depends only on earlier ones.
 
-    Args:
-        source_vocab_size, target_vocab_size: embedding rows; id ``padding_idx`` is padding.
-        encoder: an :class:`RNNEncoder` taking ``embed_dim`` inputs; its ``output_dim`` must be the decoder's
-            ``hidden_dim``, and its cell and layer count the decoder's.
-        decoder: a :class:`LuongDecoder`, :class:`BahdanauDecoder` or :class:`PlainDecoder`.
-        embed_dim: ``E``.
-        dropout: on embeddings and on the decoder's output before the vocabulary projection.
+    The ``encoder`` takes ``embed_dim`` inputs; its ``output_dim``, cell and layer count must be the
+    ``decoder``'s. Id ``padding_idx`` is padding; ``dropout`` is on embeddings and on the decoder's output.
     """
 
     def __init__(
@@ -187,15 +180,8 @@ class RNNSeq2Seq(nn.Module):
         *,
         need_weights: bool = False,
     ) -> RNNSeq2SeqOutput:
-        """Teacher forcing.
-
-        Args:
-            source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
-            target_in: ``[B, T]`` long, ``<bos> y1 .. yn`` then padding.
-            need_weights: also return the attention weights ``[B, T, S]``.
-
-        Returns:
-            :class:`RNNSeq2SeqOutput` with ``logits [B, T, V]``.
+        """Teacher forcing: source_ids ``[B, S]`` long, source_mask ``[B, S]`` bool (True = real token), target_in
+        ``[B, T]`` long (``<bos> y1 .. yn`` then padding) -> logits ``[B, T, V]`` (and weights ``[B, T, S]`` if asked).
         """
         if target_in.dim() != 2 or target_in.shape[0] != source_ids.shape[0]:
             raise ValueError(f"target_in must be [B, T] with B = {source_ids.shape[0]}, got {tuple(target_in.shape)}")

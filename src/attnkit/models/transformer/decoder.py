@@ -42,11 +42,8 @@ def attend_memory(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``attention(query, memory, key_mask=memory_mask)`` with the keys and values already projected.
 
-    Args:
-        query: ``[B, Tq, D]``. memory_kv: from :func:`project_memory`. memory_mask: ``[B, S]`` bool (None: all real).
-
-    Returns:
-        ``(context [B, Tq, D], weights [B, H, Tq, S] or None)``.
+    query ``[B, Tq, D]``, memory_kv from :func:`project_memory`, memory_mask ``[B, S]`` bool (None: all real) ->
+    ``(context [B, Tq, D], weights [B, H, Tq, S] or None)``.
     """
     out = attention(query, key_value=memory_kv, key_mask=memory_mask, need_weights=need_weights)
     return out.context, out.weights
@@ -55,12 +52,8 @@ def attend_memory(
 class TransformerDecoderLayer(nn.Module):
     """Causal self-attention, cross-attention over the encoder's output, feed-forward; each with a residual.
 
-    Args:
-        dim: ``D``. heads: ``H``. ff_dim: feed-forward size (default ``4·D``).
-        dropout: on residual branches and inside the feed-forward block.
-        attention_dropout: on attention weights (0 keeps the fast SDPA kernel).
-        norm_first: pre-norm (True) or post-norm (False).
-        rotary: a :class:`RotaryPositions` for the self-attention (cross-attention has no positions).
+    Options as :class:`~attnkit.models.encoders.TransformerEncoderLayer`'s; ``rotary`` applies to the
+    self-attention only (cross-attention has no positions).
     """
 
     def __init__(

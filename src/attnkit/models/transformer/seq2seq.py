@@ -6,12 +6,10 @@
     out.cross_attention[l]   # [B, H, T, S] decoder layer l over the source
     out.self_attention[l]    # [B, H, T, T] decoder layer l over earlier targets (causal)
 
-The encoder is a stack of :class:`~attnkit.models.encoders.TransformerEncoderLayer`. Each
-:class:`~attnkit.models.transformer.decoder.TransformerDecoderLayer` has causal self-attention (a :class:`~attnkit.kv_cache.KVCache` when
-decoding), cross-attention whose keys and values are projected once per source, and a feed-forward block;
-pre-norm by default, post-norm as an option. Positions: sinusoidal (default), learned, or rotary (applied to
-every self-attention, encoder and decoder). Embeddings are scaled by ``√D``; source and target may share one
-table, and the output projection may be tied to the target embedding.
+The encoder stacks :class:`~attnkit.models.encoders.TransformerEncoderLayer`, the decoder
+:class:`~attnkit.models.transformer.decoder.TransformerDecoderLayer` (a :class:`~attnkit.kv_cache.KVCache` when
+decoding; cross-attention keys and values projected once per source). Embeddings are scaled by ``√D``; source and
+target may share one table, and the output projection may be tied to the target embedding.
 
 Shape glossary:
     B  batch (N = B·beams rows when decoding)   S  source positions   T  target positions
@@ -100,16 +98,11 @@ def _check_options(
 class TransformerSeq2Seq(nn.Module):
     """Encoder-decoder Transformer; ``forward`` for teacher forcing, ``start_decoding``/``decode_step`` for inference.
 
-    Args:
-        source_vocab_size, target_vocab_size: embedding rows; id ``padding_idx`` is padding.
-        dim: ``D``. heads: ``H``. encoder_layers, decoder_layers: stack depths. ff_dim: default ``4·D``.
-        dropout: on embeddings and residual branches. attention_dropout: on attention weights.
-        norm_first: pre-norm (default; final LayerNorms on both stacks) or post-norm.
-        positions: a :class:`~attnkit.models.transformer.positions.PositionScheme`: ``SINUSOIDAL`` (default),
-            ``LEARNED`` (up to ``max_len`` positions) or ``ROTARY`` (:func:`build_transformer_seq2seq` maps a name).
-        max_len: positions a learned table holds.
-        share_embeddings: one embedding table for source and target (needs equal vocabulary sizes).
-        tie_output: the output projection reuses the target embedding matrix.
+    Id ``padding_idx`` is padding; ``dropout`` is on embeddings and residual branches; ``norm_first`` (default)
+    adds final LayerNorms on both stacks. ``positions`` is a
+    :class:`~attnkit.models.transformer.positions.PositionScheme`: ``SINUSOIDAL`` (default), ``LEARNED`` (up to
+    ``max_len`` positions) or ``ROTARY`` (every self-attention; :func:`build_transformer_seq2seq` maps a name).
+    ``share_embeddings`` needs equal vocabulary sizes; ``tie_output`` reuses the target embedding matrix.
     """
 
     def __init__(
@@ -198,12 +191,9 @@ class TransformerSeq2Seq(nn.Module):
         *,
         need_weights: bool = False,
     ) -> TransformerSeq2SeqOutput:
-        """Teacher forcing: every target position at once under the causal mask.
-
-        Args:
-            source_ids: ``[B, S]`` long. source_mask: ``[B, S]`` bool, True = real token.
-            target_in: ``[B, T]`` long, ``<bos> y1 .. yn`` then padding (which no real position attends to).
-            need_weights: also return every layer's attention weights.
+        """Teacher forcing, every target position at once under the causal mask: source_ids ``[B, S]`` long,
+        source_mask ``[B, S]`` bool (True = real token), target_in ``[B, T]`` long (``<bos> y1 .. yn`` then padding,
+        which no real position attends to) -> logits ``[B, T, V]`` and, with ``need_weights``, every layer's weights.
         """
         if target_in.dim() != 2 or target_in.shape[0] != source_ids.shape[0]:
             raise ValueError(f"target_in must be [B, T] with B = {source_ids.shape[0]}, got {tuple(target_in.shape)}")
