@@ -18,6 +18,7 @@ Shape glossary:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -92,11 +93,9 @@ def top_hidden(hidden: RNNState) -> torch.Tensor:
     return (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]
 
 
-def gather_hidden(hidden: RNNState, indices: torch.Tensor) -> RNNState:
-    """Rows ``indices`` of a recurrent state ``[L, B, D]`` (or an LSTM's pair)."""
-    if isinstance(hidden, tuple):
-        return tuple(h.index_select(1, indices) for h in hidden)
-    return hidden.index_select(1, indices)
+def map_hidden(hidden: RNNState, fn: Callable[[torch.Tensor], torch.Tensor]) -> RNNState:
+    """``fn`` on a recurrent state ``[L, B, D]``, or on each of an LSTM's ``(h, c)``."""
+    return tuple(fn(h) for h in hidden) if isinstance(hidden, tuple) else fn(hidden)
 
 
 class PreprojectedAdditiveScore(Score):
@@ -167,13 +166,10 @@ class RNNEncoder(nn.Module):
         return out, self._merge_directions(final)
 
     def _merge_directions(self, final: RNNState) -> RNNState:
-        if isinstance(final, tuple):
-            return tuple(self._merge_directions(f) for f in final)
         if not self.bidirectional:
             return final  # [L, B, D]
-        layers2, batch, half = final.shape
-        final = final.view(layers2 // 2, 2, batch, half)  # [L, 2, B, D/2]
-        return torch.cat([final[:, 0], final[:, 1]], dim=-1)  # [L, B, D]
+        # [2L, B, D/2], layer-major with the forward direction first -> [L, B, D]
+        return map_hidden(final, lambda f: torch.cat([f[0::2], f[1::2]], dim=-1))
 
 
 @dataclass
@@ -200,7 +196,7 @@ class RNNDecodingState:
 
     def reorder(self, indices: torch.Tensor) -> None:
         """Rows follow ``indices [N]`` (within groups); source-side tensors are left as they are."""
-        self.hidden = gather_hidden(self.hidden, indices)
+        self.hidden = map_hidden(self.hidden, lambda h: h.index_select(1, indices))
         if self.feed is not None:
             self.feed = self.feed.index_select(0, indices)
 

@@ -46,6 +46,7 @@ from attnkit.models.rnn_decoders import (
     RNNEncoder,
     RNNState,
     attention_keys,
+    map_hidden,
 )
 from attnkit.scores import AdditiveScore, DotScore, GeneralScore
 
@@ -157,10 +158,7 @@ class RNNSeq2Seq(nn.Module):
         if beams > 1:
             memory, source_mask = expand_for_beams(memory, beams), expand_for_beams(source_mask, beams)
             keys = None if keys is None else expand_for_beams(keys, beams)
-            if isinstance(hidden, tuple):
-                hidden = tuple(h.repeat_interleave(beams, dim=1) for h in hidden)
-            else:
-                hidden = hidden.repeat_interleave(beams, dim=1)  # [L, N, D]
+            hidden = map_hidden(hidden, lambda h: h.repeat_interleave(beams, dim=1))  # [L, N, D]
         rows = source_mask.shape[0]
         attends = self.decoder.attention is not None
         return RNNDecodingState(
