@@ -153,6 +153,18 @@ class TransformerEncoderLayer(nn.Module):
         return residual(x, self.feed_forward, self.norm_ff, self.dropout, self.norm_first)
 
 
+def run_layers(
+    layers: Sequence[TransformerEncoderLayer], x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """x ``[B, T, D]``, mask ``[B, T]`` through every layer -> ``(x [B, T, D], per-layer weights if asked)``."""
+    all_weights = []
+    for layer in layers:
+        x, weights = layer(x, mask, need_weights=need_weights)
+        if weights is not None:
+            all_weights.append(weights)
+    return x, all_weights
+
+
 class TransformerEncoder(nn.Module):
     """Sinusoidal positions + a stack of :class:`TransformerEncoderLayer` (+ a final norm when pre-norm).
 
@@ -193,12 +205,7 @@ class TransformerEncoder(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None, *, need_weights: bool = False
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """x ``[B, T, D]``, mask ``[B, T]`` -> ``(encoded [B, T, D], per-layer weights [B, H, T, T] if asked)``."""
-        x = self.positions(x)
-        all_weights = []
-        for layer in self.layers:
-            x, weights = layer(x, mask, need_weights=need_weights)
-            if weights is not None:
-                all_weights.append(weights)
+        x, all_weights = run_layers(self.layers, self.positions(x), mask, need_weights)
         return self.final_norm(x), all_weights
 
     def forward_packed(self, x: torch.Tensor, lengths: Sequence[int] | torch.Tensor) -> torch.Tensor:

@@ -27,7 +27,7 @@ from torch import nn
 from attnkit.decoding import check_reorder_indices, expand_for_beams
 from attnkit.kv_cache import KVCache
 from attnkit.models.dropout import Dropout
-from attnkit.models.encoders import TransformerEncoderLayer
+from attnkit.models.encoders import TransformerEncoderLayer, run_layers
 from attnkit.models.transformer.decoder import MemoryKV, TransformerDecoderLayer, attend_memory, project_memory
 from attnkit.models.transformer.fast_step import FastStepWeights, fast_decode_step, fast_step_weights
 from attnkit.models.transformer.positions import POSITION_SCHEMES, SINUSOIDAL, PositionScheme, position_scheme
@@ -176,11 +176,7 @@ class TransformerSeq2Seq(nn.Module):
                 f"and {tuple(source_mask.shape)}"
             )
         x = self._embed(source_ids, self.source_embedding, self.source_positions, 0)
-        all_weights = []
-        for layer in self.encoder_layers:
-            x, weights = layer(x, source_mask, need_weights=need_weights)  # [B, S, D]
-            if weights is not None:
-                all_weights.append(weights)
+        x, all_weights = run_layers(self.encoder_layers, x, source_mask, need_weights)  # [B, S, D]
         return self.encoder_norm(x), all_weights
 
     def forward(
