@@ -8,9 +8,8 @@ ensemble's "logits" are ``log p(y)`` (already normalised, so ``log_softmax`` lea
 greedy/beam scores are the ensemble's log-probabilities). Averaging probabilities rather than log-probabilities
 is the classic choice for neural MT and G2P ensembles (e.g. Toshniwal & Livescu 2016): a token one member rules
 out is not vetoed by it. ``forward`` averages the teacher-forced distributions the same way, so the loss of an
-ensemble is comparable with its members'. Each member keeps its own decoding state (KV caches, recurrent states);
-the ensemble only steps them in lock-step and reorders them together. An ensemble has no single attention map:
-asking for weights gives ``None``.
+ensemble is comparable with its members'. Members keep their own decoding states, stepped and reordered in
+lock-step. An ensemble has no single attention map: asking for weights gives ``None``.
 
 Shape glossary: B batch, S source positions, T target positions, N decoder rows (B·beams), V target vocabulary,
 M members.
