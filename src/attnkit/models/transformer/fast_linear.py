@@ -13,8 +13,9 @@ kind                   kernel                                                   
 =====================  ==============================================================  ===============================
 
 Each kind's reference is the module it was built from (``module(x)``; ``tests/models/test_fast_linear.py``).
-oneDNN's linear on a reordered weight was dropped: no gain worth a third kind (``docs/benchmarks.md``). Int8 quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales,
-so concatenating q, k and v changes no value: every output column is computed as by its own layer.
+oneDNN's linear on a reordered weight was dropped: no gain worth a third kind (``docs/benchmarks.md``). Int8
+quantises each call's input with that call's range (per tensor) and keeps per-output-channel weight scales, so
+concatenating q, k and v changes no value: every output column is computed as by its own layer.
 """
 
 from __future__ import annotations
