@@ -3,11 +3,11 @@ decoding step beside its readable reference.
 
 | module | holds |
 |---|---|
-| :mod:`~attnkit.models.transformer.seq2seq` | ``TransformerSeq2Seq`` (pre- or post-norm) and ``build_transformer_seq2seq`` |
-| :mod:`~attnkit.models.transformer.decoder` | ``TransformerDecoderLayer``: self- and cross-attention, one-token ``decode_token`` |
-| :mod:`~attnkit.models.transformer.positions` | ``PositionScheme``: one scheme object per name, one mapping function |
-| :mod:`~attnkit.models.transformer.fast_step` | the fast twin of ``decode_token``: one decoding step as a flat run of kernels |
-| :mod:`~attnkit.models.transformer.fast_linear` | the fast step's linear maps, each weight laid out once (dense or int8) |
+| :mod:`~attnkit.models.transformer.seq2seq` | ``TransformerSeq2Seq`` and ``build_transformer_seq2seq`` |
+| :mod:`~attnkit.models.transformer.decoder` | ``TransformerDecoderLayer`` and its one-token ``decode_token`` |
+| :mod:`~attnkit.models.transformer.positions` | ``PositionScheme``: one object per scheme name |
+| :mod:`~attnkit.models.transformer.fast_step` | ``decode_token``'s fast twin: a flat run of kernels |
+| :mod:`~attnkit.models.transformer.fast_linear` | the fast step's linear maps (dense or int8) |
 """
 
 from attnkit.models.transformer.positions import POSITION_SCHEMES, PositionScheme, position_scheme
