@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from attnkit.data.batching import TensorFields
 from attnkit.data.builtin import BuiltinDataSet, load_from, table
 from attnkit.data.classification import stratified_split
 from attnkit.data.reading import DataError
@@ -135,16 +136,11 @@ def image_keys(count: int) -> list[str]:
 
 
 @dataclass
-class ImageBatch:
+class ImageBatch(TensorFields):
     """Images ``[B, C, H, W]`` float and labels ``[B]`` long."""
 
     images: torch.Tensor
     labels: torch.Tensor
-
-    def to(self, device: torch.device | str, *, non_blocking: bool = False) -> ImageBatch:
-        """A copy on ``device``."""
-        moved = {f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)}
-        return ImageBatch(**moved)
 
 
 def random_shift(images: torch.Tensor, max_shift: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
