@@ -6,8 +6,9 @@
 
 The test split is fixed: within each class, images are ordered by ``sha256(f"{seed}:{index}")`` (``index`` = the
 image's position in scikit-learn's file, ``seed`` = :data:`SPLIT_SEED`) and the first ``round(0.2 · n)`` are
-held out. It depends on neither library versions nor the training seed. :func:`~attnkit.data.classification.stratified_split`
-(the same function the text classifiers use, keyed by :func:`image_keys`) carves the validation split from the training images the same way, with the training seed.
+held out. It depends on neither library versions nor the training seed. The validation split is carved from the
+training images the same way, with the training seed (:func:`~attnkit.data.classification.stratified_split`, keyed
+by :func:`image_keys`).
 
 Pixels are scaled to [0, 1] (digits are stored as 0..16, light strokes on a dark background).
 
@@ -51,14 +52,8 @@ TEST_FRACTION = 0.2
 
 @dataclass
 class ImageClassificationData:
-    """Train and test images with integer labels.
-
-    Attributes:
-        name: the dataset's name.
-        train_images, test_images: ``[N, C, H, W]`` float32 in [0, 1].
-        train_labels, test_labels: ``[N]`` long, indices into ``label_names``.
-        label_names: the class names.
-    """
+    """Train and test images ``[N, C, H, W]`` float32 in [0, 1], with labels ``[N]`` long (indices into
+    ``label_names``)."""
 
     name: str
     train_images: torch.Tensor
@@ -95,11 +90,8 @@ def data_set_names() -> list[str]:
 
 
 def load_data_set(name: str) -> ImageClassificationData:
-    """A built-in image data set (see the table above) with its fixed train/test split.
-
-    Raises:
-        DataError: an unknown name (listing the known ones), or scikit-learn missing.
-    """
+    """A built-in image data set (see the table above) with its fixed train/test split; DataError for an unknown
+    name (listing the known ones), or scikit-learn missing."""
     return load_from(DATA_SETS, name)
 
 
@@ -176,9 +168,8 @@ def image_batches(
     """``epoch -> batches`` of ``images [N, C, H, W]`` and ``labels [N]``.
 
     With ``shuffle``, epoch ``e``'s order comes from a generator seeded by ``(seed, e)``, the same on every
-    replica; each replica then takes every ``num_replicas``-th image of the order (the order cut to a multiple
-    of ``num_replicas`` first, so replicas get equal batches). ``max_shift`` > 0 augments by random translations
-    drawn from the global generator (which the training loop reseeds every epoch).
+    replica; each replica takes every ``num_replicas``-th image of the order, cut to a multiple of ``num_replicas``
+    first (equal batches). ``max_shift`` > 0 augments by random translations drawn from the global generator.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")

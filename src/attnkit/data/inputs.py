@@ -15,12 +15,11 @@ __all__ = ["as_pairs", "as_texts"]
 
 
 def as_texts(texts: str | Iterable[str], *, what: str = "text") -> list[str]:
-    """``texts`` as a list of non-empty strings: a ``str`` is one text, any other iterable its items.
+    """``texts`` as a list of non-empty strings: a ``str`` is one text, any other iterable its items (none: ``[]``).
 
     Raises:
-        TypeError: ``texts`` is neither a ``str`` nor an iterable (say, ``None``), or an item is not a ``str``
-            (naming its index and type).
-        ValueError: an item that is empty or only whitespace (naming its index). No items at all is ``[]``.
+        TypeError: ``texts`` is neither a ``str`` nor an iterable (say, ``None``), or an item is not a ``str``.
+        ValueError: an item that is empty or only whitespace (naming its index).
     """
     if isinstance(texts, str):
         texts = [texts]
