@@ -71,12 +71,8 @@ def available(data_sets: Mapping[str, BuiltinDataSet], name: str) -> bool:
 
 
 def load_from(data_sets: Mapping[str, BuiltinDataSet], name: str, **options: Any) -> Any:
-    """Load the built-in data set ``name`` of ``data_sets``; ``options`` go to its loader.
-
-    Raises:
-        DataError: an unknown name, listing the known ones.
-        MissingPackageError: its source package is missing (the message names the pip command).
-    """
+    """Load the built-in data set ``name`` of ``data_sets``; ``options`` go to its loader. DataError for an unknown
+    name (listing the known ones), MissingPackageError naming the pip command when its source package is missing."""
     entry = entry_named(data_sets, name)
     if not installed(entry):
         raise MissingPackageError(

@@ -14,7 +14,9 @@ a mapping's pages would count against the process's resident memory up to the si
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -245,29 +247,22 @@ class EncodedStride:
     def _from_text(self) -> Iterator[Any]:
         writer = None
         if self.directory is not None:
-            try:
+            with contextlib.suppress(OSError):  # a read-only cache: every epoch reads the text
                 writer = _Writer(self.directory, self.codec, self.content())
-            except OSError:  # a read-only cache: every epoch reads the text
-                writer = None
-        pending: list[Any] = []
+        # this rank's rows (rank, rank + world, ...), at most limit of them
+        rows = itertools.islice(itertools.islice(self.rows(), self.rank, None, self.world), self.limit)
         taken = 0
         try:
-            for index, row in enumerate(self.rows()):
-                if index % self.world != self.rank:
-                    continue
-                pending.append(row)
-                taken += 1
-                last = taken == self.limit
-                if len(pending) == self.chunk_rows or last:
-                    items = self._encoded(pending, writer, last=last)
-                    writer = None if last else writer
-                    pending = []
-                    yield from items
-                    if last:
-                        return
-            items = self._encoded(pending, writer, last=True)
-            writer = None
-            yield from items
+            while True:
+                chunk = list(itertools.islice(rows, self.chunk_rows))
+                taken += len(chunk)
+                last = len(chunk) < self.chunk_rows or taken == self.limit
+                items = self._encoded(chunk, writer, last=last)
+                if last:
+                    writer = None
+                yield from items
+                if last:
+                    return
         finally:
             if writer is not None:  # stopped early or failed: nothing half-written is kept
                 writer.discard()

@@ -200,10 +200,8 @@ def read_image_file(path: str | Path, shape: Sequence[int]) -> torch.Tensor:
       averaging when shrinking), and inverted when its border is brighter than its centre, so that a dark digit
       drawn on white paper looks like the light-on-dark digits the built-in data holds. Grey models only (C = 1).
 
-    Each image is then stretched to [0, 1] by its own minimum and maximum.
-
-    Raises:
-        DataError: the file cannot be read, or holds images of another size.
+    Each image is then stretched to [0, 1] by its own minimum and maximum. DataError: the file cannot be read, or
+    holds images of another size.
     """
     import numpy as np
 

@@ -40,10 +40,7 @@ def as_pairs(
     """``evaluate(sources, targets)``'s arguments — the shape of ``Classifier.evaluate(texts, labels)`` — as
     ``(pairs, references)``: ``sources`` as :func:`as_texts` reads them, ``targets`` one per source, each a ``str``
     or a non-empty sequence of acceptable ``str`` (the first is the pair's target, the teacher-forced loss's).
-
-    Raises:
-        TypeError / ValueError: as :func:`as_texts`, for sources and for targets (naming the index); the two
-            lengths differ; no sources.
+    TypeError / ValueError as :func:`as_texts`, and ValueError when the two lengths differ or there are no sources.
     """
     texts = as_texts(sources, what="source")
     targets = [targets] if isinstance(targets, str) else targets

@@ -162,9 +162,7 @@ def iter_records(
     Records are lists of fields (CSV, TSV; the header is the first one, unmarked), parsed JSON values (JSONL)
     or row dicts (Parquet, preceded by ``(0, column_names)``). A record that cannot be parsed comes as its
     reason (a ``str``); after a malformed CSV record the file ends. ``progress`` hears the bytes read now and then.
-
-    Raises:
-        DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
+    DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
     """
     path = Path(path)
     if fmt not in _READERS:

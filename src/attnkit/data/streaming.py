@@ -263,7 +263,7 @@ class StreamedBatches(Generic[Row]):
                 raise ValueError(f"rank {self.rank} got no rows: the stream gave fewer than {self.world} rows")
 
     def _mine(self) -> Iterator[Row]:
-        return iter(self.rows()) if self.strided else _every(self.rows(), self.world, self.rank)
+        return iter(self.rows()) if self.strided else itertools.islice(self.rows(), self.rank, None, self.world)
 
     def batches(self, epoch: int, skip: int = 0) -> Iterator[Any]:
         """Epoch ``epoch``'s collated batches, computed in the calling thread; ``skip`` leaves out the first batches
@@ -309,13 +309,6 @@ class _Epoch:
         """The epoch's batches after the first ``skip`` (which are not collated): where a resumed run goes on."""
         batches, depth = self.stream.batches(self.epoch, skip), self.stream.options.prefetch
         yield from batches if depth < 1 else _prefetched(batches, depth)
-
-
-def _every(rows: Iterable[Row], world: int, rank: int) -> Iterator[Row]:
-    """Rows ``rank, rank + world, ...`` of ``rows``."""
-    for index, row in enumerate(rows):
-        if index % world == rank:
-            yield row
 
 
 def _pool_shuffle(rows: Iterator[Row], size: int, generator: random.Random) -> Iterator[Row]:

@@ -112,11 +112,6 @@ class TextFileStream:
         """The data set's name: the file's stem."""
         return self.path.stem
 
-    def _rows(self, bad: BadRows | None, progress: Callable[[int], None] | None) -> Iterator[tuple[int, str, str]]:
-        """``(index, text, label)`` for every good row, up to ``limit``."""
-        for index, text, label, _ in self._rows_with_lines(bad, progress):
-            yield index, text, label
-
     def _rows_with_lines(
         self, bad: BadRows | None, progress: Callable[[int], None] | None
     ) -> Iterator[tuple[int, str, str, int]]:
@@ -139,7 +134,7 @@ class TextFileStream:
     def training_rows(self) -> Iterator[tuple[str, str]]:
         """``(text, label name)`` for each training row, in file order (the held-out rows left out)."""
         bad = BadRows() if self.skip_bad_rows else None
-        for index, text, label in self._rows(bad, None):
+        for index, text, label, _ in self._rows_with_lines(bad, None):
             if not held_out(index, self.valid_fraction):
                 yield text, label
 
@@ -151,11 +146,8 @@ class TextFileStream:
 
     def scan(self, tokenizer_options: dict, *, cache: bool = True) -> tuple[ScanResult, TextTokenizer]:
         """The first pass (or its cached result) and the tokeniser trained on the training texts with
-        ``tokenizer_options`` (:meth:`TextTokenizer.train`'s keyword arguments).
-
-        Raises:
-            DataError: a bad row (without ``skip_bad_rows``), no training rows, or fewer than two labels.
-        """
+        ``tokenizer_options`` (:meth:`TextTokenizer.train`'s keyword arguments); DataError for a bad row (without
+        ``skip_bad_rows``), no training rows, or fewer than two labels."""
         directory = stream_cache_dir() / self.cache_key(tokenizer_options)
         content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
         cached = (

@@ -144,11 +144,7 @@ class PairFileStream:
 
     def scan(self, *, vocab_size: int = 8000, cache: bool = True) -> tuple[PairScan, Tokenizer, Tokenizer]:
         """The first pass (or its cached result) and the ``(source, target)`` tokenisers (one object twice when
-        shared).
-
-        Raises:
-            DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
-        """
+        shared); DataError for a bad row (without ``skip_bad_rows``), no training pair or no validation pair."""
         directory = stream_cache_dir() / self.cache_key(vocab_size)
         content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
         cached = read_scan(directory, SCAN_FILE, PairScan, content, load_tokenizers) if cache else None
