@@ -249,10 +249,8 @@ def _picture(path: Path, height: int, width: int) -> torch.Tensor:
     if grey.dim() != 2 or min(grey.shape) < 1:
         raise DataError(f"{path}: expected a 2-D picture, got an array of shape {tuple(array.shape)}")
     border = torch.cat([grey[0], grey[-1], grey[:, 0], grey[:, -1]]).mean()
-    centre = grey[
-        grey.shape[0] // 4 : -(grey.shape[0] // 4) or None, grey.shape[1] // 4 : -(grey.shape[1] // 4) or None
-    ]
-    if border > centre.mean():
+    top, left = grey.shape[0] // 4, grey.shape[1] // 4
+    if border > grey[top : -top or None, left : -left or None].mean():  # the centre's
         grey = grey.max() - grey
     shrinking = grey.shape[0] >= height and grey.shape[1] >= width
     mode = "area" if shrinking else "bilinear"

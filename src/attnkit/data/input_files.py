@@ -24,12 +24,13 @@ from attnkit.data.records import iter_records
 __all__ = ["is_table", "looks_like_header", "read_input_file", "read_pair_sources", "read_text_column"]
 
 # names a pair file's header plausibly uses for its columns, besides the ones the reader was given
-_COLUMN_NAMES = frozenset(
-    (
-        "src tgt trg input output inputs outputs from to text label question answer prompt response word words "
-        "pron pronunciation phonemes graphemes grapheme phoneme sentence translation en de fr es it ja zh ru pt "
-        "nl english german french spanish japanese chinese original reference hypothesis orig ref hyp id"
-    ).split()
+_COLUMN_NAMES = frozenset().union(
+    ("src", "tgt", "trg", "input", "output", "inputs", "outputs", "from", "to", "text", "label", "id"),
+    ("question", "answer", "prompt", "response", "sentence", "translation", "original"),
+    ("word", "words", "pron", "pronunciation", "phonemes", "graphemes", "grapheme", "phoneme"),
+    ("en", "de", "fr", "es", "it", "ja", "zh", "ru", "pt", "nl"),
+    ("english", "german", "french", "spanish", "japanese", "chinese"),
+    ("reference", "hypothesis", "orig", "ref", "hyp"),
 )
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,39}")
 

@@ -53,10 +53,12 @@ def decode_utf8(raw: bytes, name: str) -> str:
     except UnicodeDecodeError as error:
         start = error.start + (len(_BOM) if raw.startswith(_BOM) else 0)
         line = raw.count(b"\n", 0, start) + 1
-        column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
-        raise DataError(
-            f"{name}:{line}: byte 0x{raw[start]:02x} at column {column} is not valid UTF-8; save the file as UTF-8"
-        ) from None
+        raise not_utf8(name, line, raw[start], start - raw.rfind(b"\n", 0, start)) from None
+
+
+def not_utf8(name: str, line: int, byte: int, column: int) -> DataError:
+    """The error for a byte that is not UTF-8 at ``name:line``, byte ``column`` (1-based)."""
+    return DataError(f"{name}:{line}: byte 0x{byte:02x} at column {column} is not valid UTF-8; save the file as UTF-8")
 
 
 def split_lines(text: str) -> list[str]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.reading import DataError, open_binary
+from attnkit.data.reading import DataError, not_utf8, open_binary
 
 __all__ = ["BadRows", "Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
 
@@ -67,11 +67,7 @@ def _text_lines(path: Path, handle) -> Iterator[tuple[int, str]]:
         try:
             yield number, raw[skip:].decode("utf-8")
         except UnicodeDecodeError as error:
-            column = error.start + skip + 1
-            raise DataError(
-                f"{path}:{number}: byte 0x{raw[error.start + skip]:02x} at column {column} is not valid UTF-8; "
-                "save the file as UTF-8"
-            ) from None
+            raise not_utf8(str(path), number, raw[error.start + skip], error.start + skip + 1) from None
 
 
 def _strip_newline(text: str) -> str:
