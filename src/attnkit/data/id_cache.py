@@ -105,8 +105,7 @@ def _running(pid: int) -> bool:
 
 
 class _Writer:
-    """Writes an entry into a temporary directory named after the writing process; :meth:`commit` renames it into
-    place."""
+    """Writes an entry into a temporary directory named after its process; :meth:`commit` renames it into place."""
 
     def __init__(self, directory: Path, codec: Codec, content: str) -> None:
         self.directory, self.codec, self.content = directory, codec, content

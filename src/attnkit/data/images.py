@@ -52,8 +52,7 @@ TEST_FRACTION = 0.2
 
 @dataclass
 class ImageClassificationData:
-    """Train and test images ``[N, C, H, W]`` float32 in [0, 1], with labels ``[N]`` long (indices into
-    ``label_names``)."""
+    """Train and test images ``[N, C, H, W]`` float32 in [0, 1], labels ``[N]`` long (indices into ``label_names``)."""
 
     name: str
     train_images: torch.Tensor
