@@ -29,6 +29,7 @@ means that model's folder, anything else is refused in one line.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +65,12 @@ RUN_BEST = "best"  # a run directory's checkpoint of its best epoch
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
-    """The checkpoint directory that ``path`` names, by the one rule every command follows.
-
-    A checkpoint directory (it holds ``config.json``) means itself; a run directory (it holds ``best/``, as
-    :func:`attnkit.training.loop.fit` writes) means its ``best/``; a path that does not exist but is the name of a
-    shipped model (``attnkit models`` lists them) means that model's folder inside the package (an existing path
-    always wins over a name). Whether that directory is a valid checkpoint is checked when it is read.
+    """The checkpoint directory that ``path`` names, by the rule of the module docstring (an existing path always
+    wins over a shipped model's name); whether it is a valid checkpoint is checked when it is read.
 
     Raises:
-        CheckpointError: one line naming ``path``: it does not exist (a bare name that is no shipped model's:
-            the shipped names are listed), it is a file (pickle formats named as such), or it is a directory that
-            is neither kind.
+        CheckpointError: one line naming ``path``: it does not exist (the shipped names are listed for a bare name),
+            it is a file (pickle formats named as such), or it is a directory that is neither kind.
     """
     path = Path(path)
     if not path.exists():
@@ -90,7 +86,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def _shipped(path: Path) -> Path:
     """A path that does not exist: the shipped model of that name (:func:`attnkit.pretrained.find_shipped`), or
-    refused in one line (a bare name is also not a shipped model's: they are listed)."""
+    refused in one line."""
     from attnkit.pretrained import find_shipped
 
     if len(path.parts) != 1 or str(path).startswith("."):
@@ -102,22 +98,15 @@ def _shipped(path: Path) -> Path:
 
 
 def read_config(directory: str | Path) -> dict[str, Any]:
-    """The model config saved with the checkpoint at ``directory`` (config.json without its ``"attnkit"`` section).
-
-    Raises:
-        CheckpointError: ``directory`` is not a valid attnkit checkpoint.
-    """
+    """The model config saved with the checkpoint at ``directory`` (config.json without its ``"attnkit"`` section);
+    CheckpointError when ``directory`` is not a valid attnkit checkpoint."""
     _, config = _open_checkpoint(directory)
     return {key: value for key, value in config.items() if key != SECTION}
 
 
 def read_config_of_kind(directory: str | Path, kind: str) -> dict[str, Any]:
     """:func:`read_config` of a checkpoint that must hold a ``kind`` model (``"classifier"``, ``"seq2seq"``,
-    ``"vision"``), without its ``"kind"`` key.
-
-    Raises:
-        CheckpointError: not a valid attnkit checkpoint, or one of another kind.
-    """
+    ``"vision"``), without its ``"kind"`` key; CheckpointError for one of another kind."""
     values = read_config(directory)
     found = values.pop("kind", None)
     if found != kind:
@@ -126,11 +115,8 @@ def read_config_of_kind(directory: str | Path, kind: str) -> dict[str, Any]:
 
 
 def read_metadata(directory: str | Path) -> dict[str, Any]:
-    """The ``"attnkit"`` section of the checkpoint's config.json: format, versions, files, and ``"metadata"``.
-
-    Raises:
-        CheckpointError: ``directory`` is not a valid attnkit checkpoint.
-    """
+    """The ``"attnkit"`` section of the checkpoint's config.json: format, versions, files, and ``"metadata"``;
+    CheckpointError when ``directory`` is not a valid attnkit checkpoint."""
     _, config = _open_checkpoint(directory)
     return dict(config[SECTION])
 
@@ -140,9 +126,6 @@ def load_model_weights(model: nn.Module, directory: str | Path) -> None:
 
     Every name and shape is checked before the model is touched: a missing or unexpected tensor or a shape that
     differs raises a CheckpointError listing them, and the model is left unchanged.
-
-    Raises:
-        CheckpointError: ``directory`` is not a valid attnkit checkpoint, or its weights do not fit ``model``.
     """
     path, _ = _open_checkpoint(directory)
     weights_path = path / WEIGHTS_FILE
@@ -173,12 +156,8 @@ def load_model_weights(model: nn.Module, directory: str | Path) -> None:
 
 
 def read_trainer_state(directory: str | Path) -> dict[str, Any]:
-    """The trainer state saved with :func:`save_checkpoint` (tensors on the CPU).
-
-    Raises:
-        CheckpointError: not a valid checkpoint, no trainer state in it (a weights-only checkpoint such as
-            ``best/``), or the two trainer-state files do not match each other.
-    """
+    """The trainer state saved with :func:`save_checkpoint` (tensors on the CPU); CheckpointError when there is
+    none (a weights-only checkpoint such as ``best/``) or its two files do not match each other."""
     path, config = _open_checkpoint(directory)
     json_path, tensors_path = path / STATE_JSON_FILE, path / STATE_TENSORS_FILE
     if not config[SECTION].get("trainer_state") or not json_path.is_file() or not tensors_path.is_file():
@@ -249,12 +228,12 @@ def _not_a_directory(path: Path) -> str:
     return f"{path}: is a file, not a checkpoint directory (expected a directory with {WEIGHTS_FILE} and {CONFIG_FILE})"
 
 
+@dataclass
 class _Header:
     """Names, shapes and metadata of a safetensors file, read without loading any tensor."""
 
-    def __init__(self, shapes: dict[str, tuple[int, ...]], metadata: dict[str, str]):
-        self.shapes = shapes
-        self.metadata = metadata
+    shapes: dict[str, tuple[int, ...]]
+    metadata: dict[str, str]
 
 
 def _read_header(path: Path) -> _Header:

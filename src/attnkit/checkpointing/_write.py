@@ -45,22 +45,13 @@ def save_checkpoint(
     trainer_state: Mapping[str, Any] | None = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write ``model`` as a checkpoint directory at ``directory``, atomically replacing any checkpoint there.
+    """Write ``model`` (unwrap DDP first) as a checkpoint directory at ``directory``, atomically replacing any
+    checkpoint there; return the directory.
 
-    Args:
-        directory: the checkpoint directory to (re)place; its parent is created if needed.
-        model: the module whose ``state_dict()`` is saved (unwrap DDP first: pass ``ddp.module``).
-        model_config: JSON-serialisable options that rebuild the model; written at the top level of
-            ``config.json``. The key ``"attnkit"`` is reserved.
-        extra_files: ``{name in the checkpoint: source path}``, e.g. ``{"tokenizer.json": path}``; copied in.
-        trainer_state: for resumable checkpoints, any nest of dicts, lists, tuples, scalars, strings and tensors
-            (an optimizer's ``state_dict()`` fits): tensors go to ``trainer_state.safetensors``, the rest to
-            ``trainer_state.json``. Read it back with :func:`read_trainer_state`.
-        metadata: JSON-serialisable facts about the checkpoint (epoch, metrics, ...), kept in the ``"attnkit"``
-            section of ``config.json``; non-finite floats are written as ``null``.
-
-    Returns:
-        The checkpoint directory.
+    ``model_config`` (JSON options that rebuild the model) goes to the top level of ``config.json``, whose key
+    ``"attnkit"`` is reserved for ``metadata`` (epoch, metrics, ...; non-finite floats written as ``null``).
+    ``extra_files``: ``{name in the checkpoint: source path}``, copied in. ``trainer_state``: for resumable
+    checkpoints, any nest of dicts, lists, tuples, scalars, strings and tensors (an optimizer's ``state_dict()``).
 
     Raises:
         ValueError: ``model_config``, ``extra_files`` or ``trainer_state`` cannot be stored as described.
@@ -86,9 +77,8 @@ def save_checkpoint(
         if state_json is not None:
             _write_bytes(staging / STATE_TENSORS_FILE, save(state_tensors, metadata={"format": "pt"}))
             _write_bytes(staging / STATE_JSON_FILE, state_json.encode("utf-8"))
-        _write_bytes(
-            staging / CONFIG_FILE, config_text.encode("utf-8")
-        )  # written last: a directory with a config is complete
+        # written last: a directory with a config is complete
+        _write_bytes(staging / CONFIG_FILE, config_text.encode("utf-8"))
         _fsync_dir(staging)
         _publish(staging, target)
     except BaseException:
@@ -98,11 +88,8 @@ def save_checkpoint(
 
 
 def recover_checkpoint(directory: str | Path) -> None:
-    """Repair what a save interrupted by a crash left next to ``directory``.
-
-    If ``directory`` is missing but its previous version survives as ``.<name>.old`` (the process died between
-    the two renames of a save), that version is moved back. Leftover temporary directories are deleted.
-    """
+    """Repair what a save interrupted by a crash left next to ``directory``: its previous version ``.<name>.old``
+    is moved back when ``directory`` is missing, and leftover temporary directories are deleted."""
     target = Path(directory)
     parent = target.parent
     if not parent.is_dir():
@@ -178,11 +165,8 @@ def _check_extra_files(extra_files: Mapping[str, str | Path] | None) -> dict[str
 
 
 def _weights_to_save(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """The state_dict as contiguous CPU tensors, each storage once: ``(tensors, {alias: stored name})``.
-
-    Tied parameters (the same tensor under two names) are stored once and restored through the alias; other
-    tensors that share memory with an earlier one (overlapping views) are cloned, as safetensors requires.
-    """
+    """The state_dict as contiguous CPU tensors, each storage once: ``(tensors, {alias: stored name})``. Tied
+    parameters are stored once; other tensors sharing memory with an earlier one are cloned (safetensors wants so)."""
     tensors: dict[str, torch.Tensor] = {}
     aliases: dict[str, str] = {}
     views: dict[tuple, str] = {}
@@ -202,9 +186,6 @@ def _weights_to_save(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[st
         storages.add(storage)
         tensors[name] = tensor.cpu().contiguous()
     return tensors, aliases
-
-
-# ------------------------------------------------------------------------------------------------- helpers
 
 
 def _finite_or_null(value: Any) -> Any:

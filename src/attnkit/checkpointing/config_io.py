@@ -44,31 +44,20 @@ class JsonConfig:
 
     @classmethod
     def from_dict(cls: type[Config], values: Mapping[str, Any]) -> Config:
-        """Rebuild from :meth:`to_dict`.
-
-        Raises:
-            ValueError: unknown or missing keys, a value whose type does not match its field (ints are accepted
-                where a float is expected), or whatever the config's own ``__post_init__`` refuses.
-        """
+        """Rebuild from :meth:`to_dict`; ValueError for unknown or missing keys, a value whose type does not match
+        its field (ints are accepted where a float is expected), or whatever ``__post_init__`` refuses."""
         return _build(cls, values, where="")
 
 
 def check_json(value: Any, hint: Any, *, label: str) -> Any:
     """``value`` checked against any annotation (``dict[str, Row]``, ``list[Run]``, a schema class): the value
-    with nested schema objects built. Errors start with ``label`` and name the field's path.
-
-    Raises:
-        ValueError: the first field that does not fit.
-    """
+    with nested schema objects built; a ValueError starting with ``label`` names the first field that does not fit."""
     return _checked(value, hint, where="", label=label)
 
 
 def read_json_value(path: str | Path) -> Any:
-    """The JSON value in ``path``, unchecked.
-
-    Raises:
-        ValueError: one line starting with ``path``: unreadable, not UTF-8, or malformed JSON (with line and column).
-    """
+    """The JSON value in ``path``, unchecked; ValueError in one line starting with ``path``: unreadable, not UTF-8,
+    or malformed JSON (with line and column)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -84,12 +73,8 @@ def read_json_value(path: str | Path) -> Any:
 
 
 def read_json_file(path: str | Path, schema: Any, *, label: str | None = None) -> Any:
-    """The JSON in ``path`` as ``schema`` (a :class:`JsonConfig` class, or any annotation with ``label``).
-
-    Raises:
-        ValueError: one line starting with ``path``: unreadable, not UTF-8, malformed JSON (with line and
-            column), or a field the schema refuses (named).
-    """
+    """The JSON in ``path`` as ``schema`` (a :class:`JsonConfig` class, or any annotation with ``label``); errors as
+    :func:`read_json_value`'s, or a field the schema refuses (named)."""
     path = Path(path)
     values = read_json_value(path)
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 from torch.utils.data import Dataset, Sampler
@@ -40,7 +41,7 @@ Document = Sequence[Sequence[int]]  # sentences of token ids
 
 
 class _ReplicaBatchSampler(Sampler[list[int]]):
-    """Shared machinery: epochs, seeds and the split of global batches across replicas."""
+    """Shared machinery: epochs, seeds and the split of global batches across replicas (see the module docstring)."""
 
     def __init__(
         self,
@@ -58,13 +59,8 @@ class _ReplicaBatchSampler(Sampler[list[int]]):
         if num_replicas < 1 or not 0 <= rank < num_replicas:
             raise ValueError(f"need num_replicas >= 1 and 0 <= rank < num_replicas, got {num_replicas}, {rank}")
         self.lengths = torch.as_tensor(lengths, dtype=torch.long).flatten()
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-        self.num_replicas = num_replicas
-        self.rank = rank
-        self.seed = seed
-        self.epoch = 0
+        self.batch_size, self.shuffle, self.drop_last = batch_size, shuffle, drop_last
+        self.num_replicas, self.rank, self.seed, self.epoch = num_replicas, rank, seed, 0
 
     @property
     def global_batch_size(self) -> int:
@@ -98,35 +94,18 @@ class _ReplicaBatchSampler(Sampler[list[int]]):
 
 
 class BucketBatchSampler(_ReplicaBatchSampler):
-    """Batches of items with similar lengths, in random order.
+    """Batches of items with similar lengths (one per item: tokens, or any cost padding scales with), in random order.
 
-    Each epoch: shuffle all indices, cut them into pools of ``pool_batches`` global batches, sort each pool by
-    length (ties keep their shuffled order), cut pools into batches, and shuffle the batches. Items thus meet
-    different neighbours every epoch while each batch carries little padding. With ``shuffle=False`` the
-    order is fixed: pools of consecutive indices, each sorted by length, batches in that order (evaluation).
-
-    Args:
-        lengths: one length per dataset item (tokens, or any cost that padding scales with).
-        batch_size: items per batch on each replica.
-        pool_batches: global batches per sorting pool; ``None`` sorts the whole epoch at once.
-        shuffle, drop_last, num_replicas, rank, seed: see the module docstring.
+    Each epoch: shuffle all indices, cut them into pools of ``pool_batches`` global batches (None: one pool), sort
+    each pool by length (ties keep their shuffled order), cut pools into batches, and shuffle the batches. With
+    ``shuffle=False`` the order is fixed: pools of consecutive indices, each sorted by length (evaluation). The
+    other options (``shuffle``, ``drop_last``, ``num_replicas``, ``rank``, ``seed``) are the module docstring's.
     """
 
     def __init__(
-        self,
-        lengths: Sequence[int] | torch.Tensor,
-        batch_size: int,
-        *,
-        pool_batches: int | None = 50,
-        shuffle: bool = True,
-        drop_last: bool = False,
-        num_replicas: int = 1,
-        rank: int = 0,
-        seed: int = 0,
+        self, lengths: Sequence[int] | torch.Tensor, batch_size: int, *, pool_batches: int | None = 50, **options: Any
     ) -> None:
-        super().__init__(
-            lengths, batch_size, shuffle=shuffle, drop_last=drop_last, num_replicas=num_replicas, rank=rank, seed=seed
-        )
+        super().__init__(lengths, batch_size, **options)
         if pool_batches is not None and pool_batches < 1:
             raise ValueError(f"pool_batches must be at least 1 or None, got {pool_batches}")
         self.pool_batches = pool_batches
@@ -159,12 +138,8 @@ class RandomBatchSampler(_ReplicaBatchSampler):
 
 
 class EncodedDataset(Dataset):
-    """Encoded documents and their labels, as ``(item, label)`` pairs for the collate functions.
-
-    ``items[i]`` is a list of token ids (flat models) or a list of sentences of token ids (HAN); ``labels`` may
-    be ``None`` for prediction. ``lengths[i]`` is the number of tokens in item ``i`` (summed over sentences),
-    ready for :class:`BucketBatchSampler`.
-    """
+    """Encoded documents (token ids, or sentences of token ids for the HAN) and their labels (None to predict), as
+    ``(item, label)`` pairs; ``lengths[i]`` counts item ``i``'s tokens, for :class:`BucketBatchSampler`."""
 
     def __init__(self, items: Sequence[Sequence[int]] | Sequence[Document], labels: Sequence[int] | None = None):
         if labels is not None and len(labels) != len(items):
@@ -186,7 +161,9 @@ def _token_count(item: Sequence[int] | Document) -> int:
     return len(item)
 
 
-class _TensorFields:
+class TensorFields:
+    """``to`` and ``pin_memory`` for a dataclass of tensors (fields that are None stay None)."""
+
     def to(self, device: torch.device | str, *, non_blocking: bool = False):
         """A copy with every tensor moved to ``device``."""
         moved = {
@@ -202,7 +179,7 @@ class _TensorFields:
 
 
 @dataclass
-class TokenBatch(_TensorFields):
+class TokenBatch(TensorFields):
     """A padded batch of flat documents.
 
     Attributes:
@@ -219,7 +196,7 @@ class TokenBatch(_TensorFields):
 
 
 @dataclass
-class DocumentBatch(_TensorFields):
+class DocumentBatch(TensorFields):
     """A padded batch of documents as sentences of tokens (HAN).
 
     Attributes:
@@ -249,11 +226,8 @@ def collate_tokens(items: Sequence[tuple[Sequence[int], int | None]], *, pad_id:
 
 
 def collate_documents(items: Sequence[tuple[Document, int | None]], *, pad_id: int = 0) -> DocumentBatch:
-    """Pad ``(sentences, label)`` pairs to the batch's most sentences and longest sentence.
-
-    Returns:
-        :class:`DocumentBatch` with ``token_ids``/``word_mask`` ``[B, S, W]`` and ``sentence_mask`` ``[B, S]``.
-    """
+    """Pad ``(sentences, label)`` pairs to the batch's most sentences and longest sentence: a
+    :class:`DocumentBatch` with ``token_ids``/``word_mask`` ``[B, S, W]`` and ``sentence_mask`` ``[B, S]``."""
     sentences = max([len(doc) for doc, _ in items] + [1])
     words = max([len(s) for doc, _ in items for s in doc] + [1])
     sentence_lengths = torch.tensor(

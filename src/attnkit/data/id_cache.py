@@ -1,26 +1,22 @@
 """A stream's training rows tokenised once and kept on disk as ids, read instead of the text at every later
 epoch (layer 5).
 
-:class:`EncodedStride` tokenises a streamed file once: the first epoch reads this rank's rows from the text, encodes
-them a chunk at a time in file order and writes their ids to an entry beside the scan's cache; once the stride has
-been read to its end the entry is committed (a directory renamed into place), and every later epoch, and every
-later run with the same key (a resumed one, a warm re-run), reads the ids instead. This is fairseq's binarised
-shard, made by the first epoch instead of a preprocessing step, so the first optimiser step does not wait for it.
+:class:`EncodedStride`: the first epoch reads this rank's rows from the text, encodes them a chunk at a time and
+writes their ids to an entry beside the scan's cache, committed (renamed into place) once the stride has been read
+to its end; every later epoch and run with the same key reads the ids instead. This is fairseq's binarised shard,
+made by the first epoch instead of a preprocessing step. The entry's format and checks are in
+:mod:`attnkit.data.id_cache_entry`: a damaged or stale entry is never read but made again.
 
-An entry's format, its checksums, range checks and the content key that tells a stale entry are in
-:mod:`attnkit.data.id_cache_entry`: an entry made from other content than the text's, or damaged, is never read
-but made again by the next epoch that reads the text.
-
-An entry is written in a temporary folder beside it (``.ids-HASH.PID.RANDOM.tmp``), renamed into place when whole;
-a writer stopped in its middle deletes it, and a killed one's (``kill -9``) is deleted by the next writer in that
-folder once its process is gone. The files are read a chunk of rows at a time with plain sequential reads, not mapped: a mapping's pages would
-count against the process's resident memory up to the size of the file. A :class:`Codec` turns an encoded item
-into its sequences and integers and back (:data:`LABELLED_IDS`, :data:`LABELLED_DOCUMENTS`, :data:`PAIR_IDS`).
+A writer works in a temporary folder beside the entry (``.ids-HASH.PID.RANDOM.tmp``); a killed writer's folder is
+deleted by the next writer once its process is gone. The files are read with plain sequential reads, not mapped:
+a mapping's pages would count against the process's resident memory up to the size of the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -83,9 +79,8 @@ def id_cache_dir(scan_dir: Path, *parts: object) -> Path:
 
 
 def remove_stale_temporaries(scan_dir: Path) -> list[Path]:
-    """Delete the temporary entries (``.ids-*.PID.RANDOM.tmp``) that writers killed before their commit left in
-    ``scan_dir`` (a ``kill -9`` runs no clean-up), and return them: those whose process is no longer running on
-    this machine. A live writer's folder is left alone."""
+    """Delete and return the temporary entries (``.ids-*.PID.RANDOM.tmp``) in ``scan_dir`` whose writer process is
+    no longer running here (a ``kill -9`` runs no clean-up); a live writer's folder is left alone."""
     removed = []
     for path in Path(scan_dir).glob(".ids-*.tmp"):
         parts = path.name.split(".")  # ["", "ids-HASH", PID, RANDOM, "tmp"]
@@ -104,15 +99,13 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):  # someone else's process, or no way to tell: leave its folder
+    except OSError:  # someone else's process, or no way to tell: leave its folder
         return True
     return True
 
 
 class _Writer:
-    """Writes an entry into a private temporary directory; :meth:`commit` renames it into place. The directory
-    is named after the writing process (``.ids-HASH.PID.RANDOM.tmp``), so that the next writer in that folder can
-    tell a killed writer's leftovers (:func:`remove_stale_temporaries`) from a live one's."""
+    """Writes an entry into a temporary directory named after its process; :meth:`commit` renames it into place."""
 
     def __init__(self, directory: Path, codec: Codec, content: str) -> None:
         self.directory, self.codec, self.content = directory, codec, content
@@ -189,21 +182,10 @@ class EncodedStride:
     cache as they go by): the ``rows`` of a :class:`~attnkit.data.streaming.StreamedBatches` built with
     ``strided=True``.
 
-    Args:
-        rows: opens the text stream afresh: every training row, in file order.
-        encode: a list of rows -> their encoded items, one per row, each depending on its row alone.
-        codec: how an item is stored.
-        directory: the cache entry (:func:`id_cache_dir`); None: no cache (every call reads the text).
-        world, rank: the ranks sharing the stream, and this one: rows ``rank, rank + world, ...`` are this rank's.
-        limit: the most rows a rank reads (``StreamedBatches.rows_per_rank``); the entry is committed when it is
-            reached or the text ends.
-        chunk_rows: rows encoded (or read from the cache) at a time.
-        content: the text's content key (:func:`file_content_key` of the file); an entry made from other
-            content is stale and made again. None: the entry is not checked against the text.
-        limits: each stored sequence's and scalar's exclusive upper bound (:class:`IdCache`): a vocabulary size,
-            a number of labels.
-
-    ``epochs_from_cache`` counts the whole passes read from the cache.
+    ``encode`` must map each row alone. ``directory`` None: no cache. ``limit``: the most rows a rank reads; the
+    entry is committed when it is reached or the text ends. ``content`` gives the text's content key (None: not
+    checked); ``limits`` bound the stored values (:class:`IdCache`). ``epochs_from_cache`` counts the whole passes
+    read from the cache.
     """
 
     def __init__(
@@ -264,29 +246,22 @@ class EncodedStride:
     def _from_text(self) -> Iterator[Any]:
         writer = None
         if self.directory is not None:
-            try:
+            with contextlib.suppress(OSError):  # a read-only cache: every epoch reads the text
                 writer = _Writer(self.directory, self.codec, self.content())
-            except OSError:  # a read-only cache: every epoch reads the text
-                writer = None
-        pending: list[Any] = []
+        # this rank's rows (rank, rank + world, ...), at most limit of them
+        rows = itertools.islice(itertools.islice(self.rows(), self.rank, None, self.world), self.limit)
         taken = 0
         try:
-            for index, row in enumerate(self.rows()):
-                if index % self.world != self.rank:
-                    continue
-                pending.append(row)
-                taken += 1
-                last = taken == self.limit
-                if len(pending) == self.chunk_rows or last:
-                    items = self._encoded(pending, writer, last=last)
-                    writer = None if last else writer
-                    pending = []
-                    yield from items
-                    if last:
-                        return
-            items = self._encoded(pending, writer, last=True)
-            writer = None
-            yield from items
+            while True:
+                chunk = list(itertools.islice(rows, self.chunk_rows))
+                taken += len(chunk)
+                last = len(chunk) < self.chunk_rows or taken == self.limit
+                items = self._encoded(chunk, writer, last=last)
+                if last:
+                    writer = None
+                yield from items
+                if last:
+                    return
         finally:
             if writer is not None:  # stopped early or failed: nothing half-written is kept
                 writer.discard()

@@ -11,17 +11,11 @@ An entry (all integers little-endian)::
 
 An entry is used only when it is whole, made from the text as it is now and intact: :meth:`IdCache.verified`
 reads it through once before use, checking each file's SHA-256 and every value's range (an id below the
-vocabulary's size, a label below the number of labels); a damaged or stale entry is never read, it is made again
-(and replaces the old one) from the text.
+vocabulary's size, a label below the number of labels).
 
 The content key is the SHA-256 of the text file's **whole bytes** (:func:`file_content_key`), not of sampled blocks:
-a sample misses the edit that matters most, a label flipped in place, the file's size and modification time kept
-(``cp -p``, ``rsync -t``, ``tar x``) -- the fingerprint of size, time and end blocks that keys the scan does not
-see it. A full hash is affordable: a sequential read at ~1.4 GB/s (SHA-256 with the CPU's SHA extensions), a
-fraction of a second for the 150 MB file of the benchmarks, against the tokenising the cache saves; it is computed
-once per process, again only when the file's change time moves (which no copy can set back). The scan a stream
-caches (vocabulary, labels, counts: :mod:`attnkit.data.classify.text_stream`, :mod:`attnkit.data.seq2seq.pair_stream`)
-records the same key (:func:`record_content`) and is made again when it no longer matches (:func:`content_matches`).
+a sample misses a label flipped in place with the file's size and modification time kept (``cp -p``, ``rsync -t``,
+``tar x``). A stream's cached scan records the same key (:func:`record_content`, :func:`content_matches`).
 """
 
 from __future__ import annotations
@@ -47,14 +41,8 @@ Record = tuple[tuple[list[int], ...], tuple[int, ...]]
 
 @dataclass(frozen=True)
 class Codec:
-    """How an encoded item is stored: ``sequences`` id lists and ``scalars`` integers per row.
-
-    Attributes:
-        name: part of the cache key.
-        sequences, scalars: how many of each a row has (``K`` and ``M``).
-        to_record: item -> ``(K id lists, M integers)``.
-        from_record: ``(K id lists, M integers)`` -> the item, equal to the one stored.
-    """
+    """How an encoded item is stored: ``sequences`` (K) id lists and ``scalars`` (M) integers per row;
+    ``to_record`` maps an item to ``(K id lists, M integers)``, ``from_record`` back; ``name`` is part of the key."""
 
     name: str
     sequences: int
@@ -66,12 +54,8 @@ class Codec:
 class IdCache:
     """One entry's directory: :meth:`verified` says whether it can be used, :meth:`read` reads it.
 
-    Args:
-        directory: the entry.
-        codec: how its items are stored.
-        content: the content key of the text it must have been made from (:func:`file_content_key`); None: any.
-        limits: the exclusive upper bound of each of the ``K`` sequences' values and ``M`` scalars (None: no
-            bound), every value also at least 0; None: not checked.
+    ``content``: the key of the text it must have been made from (None: any). ``limits``: the exclusive upper bound
+    of each of the K sequences' values and M scalars (None: no bound), every value also at least 0.
     """
 
     def __init__(
@@ -194,9 +178,8 @@ _CONTENT_KEYS: dict[tuple, str] = {}
 
 
 def file_content_key(path: str | Path) -> str:
-    """The SHA-256 of the whole file ``path`` (with its size), computed once per process for as long as its
-    device, inode, size, modification and change times stay the same (``ctime`` cannot be set back by
-    ``cp -p``, ``rsync -t`` or ``tar x``, so any rewrite computes it again)."""
+    """The SHA-256 of the whole file ``path`` (with its size), computed again only when its device, inode, size,
+    modification or change time moves (``ctime`` cannot be set back, so any rewrite computes it again)."""
     stat = os.stat(path)
     signature = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     if signature not in _CONTENT_KEYS:
@@ -209,8 +192,7 @@ def file_content_key(path: str | Path) -> str:
 
 
 def record_content(directory: Path, key: str) -> None:
-    """Write the content key ``key`` of the file whose scan is cached in ``directory`` (a scan's cache entry, keyed
-    by the file's cheap fingerprint: this is what tells a stale one)."""
+    """Write the content key ``key`` of the file whose scan is cached in ``directory`` (what tells a stale entry)."""
     (directory / CONTENT_FILE).write_text(key, encoding="ascii")
 
 

@@ -6,8 +6,9 @@
 
 The test split is fixed: within each class, images are ordered by ``sha256(f"{seed}:{index}")`` (``index`` = the
 image's position in scikit-learn's file, ``seed`` = :data:`SPLIT_SEED`) and the first ``round(0.2 · n)`` are
-held out. It depends on neither library versions nor the training seed. :func:`~attnkit.data.classification.stratified_split`
-(the same function the text classifiers use, keyed by :func:`image_keys`) carves the validation split from the training images the same way, with the training seed.
+held out. It depends on neither library versions nor the training seed. The validation split is carved from the
+training images the same way, with the training seed (:func:`~attnkit.data.classification.stratified_split`, keyed
+by :func:`image_keys`).
 
 Pixels are scaled to [0, 1] (digits are stored as 0..16, light strokes on a dark background).
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from attnkit.data.batching import TensorFields
 from attnkit.data.builtin import BuiltinDataSet, load_from, table
 from attnkit.data.classification import stratified_split
 from attnkit.data.reading import DataError
@@ -50,14 +52,7 @@ TEST_FRACTION = 0.2
 
 @dataclass
 class ImageClassificationData:
-    """Train and test images with integer labels.
-
-    Attributes:
-        name: the dataset's name.
-        train_images, test_images: ``[N, C, H, W]`` float32 in [0, 1].
-        train_labels, test_labels: ``[N]`` long, indices into ``label_names``.
-        label_names: the class names.
-    """
+    """Train and test images ``[N, C, H, W]`` float32 in [0, 1], labels ``[N]`` long (indices into ``label_names``)."""
 
     name: str
     train_images: torch.Tensor
@@ -94,11 +89,8 @@ def data_set_names() -> list[str]:
 
 
 def load_data_set(name: str) -> ImageClassificationData:
-    """A built-in image data set (see the table above) with its fixed train/test split.
-
-    Raises:
-        DataError: an unknown name (listing the known ones), or scikit-learn missing.
-    """
+    """A built-in image data set (see the table above) with its fixed train/test split; DataError for an unknown
+    name (listing the known ones), or scikit-learn missing."""
     return load_from(DATA_SETS, name)
 
 
@@ -135,16 +127,11 @@ def image_keys(count: int) -> list[str]:
 
 
 @dataclass
-class ImageBatch:
+class ImageBatch(TensorFields):
     """Images ``[B, C, H, W]`` float and labels ``[B]`` long."""
 
     images: torch.Tensor
     labels: torch.Tensor
-
-    def to(self, device: torch.device | str, *, non_blocking: bool = False) -> ImageBatch:
-        """A copy on ``device``."""
-        moved = {f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)}
-        return ImageBatch(**moved)
 
 
 def random_shift(images: torch.Tensor, max_shift: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -180,9 +167,8 @@ def image_batches(
     """``epoch -> batches`` of ``images [N, C, H, W]`` and ``labels [N]``.
 
     With ``shuffle``, epoch ``e``'s order comes from a generator seeded by ``(seed, e)``, the same on every
-    replica; each replica then takes every ``num_replicas``-th image of the order (the order cut to a multiple
-    of ``num_replicas`` first, so replicas get equal batches). ``max_shift`` > 0 augments by random translations
-    drawn from the global generator (which the training loop reseeds every epoch).
+    replica; each replica takes every ``num_replicas``-th image of the order, cut to a multiple of ``num_replicas``
+    first (equal batches). ``max_shift`` > 0 augments by random translations drawn from the global generator.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -213,10 +199,8 @@ def read_image_file(path: str | Path, shape: Sequence[int]) -> torch.Tensor:
       averaging when shrinking), and inverted when its border is brighter than its centre, so that a dark digit
       drawn on white paper looks like the light-on-dark digits the built-in data holds. Grey models only (C = 1).
 
-    Each image is then stretched to [0, 1] by its own minimum and maximum.
-
-    Raises:
-        DataError: the file cannot be read, or holds images of another size.
+    Each image is then stretched to [0, 1] by its own minimum and maximum. DataError: the file cannot be read, or
+    holds images of another size.
     """
     import numpy as np
 
@@ -264,10 +248,8 @@ def _picture(path: Path, height: int, width: int) -> torch.Tensor:
     if grey.dim() != 2 or min(grey.shape) < 1:
         raise DataError(f"{path}: expected a 2-D picture, got an array of shape {tuple(array.shape)}")
     border = torch.cat([grey[0], grey[-1], grey[:, 0], grey[:, -1]]).mean()
-    centre = grey[
-        grey.shape[0] // 4 : -(grey.shape[0] // 4) or None, grey.shape[1] // 4 : -(grey.shape[1] // 4) or None
-    ]
-    if border > centre.mean():
+    top, left = grey.shape[0] // 4, grey.shape[1] // 4
+    if border > grey[top : -top or None, left : -left or None].mean():  # the centre's
         grey = grey.max() - grey
     shrinking = grey.shape[0] >= height and grey.shape[1] >= width
     mode = "area" if shrinking else "bilinear"

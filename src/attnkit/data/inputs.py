@@ -15,12 +15,11 @@ __all__ = ["as_pairs", "as_texts"]
 
 
 def as_texts(texts: str | Iterable[str], *, what: str = "text") -> list[str]:
-    """``texts`` as a list of non-empty strings: a ``str`` is one text, any other iterable its items.
+    """``texts`` as a list of non-empty strings: a ``str`` is one text, any other iterable its items (none: ``[]``).
 
     Raises:
-        TypeError: ``texts`` is neither a ``str`` nor an iterable (say, ``None``), or an item is not a ``str``
-            (naming its index and type).
-        ValueError: an item that is empty or only whitespace (naming its index). No items at all is ``[]``.
+        TypeError: ``texts`` is neither a ``str`` nor an iterable (say, ``None``), or an item is not a ``str``.
+        ValueError: an item that is empty or only whitespace (naming its index).
     """
     if isinstance(texts, str):
         texts = [texts]
@@ -41,10 +40,7 @@ def as_pairs(
     """``evaluate(sources, targets)``'s arguments — the shape of ``Classifier.evaluate(texts, labels)`` — as
     ``(pairs, references)``: ``sources`` as :func:`as_texts` reads them, ``targets`` one per source, each a ``str``
     or a non-empty sequence of acceptable ``str`` (the first is the pair's target, the teacher-forced loss's).
-
-    Raises:
-        TypeError / ValueError: as :func:`as_texts`, for sources and for targets (naming the index); the two
-            lengths differ; no sources.
+    TypeError / ValueError as :func:`as_texts`, and ValueError when the two lengths differ or there are no sources.
     """
     texts = as_texts(sources, what="source")
     targets = [targets] if isinstance(targets, str) else targets

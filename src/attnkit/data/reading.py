@@ -38,34 +38,27 @@ class DataError(ValueError):
 
 
 def read_utf8(path: str | Path) -> str:
-    """The file's text (UTF-8, BOM allowed).
-
-    Raises:
-        DataError: ``file: ...`` when the path is missing, a directory, unreadable or not a valid path;
-            ``file:line: ...`` for bytes that are not UTF-8.
-    """
+    """The file's text (UTF-8, BOM allowed); DataError ``file: ...`` as :func:`open_binary` says, ``file:line: ...``
+    for bytes that are not UTF-8."""
     path = Path(path)
     with open_binary(path) as handle:
-        raw = handle.read()
-    return decode_utf8(raw, str(path))
+        return decode_utf8(handle.read(), str(path))
 
 
 def decode_utf8(raw: bytes, name: str) -> str:
-    """``raw`` decoded as UTF-8 (a leading BOM dropped).
-
-    Raises:
-        DataError: ``name:line: byte 0x.. at column C is not valid UTF-8; ...`` (line and byte column 1-based,
-            columns counted from the start of the line in the file as saved).
-    """
+    """``raw`` decoded as UTF-8 (a leading BOM dropped); DataError ``name:line: byte 0x.. at column C is not valid
+    UTF-8; ...`` (line and byte column 1-based, in the file as saved)."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         start = error.start + (len(_BOM) if raw.startswith(_BOM) else 0)
         line = raw.count(b"\n", 0, start) + 1
-        column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
-        raise DataError(
-            f"{name}:{line}: byte 0x{raw[start]:02x} at column {column} is not valid UTF-8; save the file as UTF-8"
-        ) from None
+        raise not_utf8(name, line, raw[start], start - raw.rfind(b"\n", 0, start)) from None
+
+
+def not_utf8(name: str, line: int, byte: int, column: int) -> DataError:
+    """The error for a byte that is not UTF-8 at ``name:line``, byte ``column`` (1-based)."""
+    return DataError(f"{name}:{line}: byte 0x{byte:02x} at column {column} is not valid UTF-8; save the file as UTF-8")
 
 
 def split_lines(text: str) -> list[str]:
@@ -85,13 +78,9 @@ def split_lines(text: str) -> list[str]:
 def read_lines(source: str | Path | IO) -> list[str]:
     """The lines of a file, or of an open stream such as ``sys.stdin``, split by :func:`split_lines`.
 
-    Blank lines are kept, so the result lines up with the input (one output per input line). A stream is read
-    through its binary buffer when it has one (``sys.stdin.buffer``), so bytes that are not UTF-8 are reported
-    with their line whatever the locale; read it before anything else reads from it.
-
-    Raises:
-        DataError: ``file: ...`` / ``file:line: ...`` as :func:`read_utf8`; streams are named by their ``name``
-            attribute (``<stdin>``).
+    Blank lines are kept, so the result lines up with the input. A stream is read through its binary buffer when
+    it has one (``sys.stdin.buffer``), so bytes that are not UTF-8 are reported with their line whatever the
+    locale. Errors are :func:`read_utf8`'s, a stream named by its ``name`` (``<stdin>``).
     """
     if isinstance(source, (str, Path)):
         return split_lines(read_utf8(source))
@@ -107,12 +96,8 @@ def read_lines(source: str | Path | IO) -> list[str]:
 
 
 def parse_json_line(content: str) -> object:
-    """The JSON value on one line.
-
-    Raises:
-        ValueError: with a short reason (``invalid JSON (Expecting value at column 9)``) for the caller to prefix
-            with ``file:line``; also for nesting too deep to parse and for integers too long to convert.
-    """
+    """The JSON value on one line; ValueError with a short reason (``invalid JSON (Expecting value at column 9)``)
+    for the caller to prefix with ``file:line``, also for nesting too deep and integers too long to convert."""
     try:
         return json.loads(content)
     except json.JSONDecodeError as error:
@@ -140,11 +125,8 @@ def unicode_problem(text: str) -> str | None:
 
 
 def open_binary(path: Path):
-    """``path`` opened for binary reading.
-
-    Raises:
-        DataError: ``file: ...`` when the path is missing, a directory, unreadable or not a valid path.
-    """
+    """``path`` opened for binary reading; DataError ``file: ...`` when it is missing, a directory, unreadable or
+    not a valid path."""
     try:
         if path.is_dir():
             raise IsADirectoryError

@@ -11,10 +11,9 @@ pair reader (:mod:`attnkit.data.seq2seq.files`) both read through it and only ch
 - Parquet: read in record batches by ``pyarrow``; a row's "line" is its 1-based row number plus one (as if the
   column names were line 1, like a CSV header), and records are dicts of the row's values.
 
-Lines end at ``"\\n"`` only (the file is split in binary, and a ``"\\r"`` before the ``"\\n"`` is dropped), so
-U+2028, NEL and the like stay inside their line, as :mod:`attnkit.data.reading` promises. Bytes that are not
-UTF-8 raise :class:`DataError` naming the line and byte column when the stream reaches them; a file never
-has to be loaded to find its first bad row. Blank records are skipped.
+Lines end at ``"\\n"`` only (the file is split in binary, a ``"\\r"`` before the ``"\\n"`` dropped), as
+:mod:`attnkit.data.reading` promises. Bytes that are not UTF-8 raise :class:`DataError` naming the line and byte
+column when the stream reaches them. Blank records are skipped.
 
 Why not pyarrow's CSV/JSON readers for the text formats: they are faster, but they cannot name the line of a
 bad row (the ``file:line`` promise every reader here keeps), and they split CSV rows at a bare ``"\\r"``.
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.data.reading import DataError, open_binary
+from attnkit.data.reading import DataError, not_utf8, open_binary
 
 __all__ = ["BadRows", "Fingerprint", "Record", "check_delimiter", "fingerprint", "iter_records", "open_binary"]
 
@@ -41,17 +40,11 @@ _progress: dict[int, Callable[[int], None]] = {}  # open handle -> its reader's 
 
 
 class BadRows:
-    """Counts the rows ``--skip-bad-rows`` skipped, keeping the first few messages to show.
-
-    Attributes:
-        count: rows skipped so far.
-        examples: the first ``keep`` one-line messages (``file:line: reason``).
-    """
+    """Counts the rows ``--skip-bad-rows`` skipped, keeping the first ``keep`` messages (``file:line: reason``)."""
 
     def __init__(self, keep: int = 5) -> None:
-        self.count = 0
+        self.count, self.keep = 0, keep
         self.examples: list[str] = []
-        self.keep = keep
 
     def add(self, message: str) -> None:
         """Count one skipped row (and keep its message if fewer than ``keep`` are kept)."""
@@ -74,11 +67,7 @@ def _text_lines(path: Path, handle) -> Iterator[tuple[int, str]]:
         try:
             yield number, raw[skip:].decode("utf-8")
         except UnicodeDecodeError as error:
-            column = error.start + skip + 1
-            raise DataError(
-                f"{path}:{number}: byte 0x{raw[error.start + skip]:02x} at column {column} is not valid UTF-8; "
-                "save the file as UTF-8"
-            ) from None
+            raise not_utf8(str(path), number, raw[error.start + skip], error.start + skip + 1) from None
 
 
 def _strip_newline(text: str) -> str:
@@ -150,14 +139,8 @@ def _parquet(path: Path, handle) -> Iterator[tuple[int, Record]]:
 
 
 def check_delimiter(path: Path, fmt: str | None, delimiter: str) -> None:
-    """Refuse a ``--delimiter`` that is not one character (or is a quote or a line break), or that is given for a
-    file whose format ``fmt`` has no columns to separate (JSONL, Parquet). With a delimiter, a file of any other
-    suffix is read as CSV (standard quoting) with that separator.
-
-    Raises:
-        ValueError: ``--delimiter must be one character ...``.
-        DataError: ``file: --delimiter is for CSV-like files ...``.
-    """
+    """Refuse (ValueError) a ``--delimiter`` that is not one character, or is a quote or a line break, or
+    (DataError) one given for a file whose format ``fmt`` has no columns to separate (JSONL, Parquet)."""
     if len(delimiter) != 1 or delimiter in '\r\n"':
         raise ValueError(f"--delimiter must be one character (not a quote or line break), got {delimiter!r}")
     if fmt in ("jsonl", "parquet"):
@@ -174,13 +157,8 @@ def iter_records(
 
     Records are lists of fields (CSV, TSV; the header is the first one, unmarked), parsed JSON values (JSONL)
     or row dicts (Parquet, preceded by ``(0, column_names)``). A record that cannot be parsed comes as its
-    reason (a ``str``); after a malformed CSV record the file ends.
-
-    ``progress``, if given, is called now and then with the number of bytes read so far (text formats).
-    ``delimiter`` separates CSV columns (``fmt="csv"`` only).
-
-    Raises:
-        DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
+    reason (a ``str``); after a malformed CSV record the file ends. ``progress`` hears the bytes read now and then.
+    DataError: the file cannot be opened, or a line is not UTF-8 (``file:line: byte ...``).
     """
     path = Path(path)
     if fmt not in _READERS:
@@ -213,11 +191,7 @@ class Fingerprint:
 
 
 def fingerprint(path: str | Path) -> Fingerprint:
-    """The :class:`Fingerprint` of ``path`` (reads at most two megabytes).
-
-    Raises:
-        DataError: the file cannot be opened.
-    """
+    """The :class:`Fingerprint` of ``path`` (reads at most two megabytes); DataError when it cannot be opened."""
     path = Path(path)
     with open_binary(path) as handle:
         stat = os.fstat(handle.fileno())

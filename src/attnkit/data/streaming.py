@@ -12,21 +12,21 @@ batches per epoch, so no rank waits for another at a collective (a rank whose st
 uneven split or by the rows a sampled scan's count overestimated, reads its first rows again for the rest).
 The order depends only on ``(seed, epoch, rank)``: a run resumed at an epoch boundary reads the
 same batches as an uninterrupted one, and one resumed in the middle of an epoch (``from_batch``) reads the rows
-again, skips the batches it had done without collating them, and goes on with the same batches. The shuffle is the bounded one OpenNMT-py and WebDataset use: rows move at
-most about ``pool_rows`` places from their place in the file, so a file sorted by label should be shuffled once
-on disk first.
+again, skips the batches it had done without collating them, and goes on with the same batches. The shuffle is
+the bounded one OpenNMT-py and WebDataset use: rows move at most about ``pool_rows`` places from their place in the
+file, so a file sorted by label should be shuffled once on disk first.
 
 :func:`held_out` carves validation rows by a hash of the row's index, the same on every run and rank. What the
-first pass over a streamed file needs, for labelled texts and pairs alike, is here too: :data:`SAMPLE_BYTES` (the
-prefix a sampled scan reads), :func:`count_lines` and :class:`ReadProgress`; their cache is
-:func:`attnkit.data.cache.stream_cache_dir`.
+first pass over a streamed file needs is here too: :data:`SAMPLE_BYTES`, :func:`count_lines`, :class:`ReadProgress`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import itertools
+import json
 import os
 import queue
 import random
@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from attnkit.data.id_cache_entry import content_matches, record_content
+
 __all__ = [
     "SAMPLE_BYTES",
     "ReadProgress",
@@ -46,13 +48,13 @@ __all__ = [
     "count_lines",
     "held_out",
     "held_out_count",
+    "read_scan",
+    "save_scan",
     "scan_prefix_note",
 ]
 
 Row = TypeVar("Row")
 _DONE = object()
-
-
 _MASK = 2**64 - 1
 
 
@@ -75,16 +77,14 @@ def _threshold(fraction: float) -> int:
 
 def held_out(index: int, fraction: float, *, salt: str = "attnkit-valid") -> bool:
     """Whether row ``index`` (0-based, counted over the file's good rows) belongs to the validation split:
-    SplitMix64 of the index plus a key hashed from ``salt``, below ``fraction`` of its range. Deterministic; about
-    ``fraction`` of the rows are held. :func:`held_out_count` counts it over a range of indices at once."""
+    SplitMix64 of the index plus a key hashed from ``salt``, below ``fraction`` of its range."""
     if fraction <= 0:
         return False
     return _mix((index + _salt_key(salt)) & _MASK) < _threshold(fraction)
 
 
 def held_out_count(start: int, stop: int, fraction: float, *, salt: str = "attnkit-valid", chunk: int = 1 << 20) -> int:
-    """How many indices in ``[start, stop)`` :func:`held_out` holds out, computed with numpy a chunk at a time
-    (about 10 ns an index instead of a microsecond)."""
+    """How many indices in ``[start, stop)`` :func:`held_out` holds out, computed with numpy a chunk at a time."""
     import numpy as np
 
     if fraction <= 0 or stop <= start:
@@ -103,9 +103,8 @@ SAMPLE_BYTES = 64 * 2**20  # the default prefix a sampled scan reads
 
 
 def scan_prefix_note(sampled_bytes: int) -> str:
-    """What a message drawn from a first pass's rows must add when that pass read only a prefix of the file
-    (``--scan-mb``): "" after a whole-file scan, else ``"; the scan saw only the first N MB ..."``, which names
-    the option to change, so that a prefix that is not representative is never reported as the file's content."""
+    """What a message drawn from a first pass's rows must add when that pass read only a prefix of the file:
+    "" after a whole-file scan, else ``"; the scan saw only the first N MB ..."``, naming ``--scan-mb``."""
     if not sampled_bytes:
         return ""
     return (f"; the scan saw only the first {sampled_bytes / 2**20:.0f} MB of the file: give a larger --scan-mb, or "
@@ -114,13 +113,42 @@ def scan_prefix_note(sampled_bytes: int) -> str:
 
 def count_lines(path: Path, start_line: int = 0, block: int = 16 * 2**20) -> int:
     """The lines of ``path`` after line ``start_line`` (a last line without a newline counts), by counting
-    newline bytes a block at a time: about a second per gigabyte."""
+    newline bytes a block at a time."""
     lines, last = 0, b"\n"
     with path.open("rb") as handle:
         while chunk := handle.read(block):
             lines += chunk.count(b"\n")
             last = chunk[-1:]
     return max(lines + (last != b"\n") - start_line, 0)
+
+
+def read_scan(
+    directory: Path, filename: str, result_type: type, content: str, load: Callable[[Path], tuple]
+) -> tuple | None:
+    """A first pass's cached ``(result, *tokenisers)``, the result marked ``cached``; None when the entry is missing,
+    made from other content (:func:`~attnkit.data.id_cache_entry.content_matches`) or damaged."""
+    if not (directory / filename).exists() or not content_matches(directory, content):
+        return None
+    try:
+        result = result_type(**json.loads((directory / filename).read_text(encoding="utf-8")))
+        result.cached, result.seconds = True, 0.0
+        return (result, *load(directory))
+    except (ValueError, TypeError, OSError):  # a damaged entry: scan again
+        return None
+
+
+def save_scan(directory: Path, filename: str, result: Any, content: str, save: Callable[[Path], object]) -> None:
+    """Write a first pass's cache entry: the tokenisers (``save``), the content key, then the result (last, so a
+    half-written entry is never read). A read-only cache costs the next run a scan, nothing more."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        save(directory)
+        record_content(directory, content)
+        temporary = directory / (filename + ".tmp")
+        temporary.write_text(json.dumps(dataclasses.asdict(result)), encoding="utf-8")
+        temporary.replace(directory / filename)
+    except OSError:
+        pass
 
 
 class ReadProgress:
@@ -130,8 +158,7 @@ class ReadProgress:
         self.path, self.enabled, self.every = path, enabled, every
         self.size = max(path.stat().st_size, 1) if enabled else 1
         self.started = self.shown = time.monotonic()
-        self.rows = 0
-        self.position = 0
+        self.rows = self.position = 0
 
     def bytes_read(self, position: int) -> None:
         """The reader's byte position (a :func:`~attnkit.data.records.iter_records` progress callback)."""
@@ -166,19 +193,10 @@ def default_prefetch(depth: int = 8) -> int:
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """How a stream is batched.
-
-    Attributes:
-        batch_size: items per batch on each rank.
-        bucketed: sort each window by length before cutting it into batches (less padding), else keep the
-            shuffled order.
-        pool_rows: rows in the shuffle pool.
-        window_batches: batches per bucketing window.
-        prefetch: collated batches a background thread keeps ready (0: no thread). By default 8 when the
-            process may run on more than one core, else 0: on one core the thread can only take turns with the
-            training loop, and the turns cost more than they save.
-        seed: the shuffle's seed (with the epoch and rank).
-    """
+    """How a stream is batched: ``batch_size`` items per batch on each rank; ``bucketed`` sorts each window of
+    ``window_batches`` batches by length before cutting it; ``pool_rows`` rows in the shuffle pool; ``seed`` (with
+    the epoch and rank) seeds the shuffle. ``prefetch``: batches a background thread keeps ready, by default 8 when
+    the process may run on more than one core, else 0 (no thread: on one core it only takes turns with the loop)."""
 
     batch_size: int
     bucketed: bool = True
@@ -192,16 +210,9 @@ class StreamedBatches(Generic[Row]):
     """``batches(epoch)`` over a stream of ``count`` rows: sized (``len``: batches per epoch on each rank) and
     iterable, as :func:`attnkit.training.loop.fit` wants ``train_batches(epoch)`` to be.
 
-    Args:
-        rows: opens the stream afresh: an iterator over the ``count`` training rows, in file order.
-        count: how many rows ``rows()`` gives (from a first pass over the file).
-        encode: a window of rows -> their encoded items (one per row, in order), e.g. token ids and label.
-        length: an encoded item's length, for bucketing.
-        collate: a list of items -> one batch.
-        options: see :class:`StreamOptions`.
-        world, rank: the ranks sharing the stream, and this one.
-        strided: ``rows()`` gives this rank's rows only (rows ``rank, rank + world, ...`` of the stream, e.g. an
-            :class:`~attnkit.data.id_cache.EncodedStride` reading them as ids), not every row.
+    ``rows()`` opens the stream afresh, in file order; ``encode`` maps a window of rows to one item each, in order.
+    With ``strided``, ``rows()`` gives this rank's rows only (rows ``rank, rank + world, ...``, e.g. an
+    :class:`~attnkit.data.id_cache.EncodedStride` reading them as ids), not every row.
     """
 
     def __init__(
@@ -252,12 +263,11 @@ class StreamedBatches(Generic[Row]):
                 raise ValueError(f"rank {self.rank} got no rows: the stream gave fewer than {self.world} rows")
 
     def _mine(self) -> Iterator[Row]:
-        return iter(self.rows()) if self.strided else _every(self.rows(), self.world, self.rank)
+        return iter(self.rows()) if self.strided else itertools.islice(self.rows(), self.rank, None, self.world)
 
     def batches(self, epoch: int, skip: int = 0) -> Iterator[Any]:
-        """Epoch ``epoch``'s collated batches, computed in the calling thread (the readable reference of the
-        prefetching iterator); ``skip`` leaves out the first batches without collating them (a run resumed in the
-        middle of the epoch: the rows are read and shuffled as before, so the batches after them are the same)."""
+        """Epoch ``epoch``'s collated batches, computed in the calling thread; ``skip`` leaves out the first batches
+        without collating them (a run resumed mid-epoch: the rows are read and shuffled as before)."""
         opts = self.options
         generator = random.Random(f"{opts.seed}:{epoch}:{self.rank}")
         window = opts.window_batches * opts.batch_size
@@ -297,17 +307,8 @@ class _Epoch:
 
     def from_batch(self, skip: int) -> Iterator[Any]:
         """The epoch's batches after the first ``skip`` (which are not collated): where a resumed run goes on."""
-        if self.stream.options.prefetch < 1:
-            yield from self.stream.batches(self.epoch, skip)
-            return
-        yield from _prefetched(self.stream.batches(self.epoch, skip), self.stream.options.prefetch)
-
-
-def _every(rows: Iterable[Row], world: int, rank: int) -> Iterator[Row]:
-    """Rows ``rank, rank + world, ...`` of ``rows``."""
-    for index, row in enumerate(rows):
-        if index % world == rank:
-            yield row
+        batches, depth = self.stream.batches(self.epoch, skip), self.stream.options.prefetch
+        yield from batches if depth < 1 else _prefetched(batches, depth)
 
 
 def _pool_shuffle(rows: Iterator[Row], size: int, generator: random.Random) -> Iterator[Row]:

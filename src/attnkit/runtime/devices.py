@@ -12,10 +12,9 @@ Devices: ``auto`` (CUDA when ``torch.cuda.is_available()``, else the CPU; ``auto
 Under ``torchrun`` (``WORLD_SIZE > 1``) ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``.
 
 Precisions (:data:`attnkit.runtime.PRECISIONS`): ``fp32`` (no autocast), ``bf16`` and ``fp16`` through
-:func:`torch.autocast` with the device's type; weights stay float32 (autocast computes in the lower precision only
-inside the forward pass). On a CPU without native reduced-precision kernels (AMX, AVX-512 BF16) both are slower than
-fp32 (``docs/benchmarks.md``); they are for GPUs, and for checking a GPU recipe on a laptop. Training's own part
-(the fp16 gradient scaler, a model placed in a process group) is :mod:`attnkit.training.precision`.
+:func:`torch.autocast` with the device's type; weights stay float32. On a CPU without native reduced-precision
+kernels both are slower than fp32 (``docs/benchmarks.md``). Training's own part (the fp16 gradient scaler, a model
+placed in a process group) is :mod:`attnkit.training.precision`.
 """
 
 from __future__ import annotations
@@ -46,14 +45,9 @@ _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """The device ``device`` names, checked to be there: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-
-    ``auto`` is CUDA when available, else the CPU. ``cuda`` is the current CUDA device (``cuda:LOCAL_RANK`` under
-    torchrun); the result always carries its index, so it compares equal to a parameter's ``.device``.
-
-    Raises:
-        ValueError: an unknown name, or a device this machine does not have (one line, naming ``--device``).
-    """
+    """The device ``device`` names (see the module docstring), checked to be there; a CUDA device always carries its
+    index, so it compares equal to a parameter's ``.device``. ValueError naming ``--device`` for an unknown name
+    or a device this machine does not have."""
     text = str(device)
     if text == "auto":
         return resolve_device("cuda") if torch.cuda.is_available() else torch.device("cpu")
@@ -92,11 +86,8 @@ def _cuda(text: str, index: int | None) -> torch.device:
 
 
 def check_precision(precision: str, device: torch.device) -> None:
-    """Refuse a precision that is not ``fp32``/``bf16``/``fp16``, or one ``device`` cannot compute in.
-
-    Raises:
-        ValueError: the cases above (bf16 on a GPU without bfloat16; fp16 training where torch has no GradScaler).
-    """
+    """Refuse (ValueError) a precision that is not ``fp32``/``bf16``/``fp16``, or one ``device`` cannot compute
+    in (bf16 on a GPU without bfloat16, no autocast on the device's type)."""
     if precision not in PRECISIONS:
         raise ValueError(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
     if precision == "fp32":
@@ -116,12 +107,8 @@ def autocast(device: torch.device, precision: str) -> AbstractContextManager:
 
 
 def ready_for_inference(model: nn.Module, device: str | torch.device = "auto", precision: str = "fp32") -> nn.Module:
-    """``model`` on the resolved ``device``, in eval mode, after checking ``precision`` there (the loaders of
-    trained models call this; unlike ``attnkit.training.precision.place_model`` it never joins a process group).
-
-    Raises:
-        ValueError: a device that is not there, or a precision it cannot compute in.
-    """
+    """``model`` on the resolved ``device``, in eval mode, after checking ``precision`` there (ValueError); unlike
+    ``attnkit.training.precision.place_model`` it never joins a process group."""
     resolved = resolve_device(device)
     check_precision(precision, resolved)
     return model.to(resolved).eval()

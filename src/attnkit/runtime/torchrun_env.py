@@ -1,8 +1,7 @@
 """torchrun's environment, read in one place: ``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE`` (layer 5; no torch).
 
 ``torchrun --nproc-per-node N`` sets them in each process it starts; outside torchrun they are unset and a run is
-rank 0 of 1. ``attnkit.training.distributed`` joins the process group they describe; the device rules
-(:mod:`attnkit.runtime.devices`), the run report and the command line's quiet non-zero ranks read them here.
+rank 0 of 1. ``attnkit.training.distributed`` joins the process group they describe.
 """
 
 from __future__ import annotations

@@ -25,11 +25,8 @@ LABEL_RULE = (
 
 
 def label_text(value: object) -> str:
-    """The label a JSON (or CSV/TSV) field holds, by the rule of the module docstring.
-
-    Raises:
-        ValueError: a value the rule does not cover, with the reason (the caller prefixes ``file:line``).
-    """
+    """The label a JSON (or CSV/TSV) field holds, by the rule of the module docstring; ValueError with the reason
+    (for the caller to prefix with ``file:line``) for a value the rule does not cover."""
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):

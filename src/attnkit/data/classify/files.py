@@ -3,23 +3,10 @@
 Every problem with the input — a missing column, an empty text or label, bytes that are not UTF-8, a
 malformed row, a training file with a single label, a label that appears in the test file but never in the
 training file — raises one :class:`DataError` whose one-line message starts with ``file:line`` (or ``file:``
-when no line applies). Files are read as a stream (:mod:`attnkit.data.records`; :func:`iter_rows` never holds more
-than one row) and checked row by row; :func:`read_rows` and :func:`load_files` check every row before returning
-anything, and this module writes nothing, so a caller that writes outputs only after loading leaves nothing
-behind on error.
-
-Formats:
-    - CSV: standard quoting (a quoted field may hold commas, quotes and newlines).
-    - TSV: read verbatim, one row per line split at tabs, as the sequence-to-sequence reader does: quotes are
-      text (natural text is full of them), so a field cannot hold a tab or a newline; use CSV or JSONL for those.
-    - JSONL: one JSON object per line.
-    - Parquet: named columns (read with pyarrow); a row's "line" is its row number plus one.
-Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their line.
-Line numbers are 1-based physical lines: line 1 of a CSV/TSV file is its header, and a quoted CSV field that
-spans several lines is reported at the line where its record starts.
-
-The low-level readers (:class:`DataError`, :func:`read_utf8`, :func:`read_lines`, :func:`split_lines`) live in
-:mod:`attnkit.data.reading` and are re-exported here.
+when no line applies). Files are read as a stream by :mod:`attnkit.data.records` (formats and line numbers are
+described there; line 1 of a CSV/TSV file is its header); :func:`read_rows` and :func:`load_files` check every row
+before returning anything. :class:`DataError`, :func:`read_utf8`, :func:`read_lines` and :func:`split_lines` are
+re-exported from :mod:`attnkit.data.reading`.
 """
 
 from __future__ import annotations
@@ -48,26 +35,13 @@ __all__ = [
 ]
 
 # file suffix -> format name
-FORMATS = {
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-}
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 
 @dataclass
 class FileRows:
-    """The rows read from one file.
-
-    Attributes:
-        path: the file read.
-        texts: one text per data row, never empty.
-        labels: one label per row (as a string), or ``None`` when no label column was asked for.
-        lines: the 1-based line where each row starts, for messages about a particular row.
-    """
+    """The rows read from one file: texts (never empty), labels (strings; None when no label column was asked for)
+    and the 1-based line where each row starts."""
 
     path: Path
     texts: list[str]
@@ -95,16 +69,13 @@ def iter_rows(
     delimiter: str | None = None,
     max_chars: int | None = None,
 ) -> Iterator[tuple[int, str, str | None]]:
-    """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream and checked.
+    """``(line, text, label)`` for each row of a CSV, TSV, JSONL or Parquet file, read as a stream (one row in memory)
+    and checked; ``label`` is None when ``label_column`` is.
 
-    Memory stays bounded by one row whatever the file's size. ``label`` is ``None`` when ``label_column`` is.
-    With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file
-    itself, such as a missing column in the header, still raise). ``progress`` hears the bytes read now and then.
-    ``delimiter``: one character separating the columns: the file is read as CSV (standard quoting) with it,
-    whatever its suffix (``;`` for European spreadsheets, ``|``, a tab). Not for JSONL or Parquet. ``max_chars``
-    cuts each text to that many characters (None: whole; see :mod:`attnkit.data.classify.field_rules`). Labels follow
-    :data:`attnkit.data.classify.field_rules.LABEL_RULE` (a JSON ``1``, ``1.0`` and ``"1"`` are the same label; ``1.5``,
-    ``true`` and ``null`` are refused).
+    With ``bad_rows``, a bad row is counted there and skipped instead of raising (problems with the file itself,
+    such as a missing column in the header, still raise). ``delimiter``: the file is read as CSV with it, whatever
+    its suffix (``;`` for European spreadsheets); not for JSONL or Parquet. ``max_chars`` and labels follow
+    :mod:`attnkit.data.classify.field_rules`.
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
@@ -154,33 +125,16 @@ def read_rows(
     delimiter: str | None = None,
     max_chars: int | None = None,
 ) -> FileRows:
-    """Read and check every row of a CSV, TSV, JSONL or Parquet file (in memory; :func:`iter_rows` streams).
-
-    Args:
-        path: the file; its suffix picks the format unless ``file_format`` is given.
-        text_column: column (CSV/TSV header name) or key (JSONL) holding the text.
-        label_column: column or key holding the label, or ``None`` to read texts only (prediction).
-        file_format: ``"csv"``, ``"tsv"``, ``"jsonl"`` or ``"parquet"`` to override the suffix.
-        delimiter: one character separating the columns of a CSV-like file (see :func:`iter_rows`).
-        max_chars: cut each text to this many characters (None: keep it whole); see
-            :mod:`attnkit.data.classify.field_rules`.
-
-    Blank lines are skipped. Labels follow :data:`attnkit.data.classify.field_rules.LABEL_RULE` (a JSON ``1``, ``1.0`` and
-    ``"1"`` are the same label; ``1.5``, ``true`` and ``null`` are refused).
+    """Read and check every row of a CSV, TSV, JSONL or Parquet file, in memory (:func:`iter_rows` streams, and
+    says what the options mean); ``label_column=None`` reads texts only (prediction).
 
     Raises:
         DataError: ``file:line: ...`` for the first problem found.
         ValueError: ``text_column`` and ``label_column`` name the same column.
     """
     rows = FileRows(path=Path(path), texts=[], labels=None if label_column is None else [], lines=[])
-    for line, text, label in iter_rows(
-        path,
-        text_column=text_column,
-        label_column=label_column,
-        file_format=file_format,
-        delimiter=delimiter,
-        max_chars=max_chars,
-    ):
+    options = {"file_format": file_format, "delimiter": delimiter, "max_chars": max_chars}
+    for line, text, label in iter_rows(path, text_column=text_column, label_column=label_column, **options):
         rows.texts.append(text)
         rows.lines.append(line)
         if rows.labels is not None:
@@ -204,20 +158,15 @@ def load_files(
     """Load a training file (and optionally a test file) as :class:`TextClassificationData`.
 
     Label names are the sorted distinct training labels; labels are their indices. Without a test file the
-    test lists are empty. Texts are treated as punctuated (sentence splitting uses a real segmenter).
-
-    Args:
-        min_labels: the fewest distinct labels the training file may hold: 2 by default, since a classifier
-            trained on one label is "100% accurate" and useless; 1 reads a file to evaluate a model on.
-        max_chars: cut each text to this many characters (the most a classifier reads; None: whole texts).
+    test lists are empty. Texts are treated as punctuated. ``min_labels`` is 2 by default, since a classifier
+    trained on one label is "100% accurate" and useless; 1 reads a file to evaluate a model on.
 
     Raises:
         DataError: ``file:line: ...`` for any bad row, ``file: ...`` when the training file holds fewer than
             ``min_labels`` labels, or at the first test row whose label never occurs in the training file.
     """
     kwargs = {"text_column": text_column, "label_column": label_column, "file_format": file_format}
-    kwargs["delimiter"] = delimiter  # CSV-like files with another separator (read_rows)
-    kwargs["max_chars"] = max_chars
+    kwargs |= {"delimiter": delimiter, "max_chars": max_chars}
     train = read_rows(train_path, **kwargs)
     label_names = sorted(set(train.labels))
     if len(label_names) < min_labels:

@@ -28,8 +28,7 @@ _HARD_ENDS = re.compile(r"[。！？]+[」』）”’]*|(?<=[a-z][a-z])[.!?…]
 
 
 def pseudo_sentences(text: str, words_per_sentence: int) -> list[str]:
-    """Cut ``text`` into runs of ``words_per_sentence`` whitespace-separated words (the last may be
-    shorter)."""
+    """Cut ``text`` into runs of ``words_per_sentence`` whitespace-separated words (the last may be shorter)."""
     if words_per_sentence < 1:
         raise ValueError(f"words_per_sentence must be at least 1, got {words_per_sentence}")
     words = text.split()
@@ -37,23 +36,13 @@ def pseudo_sentences(text: str, words_per_sentence: int) -> list[str]:
 
 
 class SentenceSplitter:
-    """Splits documents into sentences: real ones for punctuated text, pseudo-sentences otherwise.
-
-    Args:
-        punctuated: ``True`` to segment with ``pysbd``; ``False`` for fixed-size pseudo-sentences (use the
-            dataset's ``punctuated`` flag).
-        words_per_pseudo_sentence: words per pseudo-sentence when ``punctuated`` is ``False``.
-        language: ``pysbd``'s ISO 639-1 language code.
-
-    Sentences come back stripped and never empty; an empty or all-space document gives ``[]``.
-    """
+    """Splits documents into sentences: ``pysbd``'s (in ``language``) for ``punctuated`` text, else
+    pseudo-sentences. Sentences come back stripped and never empty; an empty or all-space document gives ``[]``."""
 
     def __init__(self, *, punctuated: bool = True, words_per_pseudo_sentence: int = 20, language: str = "en") -> None:
         if words_per_pseudo_sentence < 1:
             raise ValueError(f"words_per_pseudo_sentence must be at least 1, got {words_per_pseudo_sentence}")
-        self.punctuated = punctuated
-        self.words_per_pseudo_sentence = words_per_pseudo_sentence
-        self.language = language
+        self.punctuated, self.words_per_pseudo_sentence, self.language = punctuated, words_per_pseudo_sentence, language
         self._segmenter = None
         self._split: dict[str, tuple[str, ...]] = {}  # the last CACHED documents' sentences (pysbd is slow)
 
@@ -104,18 +93,11 @@ def encode_documents(
     max_sentences: int | None = None,
     max_words: int | None = None,
 ) -> list[list[list[int]]]:
-    """Token ids per sentence per document, capped at ``max_sentences`` × ``max_words``.
+    """Token ids per sentence per document (each document's sentences as
+    :meth:`SentenceSplitter.split_batch` gives them), capped at ``max_sentences`` × ``max_words``.
 
-    Args:
-        documents: each document's sentences (from :meth:`SentenceSplitter.split_batch`).
-        encode_batch: maps a list of strings to their token ids, e.g. ``TextTokenizer.encode_batch``.
-        max_sentences: keep only each document's first ``max_sentences`` sentences.
-        max_words: keep only each sentence's first ``max_words`` tokens.
-
-    Returns:
-        ``ids[d][s]`` is the list of token ids of sentence ``s`` of document ``d``: ragged nested lists
-        ``[D][S][W]``. Sentence ``s`` of the result is sentence ``s`` of the input, so explanations can show
-        the text.
+    Returns ragged nested lists ``[D][S][W]``: ``ids[d][s]`` are the ids of sentence ``s`` of document ``d``, the
+    input's sentence ``s``, so explanations can show the text.
     """
     for name, value in (("max_sentences", max_sentences), ("max_words", max_words)):
         if value is not None and value < 1:

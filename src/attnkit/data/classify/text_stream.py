@@ -5,41 +5,43 @@ cached; then its training rows as a stream, epoch after epoch (layer 5).
     scan, tokenizer = stream.scan({"kind": "word", "vocab_size": 30000, "min_frequency": 2})
     for text, label in stream.training_rows(): ...
 
-The first pass (:meth:`TextFileStream.scan`) reads every row once: it checks it (the ``file:line`` errors of
-:mod:`attnkit.data.classify.files`, or counts it with ``skip_bad_rows``), puts it in the validation split when a hash of
-its index says so (:func:`attnkit.data.streaming.held_out`), counts the labels, and feeds the training texts to
-the tokeniser's trainer (``tokenizers``' ``train_from_iterator``) as they go by. Its result is cached under
-``$ATTNKIT_CACHE/streams/KEY/`` with KEY made of the file's :class:`~attnkit.data.records.Fingerprint` and every
-option the result depends on, so a second run on the same file starts training at once.
+The first pass (:meth:`TextFileStream.scan`) reads every row once: it checks it, holds it out for validation when
+a hash of its index says so (:func:`attnkit.data.streaming.held_out`), counts the labels, and feeds the training
+texts to the tokeniser's trainer as they go by. Its result is cached under ``$ATTNKIT_CACHE/streams/KEY/``, KEY made
+of the file's :class:`~attnkit.data.records.Fingerprint` and every option the result depends on.
 
-**Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): the pass above reads only the rows of
-the file's first ``sample_bytes`` (to the reader's next progress mark), so the tokeniser, the label set, the
-label counts and the validation rows come from that prefix; the rest of the file is not parsed before training.
-Its rows are counted as its remaining lines (a C-speed newline count; Parquet files are always read whole), an upper
-bound that is exact when every row is one line and good, and the held-out share of them is counted by
-:func:`~attnkit.data.streaming.held_out_count`. So a bad row after the prefix stops the first epoch with its
-``file:line`` error (or is skipped with ``skip_bad_rows``, its place then taken by the stride's first rows read
-again, as an uneven rank split's is), and a label first seen after the prefix stops training with an error naming it
-(``sample_bytes=None`` scans the whole file first, as before). The tokeniser learnt from a 64 MB prefix holds
-the same frequent words as one learnt from the whole of a file whose rows are not sorted.
+**Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): the pass reads only the rows of the
+file's first ``sample_bytes``, so the tokeniser, the labels and the validation rows come from that prefix. The
+rest's rows are counted as its remaining lines (Parquet files are always read whole), an upper bound that is exact
+when every row is one line and good. A bad row after the prefix stops the first epoch with its ``file:line`` error
+(or is skipped with ``skip_bad_rows``), and a label first seen after the prefix stops training with an error naming
+it (``sample_bytes=None`` scans the whole file first).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnkit.data.cache import stream_cache_dir
 from attnkit.data.classify.files import FORMATS, BadRows, detect_format, iter_rows
 from attnkit.data.classify.tokenization import TextTokenizer
-from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
+from attnkit.data.id_cache_entry import file_content_key
 from attnkit.data.reading import DataError
 from attnkit.data.records import check_delimiter, fingerprint
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, held_out_count, scan_prefix_note
+from attnkit.data.streaming import (
+    SAMPLE_BYTES,
+    ReadProgress,
+    count_lines,
+    held_out,
+    held_out_count,
+    read_scan,
+    save_scan,
+    scan_prefix_note,
+)
 
 __all__ = ["ScanResult", "TextFileStream"]
 
@@ -48,21 +50,10 @@ SCAN_FILE = "scan.json"
 
 @dataclass
 class ScanResult:
-    """What the first pass learnt about the file.
-
-    Attributes:
-        label_names: the sorted distinct labels of the training rows.
-        label_counts: training rows per label.
-        train_rows: rows in the training split (after ``limit``, the held-out rows and the bad rows).
-        valid_rows: rows the hash held out for validation (all of them, kept or not).
-        valid_texts, valid_labels: the held-out rows kept for validation (at most ``max_valid_rows``); labels
-            as names.
-        bad_rows: rows skipped as bad (``skip_bad_rows``), and the first few messages.
-        seconds: how long the pass took (0 when the result came from the cache).
-        cached: whether the result came from the cache.
-        sampled_bytes: the prefix a sampled scan read (0: the whole file was read); the tokeniser, labels, label
-            counts and validation rows come from it, and ``train_rows``/``valid_rows`` count the rest's lines.
-    """
+    """What the first pass learnt about the file. ``valid_rows`` counts every held-out row, ``valid_texts`` and
+    ``valid_labels`` (label names) keep at most ``max_valid_rows`` of them; ``seconds`` is 0 from the cache.
+    ``sampled_bytes``: the prefix a sampled scan read (0: the whole file); ``train_rows`` and ``valid_rows`` then
+    count the rest's lines."""
 
     label_names: list[str]
     label_counts: dict[str, int]
@@ -86,22 +77,8 @@ class ScanResult:
 
 
 class TextFileStream:
-    """A labelled CSV/TSV/JSONL/Parquet file read as a stream (see the module docstring).
-
-    Args:
-        path: the training file.
-        text_column, label_column: where the text and the label are.
-        valid_fraction: the share of rows held out for validation, by a hash of the row index.
-        limit: read only the first ``limit`` good rows (None: all).
-        skip_bad_rows: count and skip bad rows instead of stopping at the first (one ``file:line`` error).
-        max_valid_rows: the most held-out rows kept in memory for validation.
-        progress: print a progress line while reading.
-        delimiter: the column separator of a CSV-like file (None: from the suffix); the file is then read as CSV
-            with it (see :func:`~attnkit.data.classify.files.iter_rows`).
-        max_chars: cut each text to this many characters as it is read (None: whole texts).
-        sample_bytes: a file larger than this gets a sampled scan of its first ``sample_bytes`` (see the module
-            docstring); None: always scan the whole file.
-    """
+    """A labelled CSV/TSV/JSONL/Parquet file read as a stream (see the module docstring); ``limit``: only the first
+    good rows; ``delimiter`` and ``max_chars`` as :func:`~attnkit.data.classify.files.iter_rows` reads them."""
 
     def __init__(
         self,
@@ -135,11 +112,6 @@ class TextFileStream:
         """The data set's name: the file's stem."""
         return self.path.stem
 
-    def _rows(self, bad: BadRows | None, progress: Callable[[int], None] | None) -> Iterator[tuple[int, str, str]]:
-        """``(index, text, label)`` for every good row, up to ``limit``."""
-        for index, text, label, _ in self._rows_with_lines(bad, progress):
-            yield index, text, label
-
     def _rows_with_lines(
         self, bad: BadRows | None, progress: Callable[[int], None] | None
     ) -> Iterator[tuple[int, str, str, int]]:
@@ -162,7 +134,7 @@ class TextFileStream:
     def training_rows(self) -> Iterator[tuple[str, str]]:
         """``(text, label name)`` for each training row, in file order (the held-out rows left out)."""
         bad = BadRows() if self.skip_bad_rows else None
-        for index, text, label in self._rows(bad, None):
+        for index, text, label, _ in self._rows_with_lines(bad, None):
             if not held_out(index, self.valid_fraction):
                 yield text, label
 
@@ -173,30 +145,21 @@ class TextFileStream:
         return fingerprint(self.path).key(*options, *reading, sorted(tokenizer_options.items()))
 
     def scan(self, tokenizer_options: dict, *, cache: bool = True) -> tuple[ScanResult, TextTokenizer]:
-        """The first pass (or its cached result) and the tokeniser trained on the training texts.
-
-        Args:
-            tokenizer_options: :meth:`TextTokenizer.train`'s keyword arguments (``kind``, ``vocab_size``, ...).
-            cache: read and write the cache.
-
-        Raises:
-            DataError: a bad row (without ``skip_bad_rows``), no training rows, or fewer than two labels.
-        """
+        """The first pass (or its cached result) and the tokeniser trained on the training texts with
+        ``tokenizer_options`` (:meth:`TextTokenizer.train`'s keyword arguments); DataError for a bad row (without
+        ``skip_bad_rows``), no training rows, or fewer than two labels."""
         directory = stream_cache_dir() / self.cache_key(tokenizer_options)
         content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
-        whole = (directory / SCAN_FILE).exists() and (directory / TextTokenizer.FILENAME).exists()
-        if cache and whole and content_matches(directory, content):
-            try:
-                result = ScanResult(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
-                result.cached, result.seconds = True, 0.0
-                return result, TextTokenizer.load(directory)
-            except (ValueError, TypeError, OSError):  # a damaged cache entry: scan again
-                pass
+        cached = (
+            read_scan(directory, SCAN_FILE, ScanResult, content, lambda d: (TextTokenizer.load(d),)) if cache else None
+        )
+        if cached is not None:
+            return cached
         started = time.monotonic()
         result, tokenizer = self._scan(tokenizer_options)
         result.seconds = time.monotonic() - started
         if cache:
-            _save(directory, result, tokenizer, content)
+            save_scan(directory, SCAN_FILE, result, content, tokenizer.save)
         return result, tokenizer
 
     def _scan(self, tokenizer_options: dict) -> tuple[ScanResult, TextTokenizer]:
@@ -275,17 +238,3 @@ class TextFileStream:
             raise DataError(
                 f"{self.path}: holding out {self.valid_fraction:.0%} of its rows left no validation row{note}"
             )
-
-
-def _save(directory: Path, result: ScanResult, tokenizer: TextTokenizer, content: str) -> None:
-    """Write the cache entry (the scan last, so a half-written entry is never read), with the scanned file's
-    content key."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        tokenizer.save(directory)
-        record_content(directory, content)
-        temporary = directory / (SCAN_FILE + ".tmp")
-        temporary.write_text(json.dumps(asdict(result)), encoding="utf-8")
-        temporary.replace(directory / SCAN_FILE)
-    except OSError:  # a read-only cache costs the next run a scan, nothing more
-        pass

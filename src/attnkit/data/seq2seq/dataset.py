@@ -16,11 +16,8 @@ SPLITS = ("train", "valid", "test")
 
 @dataclass(frozen=True)
 class PairFile:
-    """Where a split's pairs were read from: the file, the keys (or header names) of its two columns and its column
-    separator (``None``: from the suffix).
-
-    Enough to find a pair's line again for a message (:func:`attnkit.data.seq2seq.files.pair_line`).
-    """
+    """Where a split's pairs were read from: enough to find a pair's line again for a message
+    (:func:`attnkit.data.seq2seq.files.pair_line`)."""
 
     path: str
     source_key: str = "source"
@@ -32,17 +29,11 @@ class PairFile:
 class Seq2SeqData:
     """Source/target text pairs in three splits.
 
-    Attributes:
-        name: the task name (``"cmudict"``, ``"dates"``, ``"bible-en-es"``) or the training file's stem.
-        train, valid, test: ``(source, target)`` pairs. A source may appear several times in ``train`` (one pair
-            per acceptable target); in ``valid`` and ``test`` each source appears once.
-        references: for tasks with several acceptable targets per source (cmudict): every acceptable target of
-            each ``valid`` and ``test`` source. Sources absent here have their pair's target as sole reference.
-        source_level, target_level: how the task tokenises each side — ``"char"``, ``"symbol"`` (whitespace
-            separated: phonemes, words) or ``"subword"`` (BPE trained on the training split).
-        shared_vocab: whether one tokeniser serves both sides (the subword translation task).
-        files: for data read from user files, the :class:`PairFile` each split came from (a validation split
-            carved out of the training file names the training file); empty for built-in data sets.
+    A source may appear several times in ``train`` (one pair per acceptable target); in ``valid`` and ``test`` each
+    source appears once, and ``references`` lists every acceptable target of those with several (cmudict); others
+    have their pair's target as sole reference. Levels: ``"char"``, ``"symbol"`` (whitespace separated: phonemes,
+    words) or ``"subword"`` (BPE). ``files``: for data read from user files, the :class:`PairFile` each split came
+    from (a validation split carved out of the training file names the training file).
     """
 
     name: str
@@ -76,11 +67,8 @@ class Seq2SeqData:
 
 
 def stable_key(salt: str, key: str) -> str:
-    """A hex digest of ``salt`` and ``key`` that orders items the same on every machine and Python version.
-
-    Sorting by it is a seeded shuffle that does not depend on the input order: adding or removing one item
-    moves no other item between splits.
-    """
+    """A hex digest of ``salt`` and ``key`` that orders items the same on every machine and Python version: sorting
+    by it is a seeded shuffle in which adding or removing one item moves no other item between splits."""
     return hashlib.sha256(f"{salt}\x00{key}".encode()).hexdigest()
 
 

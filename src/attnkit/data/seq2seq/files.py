@@ -8,10 +8,9 @@
 - ``delimiter`` (``--delimiter``): one character separating the columns; the file is then read as CSV (standard
   quoting) with it, whatever its suffix (``;``, ``|``, a tab). Not for JSONL or Parquet.
 
-Lines end at ``"\\n"`` only (see :mod:`attnkit.data.reading`): U+2028, NEL and the like stay inside their pair.
-Blank lines are skipped and fields are stripped of surrounding whitespace. Every bad row is reported — one line
-``file:line: what is wrong`` each — in a single :class:`PairFileError` (a :class:`DataError`, itself a
-``ValueError``), so a user fixes the whole file in one go. Line numbers are 1-based physical lines.
+Lines end at ``"\\n"`` only (:mod:`attnkit.data.reading`). Blank lines are skipped and fields are stripped. Every
+bad row is reported — one line ``file:line: what is wrong`` each, 1-based physical lines — in a single
+:class:`PairFileError` (a :class:`DataError`), so a user fixes the whole file in one go.
 """
 
 from __future__ import annotations
@@ -47,11 +46,8 @@ MAX_SHOWN = 20
 
 
 class PairFileError(DataError):
-    """One or more bad rows in a pair file.
-
-    Attributes:
-        problems: one ``"file:line: reason"`` string per bad row (all of them, even beyond those shown).
-    """
+    """One or more bad rows in a pair file; ``problems`` holds one ``"file:line: reason"`` per bad row (all of them,
+    even beyond the first ``MAX_SHOWN`` the message shows)."""
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -68,13 +64,8 @@ def read_pairs(
     file_format: str | None = None,
     delimiter: str | None = None,
 ) -> list[Pair]:
-    """Read every ``(source, target)`` pair of a TSV, CSV or JSONL file, checking each row.
-
-    Args:
-        path: the file; its suffix picks the format unless ``file_format`` (``"tsv"``, ``"csv"``, ``"jsonl"``) is
-            given.
-        source_key, target_key: JSONL keys, or the header names of a TSV/CSV file that has a header.
-        delimiter: one character separating the columns of a CSV-like file (see the module docstring).
+    """Read every ``(source, target)`` pair of a TSV, CSV or JSONL file (by its suffix unless ``file_format``),
+    checking each row; ``source_key``/``target_key`` are JSONL keys or header names.
 
     Raises:
         DataError: ``file: ...`` when the file cannot be read or holds no pairs.
@@ -118,8 +109,7 @@ def iter_pairs(
     delimiter: str | None = None,
 ) -> Iterator[tuple[int, Pair | str]]:
     """``(line, pair)`` for each row of a pair file, read as a stream (one row in memory at a time); a bad row
-    comes as ``(line, reason)`` for the caller to report or skip. ``progress`` hears the bytes read now and then.
-    ``delimiter``: one character separating the columns; the file is read as CSV with it, whatever its suffix.
+    comes as ``(line, reason)`` for the caller to report or skip.
 
     Raises:
         DataError: ``file: ...`` when the file cannot be read or its type told (or ``delimiter`` is given for a
@@ -158,8 +148,6 @@ def load_pair_files(
     """A task from the user's files. Without a validation file, ``valid_fraction`` of the training sources
     (chosen by a salted hash, so the same file always gives the same split) become the validation set; without
     a test file the test set is empty. A source with several targets in one file keeps them all as references.
-    ``files`` of the result records where each split came from. ``delimiter`` is the column separator of all
-    three files (see :func:`read_pairs`).
 
     Raises:
         ValueError: ``valid_fraction`` outside ``[0, 1)``.
@@ -200,11 +188,8 @@ def load_pair_files(
 
 
 def _hold_out_sources(train: str | Path, pairs: list[Pair], fraction: float) -> tuple[list[Pair], list[Pair]]:
-    """``(training, validation)`` pairs: ``fraction`` of the sources (by a salted hash) and all their targets held out.
-
-    Raises:
-        DataError: no training pair is left.
-    """
+    """``(training, validation)`` pairs: ``fraction`` of the sources (by a salted hash) and all their targets held
+    out; DataError when no training pair is left."""
     sources = hash_order((s for s, _ in pairs), "attnkit-pairs")
     held = set(sources[: round(fraction * len(sources))])
     kept = [p for p in pairs if p[0] not in held]

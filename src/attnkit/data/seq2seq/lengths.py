@@ -1,11 +1,9 @@
 """Length limits for sequence-to-sequence pairs: skip (or refuse) pairs too long to batch (layer 5).
 
-A batch is padded to its longest pair, so one very long pair makes every tensor of its batch that long (one
-5,000-character pair exhausted 4 GiB). :func:`limit_pair_lengths` drops the pairs whose source or target has
-more tokens than the limits — tokens as the task's own tokenisers count them (``encode``, without ``<bos>`` /
-``<eos>``), which is what sets the memory — and returns how many it dropped from each split, or, with
-``strict=True``, refuses the first one with its ``file:line``. It encodes every pair once to measure it and
-hands the encodings back, so nothing is encoded twice:
+A batch is padded to its longest pair, so one very long pair makes every tensor of its batch that long.
+:func:`limit_pair_lengths` drops the pairs whose source or target has more tokens than the limits (as the task's
+own tokenisers count them, without ``<bos>``/``<eos>``), or with ``strict=True`` refuses the first one with its
+``file:line``. It hands back the encodings it measured, so nothing is encoded twice:
 
     source_tok, target_tok = build_tokenizers(data)
     limited = limit_pair_lengths(data, source_tok, target_tok)   # 256 / 256 tokens by default
@@ -13,9 +11,8 @@ hands the encodings back, so nothing is encoded twice:
         print(limited.message())       # "skipped 3 pairs longer than 256 source / 256 target tokens (train 3)"
     data, train_set = limited.data, limited.encoded["train"]     # = encode_pairs(data.train, ...)
 
-The defaults, 256 source and 256 target tokens, keep every pair of the built-in data sets, with room: the longest
-are 38 / 10 tokens (``dates``), 28 / 28 (``cmudict``) and 116 / 108 subwords (``bible-en-es``, 528 / 448
-characters).
+The defaults, 256 source and 256 target tokens, keep every pair of the built-in data sets with room (the longest:
+116 / 108 subwords, in ``bible-en-es``).
 """
 
 from __future__ import annotations
@@ -55,15 +52,8 @@ class LongPair:
 
 @dataclass
 class LengthLimit:
-    """What :func:`limit_pair_lengths` kept and dropped.
-
-    Attributes:
-        data: the task without the long pairs (``references`` and ``files`` unchanged).
-        encoded: per split, the kept pairs encoded: ``encoded[s]`` equals
-            ``encode_pairs(data.split(s), source_tokenizer, target_tokenizer)``.
-        skipped: pairs dropped per split, ``{"train": n, "valid": n, "test": n}``.
-        max_source_length, max_target_length: the limits applied, in tokens.
-    """
+    """What :func:`limit_pair_lengths` kept (``data``, with ``references`` and ``files`` unchanged; ``encoded[s]``
+    equals ``encode_pairs(data.split(s), ...)``) and dropped (``skipped``: pairs per split)."""
 
     data: Seq2SeqData
     encoded: dict[str, PairDataset]
@@ -94,11 +84,7 @@ def find_long_pairs(
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
 ) -> list[LongPair]:
     """The pairs whose source has more than ``max_source_length`` tokens or whose target has more than
-    ``max_target_length``, in order; the tokenisers are any with ``encode_batch`` (both kinds here).
-
-    Raises:
-        ValueError: a limit below 1 (naming it).
-    """
+    ``max_target_length``, in order; ValueError for a limit below 1."""
     _check_limits(max_source_length, max_target_length)
     sources = source_tokenizer.encode_batch([source for source, _ in pairs])
     targets = target_tokenizer.encode_batch([target for _, target in pairs])
@@ -126,15 +112,9 @@ def limit_pair_lengths(
     max_target_length: int = DEFAULT_MAX_TARGET_LENGTH,
     strict: bool = False,
 ) -> LengthLimit:
-    """Drop the pairs of every split whose source or target is longer than the limits (in tokens).
-
-    Call it after building the tokenisers (they define the length) instead of :func:`encode_pairs`: the result
-    holds the kept pairs encoded. Long pairs still take part in training the tokenisers, which does no harm.
-    Validation and test pairs are limited as well, since decoding pads to the longest source too; the counts
-    per split say what was dropped.
-
-    Args:
-        strict: refuse the data instead of dropping pairs.
+    """Drop the pairs of every split whose source or target is longer than the limits (in tokens), or with
+    ``strict`` refuse the data. Call it after building the tokenisers, instead of :func:`encode_pairs`.
+    Validation and test pairs are limited as well, since decoding pads to the longest source too.
 
     Raises:
         ValueError: a limit below 1.

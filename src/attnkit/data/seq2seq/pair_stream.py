@@ -13,39 +13,39 @@ as they go); a second pass for a separate subword target tokeniser (``train_from
 The result is cached under ``$ATTNKIT_CACHE/streams/KEY/``, KEY made of the file's fingerprint and the options.
 
 **Sampled scan** (a file larger than ``sample_bytes``, 64 MB by default): as for labelled texts
-(:mod:`attnkit.data.classify.text_stream`), the pass reads only the pairs of the file's first ``sample_bytes`` (to the
-reader's next progress mark): the tokenisers and the validation pairs come from them (at most ``max_valid_pairs``
-are kept, which a 5% carve of a 64 MB prefix fills many times over), and the rest of the file is not parsed
-before training. Its lines are counted (a C-speed newline count) and the training pairs among them bounded by
-:func:`training_pairs_bound`: the held-out share of the rest is not known without hashing each source, so the
-count is the lines less the expected share plus six standard deviations (wider when sources repeat), a few
-thousand pairs above the truth for millions of lines; each rank's stride reads its first pairs again to fill the
-steps left over. The carve
-itself is unchanged (the hash of each source, in every epoch), so it stays deterministic and a held-out source
-never reaches training. A bad row after the prefix stops the first epoch with its ``file:line`` (or is skipped
-with ``skip_bad_rows``).
+(:mod:`attnkit.data.classify.text_stream`), the tokenisers and the validation pairs come from the file's first
+``sample_bytes``. The rest's lines are counted and the training pairs among them bounded by
+:func:`training_pairs_bound` (the held-out share of the rest is not known without hashing each source). The carve
+itself is unchanged (the hash of each source, in every epoch), so a held-out source never reaches training.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnkit.data.cache import stream_cache_dir
-from attnkit.data.id_cache_entry import content_matches, file_content_key, record_content
+from attnkit.data.id_cache_entry import file_content_key
 from attnkit.data.reading import DataError
 from attnkit.data.records import BadRows, check_delimiter, fingerprint
 from attnkit.data.seq2seq.dataset import Pair
 from attnkit.data.seq2seq.files import FORMATS, iter_pairs
 from attnkit.data.seq2seq.tokenization import Tokenizer, build_tokenizer, load_tokenizers, save_tokenizers
 from attnkit.data.seq2seq.vocab import Vocab
-from attnkit.data.streaming import SAMPLE_BYTES, ReadProgress, count_lines, held_out, scan_prefix_note
+from attnkit.data.streaming import (
+    SAMPLE_BYTES,
+    ReadProgress,
+    count_lines,
+    held_out,
+    read_scan,
+    save_scan,
+    scan_prefix_note,
+)
 
 __all__ = ["PairFileStream", "PairScan", "training_pairs_bound"]
 
@@ -70,22 +70,8 @@ class PairScan:
 
 
 class PairFileStream:
-    """A TSV/CSV/JSONL/Parquet pair file read as a stream (see the module docstring).
-
-    Args:
-        path: the training file.
-        source_key, target_key: the columns (or JSON keys) of the two sides.
-        delimiter: the column separator of a CSV-like file (None: from the suffix; see
-            :func:`~attnkit.data.seq2seq.files.iter_pairs`).
-        source_level, target_level: how each side is tokenised (``char``, ``symbol``, ``subword``).
-        valid_fraction: the share of sources held out for validation.
-        limit: read only the first ``limit`` good pairs.
-        skip_bad_rows: count and skip bad rows instead of stopping at the first.
-        max_valid_pairs: the most held-out pairs kept in memory for validation.
-        progress: print a progress line while reading.
-        sample_bytes: the tokenisers learn from the training pairs of the first ``sample_bytes`` of a larger file
-            (None: from every training pair).
-    """
+    """A TSV/CSV/JSONL/Parquet pair file read as a stream (see the module docstring); ``limit``: only the first
+    good pairs; ``delimiter`` as :func:`~attnkit.data.seq2seq.files.iter_pairs` reads it."""
 
     def __init__(
         self,
@@ -158,31 +144,17 @@ class PairFileStream:
 
     def scan(self, *, vocab_size: int = 8000, cache: bool = True) -> tuple[PairScan, Tokenizer, Tokenizer]:
         """The first pass (or its cached result) and the ``(source, target)`` tokenisers (one object twice when
-        shared).
-
-        Raises:
-            DataError: a bad row (without ``skip_bad_rows``), no training pair or no validation pair.
-        """
+        shared); DataError for a bad row (without ``skip_bad_rows``), no training pair or no validation pair."""
         directory = stream_cache_dir() / self.cache_key(vocab_size)
         content = file_content_key(self.path) if cache else ""  # an edit keeping size and mtime: a stale entry
-        if cache and (directory / SCAN_FILE).exists() and content_matches(directory, content):
-            try:
-                result = PairScan(**json.loads((directory / SCAN_FILE).read_text(encoding="utf-8")))
-                result.cached, result.seconds = True, 0.0
-                return (result, *load_tokenizers(directory))
-            except (ValueError, TypeError, OSError):  # a damaged entry: scan again
-                pass
+        cached = read_scan(directory, SCAN_FILE, PairScan, content, load_tokenizers) if cache else None
+        if cached is not None:
+            return cached
         started = time.monotonic()
         result, source, target = self._scan(vocab_size)
         result.seconds = time.monotonic() - started
         if cache:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                save_tokenizers(directory, source, target)
-                record_content(directory, content)
-                (directory / SCAN_FILE).write_text(json.dumps(asdict(result)), encoding="utf-8")
-            except OSError:
-                pass
+            save_scan(directory, SCAN_FILE, result, content, lambda d: save_tokenizers(d, source, target))
         return result, source, target
 
     def _scan(self, vocab_size: int) -> tuple[PairScan, Tokenizer, Tokenizer]:
@@ -247,11 +219,9 @@ class PairFileStream:
 def training_pairs_bound(lines: int, fraction: float, *, multiplicity: float = 1.0, deviations: float = 6.0) -> int:
     """How many training pairs ``lines`` unread lines are taken to hold: the lines less the share ``fraction`` the
     source hash is expected to hold out, plus ``deviations`` standard deviations of that share. Sources are held
-    out whole, so the share varies as a binomial's over the distinct sources: its variance is the binomial one of
-    the lines times ``multiplicity``, the pairs a source has on average over the pairs (Σc²/Σc, measured on the
-    prefix; 1 when every source occurs once). The bound is above the true count unless the sources repeat much
-    more in the rest than in the prefix; an epoch then reads every training pair and each rank's stride reads its
-    first pairs again for the few steps left over (if it is below, the last few pairs of a stride are not read)."""
+    out whole, so the variance is the binomial one of the lines times ``multiplicity``, the pairs a source has on
+    average over the pairs (Σc²/Σc, measured on the prefix). The bound is above the true count unless the sources
+    repeat much more in the rest than in the prefix; a rank's stride reads its first pairs again to fill it."""
     if lines <= 0:
         return 0
     spread = deviations * math.sqrt(lines * fraction * (1 - fraction) * max(multiplicity, 1.0))

@@ -27,9 +27,6 @@ def data_set_names() -> list[str]:
 
 
 def load_data_set(name: str, **options) -> Seq2SeqData:
-    """Load built-in data set ``name``; ``options`` go to its loader (e.g. ``load_data_set("dates", train_size=500)``).
-
-    Raises:
-        DataError: for an unknown name, listing the known ones.
-    """
+    """Load built-in data set ``name``; ``options`` go to its loader. DataError for an unknown name, listing the
+    known ones."""
     return load_from(DATA_SETS, name, **options)

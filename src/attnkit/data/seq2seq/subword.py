@@ -10,12 +10,11 @@ plain Hugging Face ``tokenizer.json``.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID
+from attnkit.data.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID, content_ids, write_atomically
 
 if TYPE_CHECKING:
     import tokenizers
@@ -37,12 +36,8 @@ class SubwordTokenizer:
 
     @classmethod
     def train(cls, texts: Iterable[str], *, vocab_size: int = 8000, min_frequency: int = 2) -> SubwordTokenizer:
-        """Learn BPE merges from ``texts`` (the training split; for a shared vocabulary, both sides).
-
-        Args:
-            vocab_size: the largest vocabulary, the four specials included.
-            min_frequency: a merge must occur this often to be learned.
-        """
+        """Learn BPE merges from ``texts`` (the training split; for a shared vocabulary, both sides);
+        ``vocab_size`` counts the four specials."""
         from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
         if vocab_size <= len(SPECIALS):
@@ -52,10 +47,7 @@ class SubwordTokenizer:
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
         tokenizer.decoder = decoders.Metaspace()
         trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size,
-            min_frequency=min_frequency,
-            special_tokens=list(SPECIALS),
-            show_progress=False,
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIALS), show_progress=False
         )
         tokenizer.train_from_iterator(texts, trainer=trainer)  # any iterable: a stream is read once
         return cls(tokenizer)
@@ -97,14 +89,7 @@ class SubwordTokenizer:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ``ids``: ``<pad>`` and ``<bos>`` are skipped and decoding stops at the first ``<eos>``."""
-        kept = []
-        for i in ids:
-            i = int(i)
-            if i == EOS_ID:
-                break
-            if i not in (PAD_ID, BOS_ID):
-                kept.append(i)
-        return self._tokenizer.decode(kept, skip_special_tokens=False)
+        return self._tokenizer.decode(content_ids(ids), skip_special_tokens=False)
 
     def to_dict(self) -> dict:
         """The Hugging Face ``tokenizer.json`` content."""
@@ -119,12 +104,7 @@ class SubwordTokenizer:
 
     def save(self, path: str | Path) -> Path:
         """Write ``tokenizer.json`` content to ``path`` atomically and return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        self._tokenizer.save(str(temporary))
-        os.replace(temporary, path)
-        return path
+        return write_atomically(path, lambda temporary: self._tokenizer.save(str(temporary)))
 
     @classmethod
     def load(cls, path: str | Path) -> SubwordTokenizer:

@@ -3,11 +3,9 @@
     source_tok, target_tok = build_tokenizers(data)   # at the task's levels: char, symbol or subword
     save_tokenizers(run_dir, source_tok, target_tok)  # tokenizer.json, or source_/target_tokenizer.json
 
-A task whose sides share one tokeniser (``bible-en-es``: BPE over English and Spanish together) is saved as a
-single ``tokenizer.json``; otherwise the two sides are ``source_tokenizer.json`` and ``target_tokenizer.json``.
-Both kinds — :class:`~attnkit.data.seq2seq.vocab.Vocab` and
-:class:`~attnkit.data.seq2seq.subword.SubwordTokenizer` — share the special ids and the
-``encode``/``encode_batch``/``decode``/``tokens``/``save`` methods.
+A task whose sides share one tokeniser (``bible-en-es``) is saved as a single ``tokenizer.json``. Both kinds,
+:class:`~attnkit.data.seq2seq.vocab.Vocab` and :class:`~attnkit.data.seq2seq.subword.SubwordTokenizer`, share the
+special ids and the ``encode``/``encode_batch``/``decode``/``tokens``/``save`` methods.
 """
 
 from __future__ import annotations
@@ -47,10 +45,8 @@ def build_tokenizer(texts: list[str], level: Level, *, vocab_size: int = 8000) -
 
 
 def build_tokenizers(data: Seq2SeqData, *, vocab_size: int = 8000) -> tuple[Tokenizer, Tokenizer]:
-    """``(source, target)`` tokenisers from the training split, at the task's levels.
-
-    With ``data.shared_vocab`` one tokeniser is trained on both sides and returned twice (the same object).
-    """
+    """``(source, target)`` tokenisers from the training split, at the task's levels; with ``data.shared_vocab``
+    one tokeniser trained on both sides, returned twice (the same object)."""
     sources = [s for s, _ in data.train]
     targets = [t for _, t in data.train]
     if data.shared_vocab:
@@ -65,11 +61,8 @@ def build_tokenizers(data: Seq2SeqData, *, vocab_size: int = 8000) -> tuple[Toke
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """Read a tokeniser file of either kind (an attnkit vocabulary or a Hugging Face ``tokenizer.json``).
-
-    Raises:
-        DataError: ``file: ...`` when the file is missing or is neither.
-    """
+    """Read a tokeniser file of either kind (an attnkit vocabulary or a Hugging Face ``tokenizer.json``);
+    DataError ``file: ...`` when the file is missing or is neither."""
     path = Path(path)
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
@@ -99,11 +92,8 @@ def tokenizer_text(tokenizer: Tokenizer) -> str:
 
 
 def load_tokenizers(directory: str | Path) -> tuple[Tokenizer, Tokenizer]:
-    """Inverse of :func:`save_tokenizers`; a shared tokeniser comes back as the same object twice.
-
-    Raises:
-        DataError: when ``directory`` holds neither layout.
-    """
+    """Inverse of :func:`save_tokenizers` (a shared tokeniser comes back as the same object twice); DataError when
+    ``directory`` holds neither layout."""
     directory = Path(directory)
     if (directory / SOURCE_FILENAME).is_file() or (directory / TARGET_FILENAME).is_file():
         return load_tokenizer(directory / SOURCE_FILENAME), load_tokenizer(directory / TARGET_FILENAME)

@@ -14,11 +14,24 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["BOS", "BOS_ID", "EOS", "EOS_ID", "LEVELS", "PAD", "PAD_ID", "SPECIALS", "UNK", "UNK_ID", "Vocab"]
+__all__ = [
+    "BOS",
+    "BOS_ID",
+    "EOS",
+    "EOS_ID",
+    "LEVELS",
+    "PAD",
+    "PAD_ID",
+    "SPECIALS",
+    "UNK",
+    "UNK_ID",
+    "Vocab",
+    "content_ids",
+]
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -30,13 +43,10 @@ Level = Literal["char", "symbol"]
 
 
 class Vocab:
-    """Maps the symbols of a text to ids and back.
+    """Maps the symbols of a text to ids and back; ``symbols`` come in id order after the four specials.
 
-    Args:
-        symbols: the ordinary symbols, in id order after the four specials (duplicates and specials refused).
-        level: ``"char"`` — every character is a symbol, spaces included, and ``decode`` joins with ``""``;
-            ``"symbol"`` — symbols are separated by whitespace (phonemes, words) and ``decode`` joins with
-            ``" "``.
+    ``level="char"``: every character is a symbol, spaces included, and ``decode`` joins with ``""``;
+    ``"symbol"``: symbols are separated by whitespace (phonemes, words) and ``decode`` joins with ``" "``.
     """
 
     def __init__(self, symbols: Sequence[str], *, level: Level) -> None:
@@ -60,12 +70,8 @@ class Vocab:
 
     @classmethod
     def build(cls, texts: Iterable[str], *, level: Level, min_count: int = 1, max_size: int | None = None) -> Vocab:
-        """Collect the symbols of ``texts`` (the training split), most frequent first, ties by symbol.
-
-        Args:
-            min_count: drop symbols seen fewer times (they become ``<unk>``).
-            max_size: keep at most this many ordinary symbols (the specials come on top).
-        """
+        """Collect the symbols of ``texts`` (the training split), most frequent first, ties by symbol; rarer than
+        ``min_count`` become ``<unk>``; ``max_size`` ordinary symbols at most (the specials come on top)."""
         counts: Counter[str] = Counter()
         for text in texts:
             counts.update(_split(text, level))
@@ -131,15 +137,7 @@ class Vocab:
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text of ``ids``: ``<pad>`` and ``<bos>`` are skipped and decoding stops at the first ``<eos>``."""
-        out = []
-        for i in ids:
-            i = int(i)
-            if i == EOS_ID:
-                break
-            if i in (PAD_ID, BOS_ID):
-                continue
-            out.append(self.id_to_token(i))
-        return ("" if self.level == "char" else " ").join(out)
+        return ("" if self.level == "char" else " ").join(self.id_to_token(i) for i in content_ids(ids))
 
     # persistence -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -155,17 +153,34 @@ class Vocab:
 
     def save(self, path: str | Path) -> Path:
         """Write the vocabulary as JSON to ``path`` atomically and return the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
-        return path
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n"
+        return write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:
         """Read a vocabulary written by :meth:`save`."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def content_ids(ids: Iterable[int]) -> list[int]:
+    """``ids`` up to the first ``<eos>``, without ``<pad>`` and ``<bos>``: what a decoder's output says."""
+    kept = []
+    for i in map(int, ids):
+        if i == EOS_ID:
+            break
+        if i not in (PAD_ID, BOS_ID):
+            kept.append(i)
+    return kept
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> Path:
+    """``write`` a temporary sibling of ``path`` (creating its folder), then rename it to ``path``; return ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(temporary)
+    os.replace(temporary, path)
+    return path
 
 
 def _split(text: str, level: str) -> list[str]:

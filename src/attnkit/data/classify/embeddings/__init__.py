@@ -56,11 +56,8 @@ SOURCES = ("random", *ALGORITHMS, "glove")
 
 
 def check_source(source: str) -> str:
-    """What ``source`` names: one of :data:`SOURCES`, or ``"file"`` for an existing file (cheap: loads nothing).
-
-    Raises:
-        ValueError: naming ``embeddings``, when ``source`` is neither a known name nor an existing file.
-    """
+    """What ``source`` names: one of :data:`SOURCES`, or ``"file"`` for an existing file (cheap: loads nothing);
+    ValueError naming ``embeddings`` for anything else."""
     if source in SOURCES:
         return source
     if Path(source).expanduser().is_file():
@@ -78,20 +75,11 @@ def pretrained_embeddings(
     cache_dir: str | Path | None = None,
     seed: int = 0,
 ) -> PretrainedEmbeddings:
-    """An embedding matrix ``[V, D]`` lined up with ``tokenizer`` (row ``i`` = token id ``i``) from ``source``.
+    """An embedding matrix ``[V, D]`` lined up with ``tokenizer`` (row ``i`` = token id ``i``) from ``source``
+    (not ``"random"``): ``weight [V, D]``, ``found [V]``, ``counts`` per lookup way and JSON-ready ``settings``.
 
-    Args:
-        source: ``"word2vec"``, ``"fasttext"``, ``"glove"`` or a word-vector file's path (not ``"random"``).
-        tokenizer: the classifier's tokeniser.
-        texts: the training texts (no validation or test text); needed by ``word2vec`` and ``fasttext``.
-        options: gensim settings for ``word2vec`` / ``fasttext`` (``dim``, ``epochs``, ``seed``, ...); ignored
-            otherwise, where ``D`` is the source's.
-        cache_dir: the self-trained vectors' cache (default :func:`default_cache_dir`).
-        seed: seeds the random rows of entries the source has no vector for.
-
-    Returns:
-        ``weight [V, D]``, ``found [V]``, ``counts`` per lookup way and ``settings`` (JSON-ready: the source and
-        what built it, for the checkpoint's config).
+    ``texts``: the training texts only, needed by ``word2vec`` and ``fasttext`` (trained with ``options``; other
+    sources set ``D``). ``seed`` seeds the random rows of entries the source has no vector for.
 
     Raises:
         ValueError: for ``"random"``, an unknown source, or a self-trained source without ``texts``.

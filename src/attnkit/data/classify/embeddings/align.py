@@ -44,12 +44,8 @@ _CONTRACTION = re.compile(r"^(\w+?)(n't|'\w+)$")
 
 @dataclass(frozen=True)
 class WordVectors:
-    """Vectors for words, from any source.
-
-    Attributes:
-        words: the ``N`` words; the first of two equal words wins.
-        vectors: ``[N, D]`` float array (a memory map is fine: only the rows looked up are read).
-    """
+    """Vectors ``[N, D]`` for ``N`` words (the first of two equal words wins), from any source; a memory map is
+    fine: only the rows looked up are read."""
 
     words: list[str]
     vectors: np.ndarray
@@ -89,13 +85,9 @@ class WordVectors:
 class PretrainedEmbeddings:
     """An embedding matrix lined up with a tokeniser, and how much of the vocabulary the source covered.
 
-    Attributes:
-        weight: ``[V, D]`` float32; row ``i`` is token id ``i``'s vector; row 0 (``[PAD]``) is zero.
-        found: ``[V]`` bool, True where the row came from the source (ways ``exact``, ``lowercase``,
-            ``contraction``); e.g. to freeze only those rows.
-        counts: how many vocabulary entries went each way of :data:`WAYS` (``[PAD]`` is in none).
-        settings: JSON-ready description of the source (its name or path and what built it), for a checkpoint's
-            config.
+    ``weight [V, D]`` float32 (row 0, ``[PAD]``, is zero); ``found [V]`` bool, True where the row came from the
+    source (e.g. to freeze only those rows); ``counts`` per way of :data:`WAYS` (``[PAD]`` is in none);
+    ``settings``: JSON-ready description of the source, for a checkpoint's config.
     """
 
     weight: torch.Tensor
@@ -130,17 +122,8 @@ class PretrainedEmbeddings:
 def align(
     vectors: WordVectors, tokenizer: TextTokenizer, *, seed: int = 0, settings: dict[str, Any] | None = None
 ) -> PretrainedEmbeddings:
-    """Line ``vectors`` up with ``tokenizer``'s vocabulary (see the module docstring for the lookup order).
-
-    Args:
-        vectors: the source's words and ``[N, D]`` vectors.
-        tokenizer: gives the vocabulary; ``tokenizer.kind == "wordpiece"`` marks ``##`` pieces as continuations.
-        seed: seeds the random rows of vocabulary entries the source lacks.
-        settings: copied into the result's ``settings``.
-
-    Returns:
-        The ``[V, D]`` matrix, the ``[V]`` found mask and the counts per way.
-    """
+    """Line ``vectors [N, D]`` up with ``tokenizer``'s vocabulary (the lookup order is the module docstring's): the
+    ``[V, D]`` matrix, the ``[V]`` found mask and the counts per way; ``seed`` seeds the rows the source lacks."""
     size, dim = tokenizer.vocab_size, vectors.dim
     rows = np.full(size, -1, dtype=np.int64)  # [V] source row, or -1
     pairs: dict[int, tuple[int, int]] = {}  # contraction token id -> its two source rows

