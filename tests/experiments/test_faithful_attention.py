@@ -45,6 +45,17 @@ def test_a_longer_recipe_multiplies_today_s_epochs_and_a_combination_keeps_it():
     assert both.epochs_times == 2 and han.argv(both).count("--epochs") == 1
 
 
+def test_a_recipe_for_some_models_applies_to_them_only_and_a_combination_keeps_the_limit():
+    han, bigru = ROWS[("fine-foods", "han")], ROWS[("r8", "pooled_bigru")]
+    recipe = RECIPES["embedding-values-bigrams"]
+    assert bigru.applies(recipe) and not han.applies(recipe)
+    parsed = build_parser().parse_args(train_argv(bigru, recipe, 0, Path("o")))
+    assert parsed.bigram_buckets > 0 and parsed.attention_values == "embeddings"
+    both = combine([RECIPES["sparsemax"], recipe])
+    assert both.models == ("pooled_bigru",) and bigru.applies(both) and not han.applies(both)
+    assert combine([RECIPES["sparsemax"], RECIPES["diversity"]]).models == ()
+
+
 def probe(accuracy: float, attention: float, ig: float = 0.4, flips: tuple[float, float] = (0.2, 0.2)) -> dict:
     means = {
         "attention": {"aopc_comprehensiveness": attention, "flip_fraction": flips[0]},

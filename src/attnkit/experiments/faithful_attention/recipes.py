@@ -4,8 +4,8 @@ options probed on them (issue #38) — a table of :class:`Recipe` objects, read 
 A recipe is today's training command of its row plus some options (and, for ``attend-all``, minus ``--attend
 content``). The options are the model options of ``attnkit train classify``: ``--attention-distribution``,
 ``--task-scaling`` (TaSc), ``--encoder-diversity`` (Diversity LSTM's penalty), ``--attention-values embeddings``
-(the states score, the words' own embeddings are averaged). The best combination is built from
-the probes (:func:`combine`), never chosen on test.
+(the states score, the words' own embeddings are averaged; with ``--bigram-buckets``, their hashed bigrams' too).
+The best combination is built from the probes (:func:`combine`), never chosen on test.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Recipe:
         remove: options (with their value) taken out of the row's command.
         needs_encoder: only for models whose attention reads an encoder's states (the diversity penalty).
         epochs_times: today's ``--epochs`` multiplied by this (a recipe that learns more slowly than today's).
+        models: only for these models of the grid (``pooled_bigru``: an option HAN lacks); empty: every model.
     """
 
     name: str
@@ -36,6 +37,7 @@ class Recipe:
     remove: tuple[str, ...] = ()
     needs_encoder: bool = False
     epochs_times: int = 1
+    models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Row:
     def applies(self, recipe: Recipe) -> bool:
         """Whether the recipe makes sense on this row (an encoder penalty needs an encoder; ``remove`` must be
         there to remove)."""
-        if recipe.needs_encoder and not self.encoder:
+        if (recipe.needs_encoder and not self.encoder) or (recipe.models and self.model not in recipe.models):
             return False
         return not recipe.remove or any(
             tuple(self.today[i : i + 2]) == recipe.remove[:2] for i in range(len(self.today) - 1)
@@ -90,6 +92,13 @@ RECIPES: dict[str, Recipe] = {
         Recipe("embedding-values", ("--attention-values", "embeddings"), "values"),
         # The fine-foods HAN's validation loss was still falling at today's 10 epochs under embedding values.
         Recipe("embedding-values-2x", ("--attention-values", "embeddings"), "values", epochs_times=2),
+        # TF-IDF + LR reads word bigrams; so may the averaged values (a bigram's vector joins its second word's).
+        Recipe(
+            "embedding-values-bigrams",
+            ("--attention-values", "embeddings", "--bigram-buckets", "20000"),
+            "values",
+            models=("pooled_bigru",),
+        ),
     )
 }
 
@@ -132,6 +141,7 @@ def combine(chosen: list[Recipe]) -> Recipe | None:
     if len(set(families)) != len(families):
         raise ValueError(f"one recipe per family, got {', '.join(recipe.name for recipe in chosen)}")
     removed = tuple(word for recipe in chosen for word in recipe.remove)
+    limits = [set(recipe.models) for recipe in chosen if recipe.models]
     return Recipe(
         " + ".join(recipe.name for recipe in chosen),
         tuple(word for recipe in chosen for word in recipe.options),
@@ -139,4 +149,5 @@ def combine(chosen: list[Recipe]) -> Recipe | None:
         remove=removed[:2],
         needs_encoder=any(recipe.needs_encoder for recipe in chosen),
         epochs_times=max(recipe.epochs_times for recipe in chosen),
+        models=tuple(sorted(set.intersection(*limits))) if limits else (),
     )
