@@ -47,12 +47,12 @@ def test_a_longer_recipe_multiplies_today_s_epochs_and_a_combination_keeps_it():
 
 def test_a_recipe_for_some_models_applies_to_them_only_and_a_combination_keeps_the_limit():
     han, bigru = ROWS[("fine-foods", "han")], ROWS[("r8", "pooled_bigru")]
-    recipe = RECIPES["embedding-values-bigrams"]
-    assert bigru.applies(recipe) and not han.applies(recipe)
-    parsed = build_parser().parse_args(train_argv(bigru, recipe, 0, Path("o")))
+    recipe = RECIPES["embedding-values-2x-bigrams"]
+    assert han.applies(recipe) and not bigru.applies(recipe)
+    parsed = build_parser().parse_args(train_argv(han, recipe, 0, Path("o")))
     assert parsed.bigram_buckets > 0 and parsed.attention_values == "embeddings"
     both = combine([RECIPES["sparsemax"], recipe])
-    assert both.models == ("pooled_bigru",) and bigru.applies(both) and not han.applies(both)
+    assert both.models == ("han",) and han.applies(both) and not bigru.applies(both)
     assert combine([RECIPES["sparsemax"], RECIPES["diversity"]]).models == ()
 
 

@@ -18,18 +18,19 @@ V, E = 30, 8
 DISTRIBUTIONS = {"softmax": Softmax, "sparsemax": Sparsemax}
 
 
-def han(dist: str = "softmax", padding: str = "masked") -> HierarchicalAttentionClassifier:
+def han(dist: str = "softmax", padding: str = "masked", bigrams: int = 0) -> HierarchicalAttentionClassifier:
     return HierarchicalAttentionClassifier(
         V, 3, embed_dim=E, word_hidden=5, sentence_hidden=6, distribution=DISTRIBUTIONS[dist],
-        attention_values="embeddings", attention_padding=padding,
+        attention_values="embeddings", attention_padding=padding, bigram_buckets=bigrams,
     ).eval()  # fmt: skip
 
 
-def pooled(dist: str = "softmax", heads: int = 2) -> PooledClassifier:
+def pooled(dist: str = "softmax", heads: int = 2, bigrams: int = 0) -> PooledClassifier:
     pooling = build_pooling("multihead", 10, heads=heads, distribution=DISTRIBUTIONS[dist]())
     return PooledClassifier(
-        V, 3, embed_dim=E, encoder=BiGRUEncoder(E, 5), pooling=pooling, attention_values="embeddings"
-    ).eval()
+        V, 3, embed_dim=E, encoder=BiGRUEncoder(E, 5), pooling=pooling, attention_values="embeddings",
+        bigram_buckets=bigrams,
+    ).eval()  # fmt: skip
 
 
 def test_the_pooling_averages_the_values_with_the_weights_the_keys_give():
@@ -95,7 +96,7 @@ documents = st.lists(st.integers(0, 4), min_size=1, max_size=3)  # words per sen
 @given(docs=documents, extra_words=st.integers(0, 2), seed=st.integers(0, 2**16))
 def test_han_document_alone_equals_document_in_a_padded_batch(docs, extra_words, seed):
     torch.manual_seed(seed)
-    model = han("sparsemax" if seed % 2 else "softmax")
+    model = han("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0)
     sentences = [torch.randint(1, V, (length,)) for length in docs]
     width = max([len(s) for s in sentences] + [1])
 
@@ -117,7 +118,7 @@ def test_han_document_alone_equals_document_in_a_padded_batch(docs, extra_words,
 @given(length=st.integers(1, 6), extra=st.integers(0, 3), seed=st.integers(0, 2**16))
 def test_pooled_document_alone_equals_document_in_a_padded_batch(length, extra, seed):
     torch.manual_seed(seed)
-    model = pooled("sparsemax" if seed % 2 else "softmax")
+    model = pooled("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0)
     ids = torch.randint(1, V, (1, length))
     padded = torch.cat(
         [torch.cat([ids, torch.zeros(1, extra, dtype=torch.long)], 1), torch.randint(1, V, (1, length + extra))]
@@ -180,3 +181,37 @@ def test_attention_contributions_decompose_the_predicted_logit_exactly(family):
     torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))
     plain = HierarchicalAttentionClassifier(V, 3, embed_dim=E, word_hidden=5, sentence_hidden=6)
     assert value_contributions(plain, flat, lambda: plain.embedding(flat), weights[:1], label) == {}
+
+
+def test_a_han_s_bigrams_stay_within_their_sentence():
+    torch.manual_seed(3)
+    model = han(bigrams=13)
+    ids = torch.tensor([[[3, 4, 5], [6, 7, 0]]])
+    changed = ids.clone()
+    changed[0, 1, 0] = 9  # the next sentence's first word: no bigram of the first sentence reads it
+    first, second = (model(x, x != 0, torch.ones(1, 2, dtype=torch.bool)).words for x in (ids, changed))
+    torch.testing.assert_close(first.context[0, 0], second.context[0, 0])
+    assert not torch.allclose(first.context[0, 1], second.context[0, 1])
+    words_only = han()
+    words_only.load_state_dict(model.state_dict(), strict=False)
+    assert not torch.allclose(
+        words_only(ids, ids != 0, torch.ones(1, 2, dtype=torch.bool)).words.context, first.context
+    )
+
+
+@pytest.mark.parametrize("family", ["han", "pooled"])
+def test_with_bigrams_each_word_s_part_still_sums_to_the_logit(family):
+    """The subjects' ``attention_contribution`` reads each word's vector with its bigram, as the model does."""
+    from attnkit.tasks.classify.faithfulness import HanSubject, PooledSubject
+
+    torch.manual_seed(4)
+    ids = {"pad_id": 0, "unk_id": 1}
+    if family == "han":
+        model = han("sparsemax", bigrams=11)
+        subject = HanSubject(model, [[3, 4, 5], [6, 7]], ["w"] * 5, ["a", "b", "c"], **ids)
+    else:
+        model = pooled(heads=2, bigrams=11)
+        subject = PooledSubject(model, [3, 4, 5, 6, 7], ["w"] * 5, ["a", "b", "c"], **ids)
+    parts = subject.attention_scores()["attention_contribution"]
+    logits, bias, label = subject._output.logits[0].detach(), model.classifier.bias.detach(), subject.label
+    torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))

@@ -145,14 +145,15 @@ def test_bigram_order_matters_and_padding_does_not():
     )
 
 
-def test_the_config_builds_bigram_buckets_for_the_pooled_model_only():
+def test_the_config_builds_bigram_buckets_for_both_models():
     from attnkit.tasks.classify.config import ClassifierConfig, build_classifier
 
-    config = ClassifierConfig(model="pooled", encoder="none", bigram_buckets=64, label_names=["a", "b"])
-    model = build_classifier(config, vocab_size=50)
-    assert model.bigram_embedding.num_embeddings == 65
-    assert ClassifierConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(ValueError, match="pooled-classifier option"):
-        ClassifierConfig(model="han", bigram_buckets=64)
+    for family in ("pooled", "han"):
+        config = ClassifierConfig(model=family, encoder="none", bigram_buckets=64, label_names=["a", "b"])
+        model = build_classifier(config, vocab_size=50)
+        assert model.bigram_embedding.num_embeddings == 65
+        assert ClassifierConfig.from_dict(config.to_dict()) == config
+    plain = build_classifier(ClassifierConfig(model="han", label_names=["a", "b"]), vocab_size=50)
+    assert plain.bigram_embedding is None and not any("bigram" in key for key in plain.state_dict())
     with pytest.raises(ValueError, match="bigram_buckets must be >= 0"):
         ClassifierConfig(model="pooled", bigram_buckets=-1)

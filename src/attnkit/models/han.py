@@ -21,7 +21,7 @@ from torch import nn
 from attnkit.distributions import Distribution
 from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder
-from attnkit.models.pooled import build_pooling, pool, token_inputs
+from attnkit.models.pooled import build_pooling, embed_tokens, pool, token_inputs
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import TaskScaling
 
@@ -71,6 +71,8 @@ class HierarchicalAttentionClassifier(nn.Module):
             sentence vectors so made, while the BiGRUs' states still choose the weights. The document vector is
             then ``Σ_s β_s Σ_w α_sw e_sw``: each word's weight ``β_s·α_sw`` multiplies that word's embedding and
             nothing of its neighbours (sentence and document vectors of size ``E``).
+        bigram_buckets: if > 0, each word's vector also adds the embedding of its hashed bigram with the next word
+            of its sentence (:func:`~attnkit.models.pooled.bigram_ids`, as the pooled classifier's); 0 = words only.
     """
 
     def __init__(
@@ -90,10 +92,11 @@ class HierarchicalAttentionClassifier(nn.Module):
         distribution: Callable[[], Distribution] | None = None,
         task_scaling: TaskScaling | None = None,
         attention_values: str = "states",
+        bigram_buckets: int = 0,
     ) -> None:
         super().__init__()
         self.attendable: torch.Tensor | None
-        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values)
+        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values, bigram_buckets)
         self.task_scaling = task_scaling
         self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
         options = {"hidden": attention_hidden, "padding": attention_padding}
@@ -168,7 +171,7 @@ class HierarchicalAttentionClassifier(nn.Module):
             attend = attend & self.attendable[token_ids]
         embedded = self.embedding(token_ids)  # [N, W, E]
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, embedded, word_mask)  # [N, W]
-        embedded = self.dropout(embedded)
+        embedded = self.dropout(embed_tokens(self, token_ids, word_mask, embedded))  # + bigrams within the sentence
         encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
         values = embedded if self.attention_values == "embeddings" else None
         pooled = pool(self.word_pooling, encoded, attend, scale, values)  # context [N, Dw or E], weights [N, 1, W]

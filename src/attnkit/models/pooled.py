@@ -73,14 +73,29 @@ def build_pooling(
 ATTENTION_VALUES = ("states", "embeddings")
 
 
-def token_inputs(model: nn.Module, vocab: int, dim: int, padding_idx: int, content_only: bool, values: str) -> None:
-    """Check ``values`` and give ``model`` its ``attention_values``, ``embedding`` and ``attendable`` (a ``[V]`` bool
-    buffer, all True, when ``content_only``; else None)."""
+def token_inputs(
+    model: nn.Module, vocab: int, dim: int, padding_idx: int, content_only: bool, values: str, bigram_buckets: int = 0
+) -> None:
+    """Check ``values`` and give ``model`` its ``attention_values``, ``embedding``, ``attendable`` (a ``[V]`` bool
+    buffer, all True, when ``content_only``; else None) and ``bigram_embedding`` (``bigram_buckets + 1`` rows, row 0
+    padding, when ``bigram_buckets`` > 0; else None), read by :func:`embed_tokens`."""
     if values not in ATTENTION_VALUES:
         raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {values!r}")
+    if bigram_buckets < 0:
+        raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
     model.attention_values = values
     model.embedding = nn.Embedding(vocab, dim, padding_idx=padding_idx)
     model.register_buffer("attendable", torch.ones(vocab, dtype=torch.bool) if content_only else None)
+    model.bigram_buckets = bigram_buckets
+    model.bigram_embedding = nn.Embedding(bigram_buckets + 1, dim, padding_idx=0) if bigram_buckets else None
+
+
+def embed_tokens(model: nn.Module, token_ids: torch.Tensor, mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The words' vectors ``x = model.embedding(token_ids)`` ``[N, T, E]`` plus, for a model with bigram buckets,
+    each position's hashed bigram with its successor (:func:`bigram_ids` of token_ids and mask ``[N, T]``)."""
+    if model.bigram_embedding is None:
+        return x
+    return x + model.bigram_embedding(bigram_ids(token_ids, mask, model.bigram_buckets))  # [N, T, E]
 
 
 def pool(
@@ -181,11 +196,7 @@ class PooledClassifier(nn.Module):
     ) -> None:
         super().__init__()
         self.attendable: torch.Tensor | None
-        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values)
-        if bigram_buckets < 0:
-            raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
-        self.bigram_buckets = bigram_buckets
-        self.bigram_embedding = nn.Embedding(bigram_buckets + 1, embed_dim, padding_idx=0) if bigram_buckets else None
+        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values, bigram_buckets)
         self.encoder = encoder
         self.task_scaling = task_scaling
         feature_dim = getattr(encoder, "output_dim", embed_dim)
@@ -209,8 +220,7 @@ class PooledClassifier(nn.Module):
         attend = mask if attend_mask is None else attend_mask & mask  # [B, T]
         x = self.embedding(token_ids)  # [B, T, E]
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, x, mask)  # [B, T]
-        if self.bigram_embedding is not None:
-            x = x + self.bigram_embedding(bigram_ids(token_ids, mask, self.bigram_buckets))  # [B, T, E]
+        x = embed_tokens(self, token_ids, mask, x)  # [B, T, E]
         values = x if self.attention_values == "embeddings" else None  # [B, T, E]
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]

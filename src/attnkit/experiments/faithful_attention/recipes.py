@@ -28,7 +28,7 @@ class Recipe:
         remove: options (with their value) taken out of the row's command.
         needs_encoder: only for models whose attention reads an encoder's states (the diversity penalty).
         epochs_times: today's ``--epochs`` multiplied by this (a recipe that learns more slowly than today's).
-        models: only for these models of the grid (``pooled_bigru``: an option HAN lacks); empty: every model.
+        models: only for these models of the grid (e.g. ``han``); empty: every model.
     """
 
     name: str
@@ -78,6 +78,7 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(shlex.split(text))
 
 
+_BIGRAMS = ("--bigram-buckets", "20000")
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
     for recipe in (
@@ -92,12 +93,14 @@ RECIPES: dict[str, Recipe] = {
         Recipe("embedding-values", ("--attention-values", "embeddings"), "values"),
         # The fine-foods HAN's validation loss was still falling at today's 10 epochs under embedding values.
         Recipe("embedding-values-2x", ("--attention-values", "embeddings"), "values", epochs_times=2),
-        # TF-IDF + LR reads word bigrams; so may the averaged values (a bigram's vector joins its second word's).
+        # TF-IDF + LR reads word bigrams; so may the averaged values (a bigram's vector joins its first word's).
+        Recipe("embedding-values-bigrams", ("--attention-values", "embeddings", *_BIGRAMS), "values"),
         Recipe(
-            "embedding-values-bigrams",
-            ("--attention-values", "embeddings", "--bigram-buckets", "20000"),
+            "embedding-values-2x-bigrams",
+            ("--attention-values", "embeddings", *_BIGRAMS),
             "values",
-            models=("pooled_bigru",),
+            epochs_times=2,
+            models=("han",),
         ),
     )
 }

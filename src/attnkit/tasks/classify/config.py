@@ -88,7 +88,7 @@ class ClassifierConfig(JsonConfig):
     heads: int = 4
     layers: int = 2
     dropout: float = 0.3
-    bigram_buckets: int = 0  # pooled: hashed word-bigram embeddings (0 = words only)
+    bigram_buckets: int = 0  # hashed word-bigram embeddings (0 = words only; HAN: within a sentence)
     # the embedding table's start: "random", "word2vec"/"fasttext" (trained on the training split), "glove", or a
     # word-vector file; what built it (for the record) and whether training may change it
     embeddings: str = "random"
@@ -115,8 +115,6 @@ class ClassifierConfig(JsonConfig):
             raise ValueError(f"encoder must be one of {tuple(ENCODERS)}, got {self.encoder!r}")
         if self.bigram_buckets < 0:
             raise ValueError(f"bigram_buckets must be >= 0, got {self.bigram_buckets}")
-        if self.bigram_buckets and self.model != "pooled":
-            raise ValueError("bigram_buckets is a pooled-classifier option (--model pooled)")
         if self.attend not in ATTEND:
             raise ValueError(f"attend must be one of {ATTEND}, got {self.attend!r}")
         if self.attention_padding not in PADDING_MODES:
@@ -201,6 +199,7 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         distribution=lambda: _distribution(config),
         task_scaling=_task_scaling(config, vocab_size),
         attention_values=config.attention_values,
+        bigram_buckets=config.bigram_buckets,
     )
 
 

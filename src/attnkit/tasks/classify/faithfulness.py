@@ -29,7 +29,7 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import BatchedGradientInputs, Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
-from attnkit.models.pooled import bigram_ids, logit_parts
+from attnkit.models.pooled import embed_tokens, logit_parts
 from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
 __all__ = [
@@ -241,10 +241,7 @@ class PooledSubject(_ClassifierSubject):
         return {"attention_heads": self._output.pooling.weights[0].float().cpu().tolist()}
 
     def _embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = self.model.embedding(ids)  # [1, T, E]
-        if self.model.bigram_embedding is not None:
-            x = x + self.model.bigram_embedding(bigram_ids(ids, mask, self.model.bigram_buckets))
-        return x
+        return embed_tokens(self.model, ids, mask, self.model.embedding(ids))  # [1, T, E]
 
     batched_gradient_inputs = staticmethod(pooled_gradient_inputs)  # many documents at once (the fast path)
 
@@ -322,9 +319,14 @@ class HanSubject(_ClassifierSubject):
         """``attention``: each word's weight in its sentence × its sentence's weight in the document."""
         words, sentences = self._levels()
         attention = words * sentences[self.sentence_of]  # [T]
-        embedded = lambda: self.model.embedding(self.flat_ids.to(self.device))  # noqa: E731  [T, E], where needed
+        embedded = lambda: self._embedded()[self.sentence_of, self.word_of]  # noqa: E731  [T, E], where needed
         parts = value_contributions(self.model, self.flat_ids, embedded, attention[None], self.label)
         return {"attention": attention, **task_scaled(self.model, self.flat_ids, attention), **parts}
+
+    def _embedded(self) -> torch.Tensor:
+        """The words' vectors as the word level reads them (bigrams within each sentence) -> ``[S, W, E]``."""
+        token_ids, word_mask, _ = (t[0].to(self.device) for t in self._whole())  # [S, W] each
+        return embed_tokens(self.model, token_ids, word_mask, self.model.embedding(token_ids)).cpu()
 
     def attention_details(self) -> dict[str, list]:
         """``attention_words [T]`` (within each sentence) and ``attention_sentences [S]``."""

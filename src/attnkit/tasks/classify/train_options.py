@@ -113,7 +113,8 @@ def add_network_arguments(model: argparse._ArgumentGroup) -> None:
         "--bigram-buckets",
         type=non_negative_int,
         default=0,
-        help="pooled: add hashed word-bigram embeddings with this many buckets, fastText-style (default 0: off)",
+        help="add hashed word-bigram embeddings with this many buckets, fastText-style (HAN: within a sentence; "
+        "default 0: off)",
     )
     model.add_argument("--hidden", type=positive_int, default=64, help="GRU hidden size per direction (default 64)")
     model.add_argument("--dropout", type=float, default=0.3)
