@@ -40,7 +40,7 @@ def test_the_shipped_model_reproduces_its_published_figure(name, capsys):
 
 
 # Shipped ensembles: the members, the data, the metric, the beam and the published figure (docs/results.md, G2P)
-ENSEMBLES = {("g2p", "g2p-bi2"): ("cmudict", "wer", 5, 24.9083)}
+ENSEMBLES = {("g2p", "g2p-bi2", "g2p-gru"): ("cmudict", "wer", 5, 24.2667)}
 G2P_NOTES = Path(__file__).resolve().parents[2] / "docs" / "results" / "g2p_notes.md"
 
 
