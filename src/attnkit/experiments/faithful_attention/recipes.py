@@ -95,6 +95,10 @@ RECIPES: dict[str, Recipe] = {
         Recipe("embedding-values-2x", ("--attention-values", "embeddings"), "values", epochs_times=2),
         # TF-IDF + LR reads word bigrams; so may the averaged values (a bigram's vector joins its first word's).
         Recipe("embedding-values-bigrams", ("--attention-values", "embeddings", *_BIGRAMS), "values"),
+        # a tenth of the buckets, in case 20,000 random rows are too many to learn from a few thousand documents
+        Recipe(
+            "embedding-values-bigrams-2k", ("--attention-values", "embeddings", "--bigram-buckets", "2000"), "values"
+        ),
         Recipe(
             "embedding-values-2x-bigrams",
             ("--attention-values", "embeddings", *_BIGRAMS),
