@@ -78,7 +78,7 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(shlex.split(text))
 
 
-_BIGRAMS = ("--bigram-buckets", "20000")
+_VALUES, _BIGRAMS = ("--attention-values", "embeddings"), ("--bigram-buckets", "20000")
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
     for recipe in (
@@ -90,18 +90,16 @@ RECIPES: dict[str, Recipe] = {
         Recipe("tasc-conv", ("--task-scaling", "conv"), "scaling"),
         Recipe("diversity", ("--encoder-diversity", "0.5"), "diversity", needs_encoder=True),
         Recipe("attend-all", (), "attend", remove=("--attend", "content")),
-        Recipe("embedding-values", ("--attention-values", "embeddings"), "values"),
+        Recipe("embedding-values", _VALUES, "values"),
         # The fine-foods HAN's validation loss was still falling at today's 10 epochs under embedding values.
-        Recipe("embedding-values-2x", ("--attention-values", "embeddings"), "values", epochs_times=2),
+        Recipe("embedding-values-2x", _VALUES, "values", epochs_times=2),
         # TF-IDF + LR reads word bigrams; so may the averaged values (a bigram's vector joins its first word's).
-        Recipe("embedding-values-bigrams", ("--attention-values", "embeddings", *_BIGRAMS), "values"),
+        Recipe("embedding-values-bigrams", (*_VALUES, *_BIGRAMS), "values"),
         # a tenth of the buckets, in case 20,000 random rows are too many to learn from a few thousand documents
-        Recipe(
-            "embedding-values-bigrams-2k", ("--attention-values", "embeddings", "--bigram-buckets", "2000"), "values"
-        ),
+        Recipe("embedding-values-bigrams-2k", (*_VALUES, "--bigram-buckets", "2000"), "values"),
         Recipe(
             "embedding-values-2x-bigrams",
-            ("--attention-values", "embeddings", *_BIGRAMS),
+            (*_VALUES, *_BIGRAMS),
             "values",
             epochs_times=2,
             models=("han",),
