@@ -18,7 +18,7 @@ from attnkit.tasks.classify.config import RECIPE_BEFORE_OPTIONS
 TINY = ["--model", "pooled", "--encoder", "bigru", "--embed-dim", "8", "--hidden", "4", "--vocab-size", "100",
         "--epochs", "1", "--batch-size", "8", "--no-progress"]  # fmt: skip
 RECIPE = ["--attention-distribution", "sparsemax", "--task-scaling", "lin", "--encoder-diversity", "0.1",
-          "--attention-values", "embeddings"]  # fmt: skip
+          "--attention-values", "embeddings", "--value-layer", "6"]  # fmt: skip
 
 
 def config_of(run) -> dict:
@@ -41,7 +41,7 @@ def test_the_options_are_stored_in_the_checkpoint(trained):
         "lin",
         0.1,
     )
-    assert config["attention_values"] == "embeddings"
+    assert config["attention_values"] == "embeddings" and config["value_layer"] == 6
     assert json.loads((root / "run" / "last" / "config.json").read_text())["task_scaling"] == "lin"
 
 
@@ -52,6 +52,7 @@ def test_explain_states_the_recipe(trained, capsys):
     page = out.read_text()
     assert "attention distribution: sparsemax" in page and "task scaling (TaSc): lin" in page
     assert "λ = 0.1" in page and "attention averages: the words&#x27; own embeddings" in page
+    assert "each through a per-word layer of 6 units" in page
     recipe = json.loads(html.unescape(re.search(r'data-recipe="([^"]*)"', page).group(1)))
     assert recipe["attention_distribution"] == "sparsemax" and recipe["encoder_diversity"] == 0.1
 

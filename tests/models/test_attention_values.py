@@ -13,23 +13,26 @@ from attnkit.distributions import Softmax, Sparsemax
 from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, PooledClassifier
 from attnkit.models.pooled import build_pooling
 from attnkit.tasks.classify.config import RECIPE_BEFORE_OPTIONS, ClassifierConfig, build_classifier
+from attnkit.tasks.classify.recipe import recipe_lines
 
 V, E = 30, 8
 DISTRIBUTIONS = {"softmax": Softmax, "sparsemax": Sparsemax}
 
 
-def han(dist: str = "softmax", padding: str = "masked", bigrams: int = 0) -> HierarchicalAttentionClassifier:
+def han(
+    dist: str = "softmax", padding: str = "masked", bigrams: int = 0, value_layer: int = 0
+) -> HierarchicalAttentionClassifier:
     return HierarchicalAttentionClassifier(
         V, 3, embed_dim=E, word_hidden=5, sentence_hidden=6, distribution=DISTRIBUTIONS[dist],
-        attention_values="embeddings", attention_padding=padding, bigram_buckets=bigrams,
+        attention_values="embeddings", attention_padding=padding, bigram_buckets=bigrams, value_layer=value_layer,
     ).eval()  # fmt: skip
 
 
-def pooled(dist: str = "softmax", heads: int = 2, bigrams: int = 0) -> PooledClassifier:
+def pooled(dist: str = "softmax", heads: int = 2, bigrams: int = 0, value_layer: int = 0) -> PooledClassifier:
     pooling = build_pooling("multihead", 10, heads=heads, distribution=DISTRIBUTIONS[dist]())
     return PooledClassifier(
         V, 3, embed_dim=E, encoder=BiGRUEncoder(E, 5), pooling=pooling, attention_values="embeddings",
-        bigram_buckets=bigrams,
+        bigram_buckets=bigrams, value_layer=value_layer,
     ).eval()  # fmt: skip
 
 
@@ -96,7 +99,7 @@ documents = st.lists(st.integers(0, 4), min_size=1, max_size=3)  # words per sen
 @given(docs=documents, extra_words=st.integers(0, 2), seed=st.integers(0, 2**16))
 def test_han_document_alone_equals_document_in_a_padded_batch(docs, extra_words, seed):
     torch.manual_seed(seed)
-    model = han("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0)
+    model = han("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0, value_layer=seed % 3 * 6)
     sentences = [torch.randint(1, V, (length,)) for length in docs]
     width = max([len(s) for s in sentences] + [1])
 
@@ -118,7 +121,7 @@ def test_han_document_alone_equals_document_in_a_padded_batch(docs, extra_words,
 @given(length=st.integers(1, 6), extra=st.integers(0, 3), seed=st.integers(0, 2**16))
 def test_pooled_document_alone_equals_document_in_a_padded_batch(length, extra, seed):
     torch.manual_seed(seed)
-    model = pooled("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0)
+    model = pooled("sparsemax" if seed % 2 else "softmax", bigrams=17 if seed % 4 < 2 else 0, value_layer=seed % 3 * 6)
     ids = torch.randint(1, V, (1, length))
     padded = torch.cat(
         [torch.cat([ids, torch.zeros(1, extra, dtype=torch.long)], 1), torch.randint(1, V, (1, length + extra))]
@@ -215,3 +218,46 @@ def test_with_bigrams_each_word_s_part_still_sums_to_the_logit(family):
     parts = subject.attention_scores()["attention_contribution"]
     logits, bias, label = subject._output.logits[0].detach(), model.classifier.bias.detach(), subject.label
     torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))
+
+
+@pytest.mark.parametrize("family", ["han", "pooled"])
+def test_with_a_value_layer_each_word_s_part_still_sums_to_the_logit(family):
+    """``value_layer``: the attention averages ``GELU(W e + b)`` per word; the parts read it as the model does."""
+    from attnkit.tasks.classify.faithfulness import HanSubject, PooledSubject
+
+    torch.manual_seed(5)
+    ids = {"pad_id": 0, "unk_id": 1}
+    if family == "han":
+        model = han("sparsemax", bigrams=11, value_layer=12)
+        subject = HanSubject(model, [[3, 4, 5], [6, 7]], ["w"] * 5, ["a", "b", "c"], **ids)
+    else:
+        model = pooled(heads=2, value_layer=12)
+        subject = PooledSubject(model, [3, 4, 5, 6, 7], ["w"] * 5, ["a", "b", "c"], **ids)
+    assert model.classifier.in_features == 12 * (1 if family == "han" else 2)
+    parts = subject.attention_scores()["attention_contribution"]
+    logits, bias, label = subject._output.logits[0].detach(), model.classifier.bias.detach(), subject.label
+    torch.testing.assert_close(parts.sum(), (logits[label] - logits.mean()) - (bias[label] - bias.mean()))
+
+
+def test_a_value_layer_reads_one_word_and_is_the_hand_computed_gelu():
+    torch.manual_seed(6)
+    model = pooled(heads=2, value_layer=7)
+    ids = torch.randint(1, V, (1, 5))
+    out = model(ids, torch.ones(1, 5, dtype=torch.bool))
+    layer = model.value_layer[0]
+    values = torch.nn.functional.gelu(model.embedding(ids) @ layer.weight.T + layer.bias)  # [1, T, 7]
+    torch.testing.assert_close(out.logits, model.classifier((out.pooling.weights @ values).flatten(1)))
+
+
+def test_the_config_builds_a_value_layer_refuses_it_without_embedding_values_and_old_configs_read_none():
+    small = {"label_names": ["a", "b"], "embed_dim": 8, "hidden": 4, "dropout": 0.0}
+    for model in ("han", "pooled"):
+        config = ClassifierConfig(model=model, attention_values="embeddings", value_layer=16, **small)
+        assert build_classifier(config, 20).classifier.in_features == 16  # one attention head
+        assert "a per-word layer of 16 units" in recipe_lines(config.recipe())[4]
+    with pytest.raises(ValueError, match="needs attention_values 'embeddings'"):
+        ClassifierConfig(value_layer=16, **small)
+    with pytest.raises(ValueError, match="value_layer must be >= 0"):
+        HierarchicalAttentionClassifier(V, 2, embed_dim=E, attention_values="embeddings", value_layer=-1)
+    legacy = {k: v for k, v in ClassifierConfig(**small).to_dict().items() if k != "value_layer"}
+    assert ClassifierConfig.from_dict(legacy).value_layer == 0 and RECIPE_BEFORE_OPTIONS["value_layer"] == 0

@@ -21,7 +21,7 @@ from torch import nn
 from attnkit.distributions import Distribution
 from attnkit.models.diversity import EncodedStates
 from attnkit.models.encoders import BiGRUEncoder
-from attnkit.models.pooled import build_pooling, embed_tokens, pool, token_inputs
+from attnkit.models.pooled import build_pooling, embed_tokens, pool, token_inputs, value_dim, word_values
 from attnkit.outputs import AttentionOutput
 from attnkit.pooling import TaskScaling
 
@@ -73,6 +73,8 @@ class HierarchicalAttentionClassifier(nn.Module):
             nothing of its neighbours (sentence and document vectors of size ``E``).
         bigram_buckets: if > 0, each word's vector also adds the embedding of its hashed bigram with the next word
             of its sentence (:func:`~attnkit.models.pooled.bigram_ids`, as the pooled classifier's); 0 = words only.
+        value_layer: with ``attention_values="embeddings"``, the width ``N`` of a per-word ``GELU(W e + b)`` that
+            the word attention averages instead of ``e`` (:func:`~attnkit.models.pooled.word_values`; 0: ``e``).
     """
 
     def __init__(
@@ -93,23 +95,26 @@ class HierarchicalAttentionClassifier(nn.Module):
         task_scaling: TaskScaling | None = None,
         attention_values: str = "states",
         bigram_buckets: int = 0,
+        value_layer: int = 0,
     ) -> None:
         super().__init__()
         self.attendable: torch.Tensor | None
-        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values, bigram_buckets)
+        inputs = (attend_content_only, attention_values, bigram_buckets, value_layer)
+        token_inputs(self, vocab_size, embed_dim, padding_idx, *inputs)
         self.task_scaling = task_scaling
         self.word_encoder = BiGRUEncoder(embed_dim, word_hidden, packed=packed)
         options = {"hidden": attention_hidden, "padding": attention_padding}
         self.word_pooling = build_pooling(
             "attention", self.word_encoder.output_dim, distribution=distribution and distribution(), **options
         )
-        sentence_dim = embed_dim if attention_values == "embeddings" else self.word_encoder.output_dim
+        values_dim = value_dim(self, embed_dim)
+        sentence_dim = values_dim if attention_values == "embeddings" else self.word_encoder.output_dim
         self.sentence_encoder = BiGRUEncoder(sentence_dim, sentence_hidden, packed=packed)
         self.sentence_pooling = build_pooling(
             "attention", self.sentence_encoder.output_dim, distribution=distribution and distribution(), **options
         )
         self.dropout = nn.Dropout(dropout)
-        document_dim = embed_dim if attention_values == "embeddings" else self.sentence_encoder.output_dim
+        document_dim = values_dim if attention_values == "embeddings" else self.sentence_encoder.output_dim
         self.classifier = nn.Linear(document_dim, num_classes)
 
     def forward(
@@ -173,8 +178,8 @@ class HierarchicalAttentionClassifier(nn.Module):
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, embedded, word_mask)  # [N, W]
         embedded = self.dropout(embed_tokens(self, token_ids, word_mask, embedded))  # + bigrams within the sentence
         encoded = self.word_encoder(embedded, word_mask)  # [N, W, Dw]
-        values = embedded if self.attention_values == "embeddings" else None
-        pooled = pool(self.word_pooling, encoded, attend, scale, values)  # context [N, Dw or E], weights [N, 1, W]
+        values = word_values(self, embedded) if self.attention_values == "embeddings" else None  # [N, W, E or Nv]
+        pooled = pool(self.word_pooling, encoded, attend, scale, values)  # context [N, Dw | E | Nv], weights [N, 1, W]
         return AttentionOutput(pooled.context, pooled.weights[:, 0]), EncodedStates(encoded, word_mask)
 
     def classify_sentences(

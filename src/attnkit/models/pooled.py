@@ -28,6 +28,8 @@ __all__ = [
     "build_pooling",
     "logit_parts",
     "pool",
+    "value_dim",
+    "word_values",
 ]
 
 POOLINGS = ("attention", "multihead", "mean", "max")
@@ -74,20 +76,44 @@ ATTENTION_VALUES = ("states", "embeddings")
 
 
 def token_inputs(
-    model: nn.Module, vocab: int, dim: int, padding_idx: int, content_only: bool, values: str, bigram_buckets: int = 0
+    model: nn.Module,
+    vocab: int,
+    dim: int,
+    padding_idx: int,
+    content_only: bool,
+    values: str,
+    bigram_buckets: int = 0,
+    value_layer: int = 0,
 ) -> None:
     """Check ``values`` and give ``model`` its ``attention_values``, ``embedding``, ``attendable`` (a ``[V]`` bool
-    buffer, all True, when ``content_only``; else None) and ``bigram_embedding`` (``bigram_buckets + 1`` rows, row 0
-    padding, when ``bigram_buckets`` > 0; else None), read by :func:`embed_tokens`."""
+    buffer, all True, when ``content_only``; else None), ``bigram_embedding`` (``bigram_buckets + 1`` rows, row 0
+    padding, when ``bigram_buckets`` > 0; else None), read by :func:`embed_tokens`, and ``value_layer`` (a per-word
+    ``GELU(W e + b)`` of ``value_layer`` units when > 0, for ``values == "embeddings"`` only; else None), read by
+    :func:`word_values`."""
     if values not in ATTENTION_VALUES:
         raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {values!r}")
     if bigram_buckets < 0:
         raise ValueError(f"bigram_buckets must be >= 0, got {bigram_buckets}")
+    if value_layer < 0 or (value_layer and values != "embeddings"):
+        raise ValueError(f"value_layer must be >= 0 and needs attention_values 'embeddings', got {value_layer}")
     model.attention_values = values
     model.embedding = nn.Embedding(vocab, dim, padding_idx=padding_idx)
     model.register_buffer("attendable", torch.ones(vocab, dtype=torch.bool) if content_only else None)
     model.bigram_buckets = bigram_buckets
     model.bigram_embedding = nn.Embedding(bigram_buckets + 1, dim, padding_idx=0) if bigram_buckets else None
+    model.value_layer = nn.Sequential(nn.Linear(dim, value_layer), nn.GELU()) if value_layer else None
+
+
+def value_dim(model: nn.Module, embed_dim: int) -> int:
+    """The size of what :func:`word_values` gives: the value layer's width, else ``embed_dim``."""
+    return embed_dim if model.value_layer is None else model.value_layer[0].out_features
+
+
+def word_values(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """What a model with ``attention_values == "embeddings"`` averages: each position's own vector ``x [..., E]``,
+    or, with a value layer, ``GELU(W x + b)`` ``[..., N]`` — position by position, so that each weight still
+    multiplies one word and nothing of its neighbours."""
+    return x if model.value_layer is None else model.value_layer(x)
 
 
 def embed_tokens(model: nn.Module, token_ids: torch.Tensor, mask: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -177,6 +203,8 @@ class PooledClassifier(nn.Module):
             ``"embeddings"`` (each position's own input vector, while the encoder's states still choose the
             weights: a weight then multiplies one word and nothing of its neighbours; needs an attention pooling
             whose ``dim`` is the encoder's and a classifier over ``E``).
+        value_layer: with ``attention_values="embeddings"``, the width ``N`` of a per-word ``GELU(W e + b)`` that
+            the attention averages instead of ``e`` itself (:func:`word_values`; 0, the default: ``e``).
     """
 
     def __init__(
@@ -193,10 +221,12 @@ class PooledClassifier(nn.Module):
         attend_content_only: bool = False,
         task_scaling: TaskScaling | None = None,
         attention_values: str = "states",
+        value_layer: int = 0,
     ) -> None:
         super().__init__()
         self.attendable: torch.Tensor | None
-        token_inputs(self, vocab_size, embed_dim, padding_idx, attend_content_only, attention_values, bigram_buckets)
+        inputs = (attend_content_only, attention_values, bigram_buckets, value_layer)
+        token_inputs(self, vocab_size, embed_dim, padding_idx, *inputs)
         self.encoder = encoder
         self.task_scaling = task_scaling
         feature_dim = getattr(encoder, "output_dim", embed_dim)
@@ -205,7 +235,7 @@ class PooledClassifier(nn.Module):
             raise ValueError("attention_values 'embeddings' needs an attention pooling (attention or multihead)")
         heads = getattr(self.pooling, "heads", 1)
         self.dropout = nn.Dropout(dropout)
-        pooled_dim = embed_dim if attention_values == "embeddings" else feature_dim
+        pooled_dim = value_dim(self, embed_dim) if attention_values == "embeddings" else feature_dim
         self.classifier = nn.Linear(pooled_dim * heads, num_classes)
 
     def forward(
@@ -221,7 +251,7 @@ class PooledClassifier(nn.Module):
         x = self.embedding(token_ids)  # [B, T, E]
         scale = None if self.task_scaling is None else self.task_scaling(token_ids, x, mask)  # [B, T]
         x = embed_tokens(self, token_ids, mask, x)  # [B, T, E]
-        values = x if self.attention_values == "embeddings" else None  # [B, T, E]
+        values = word_values(self, x) if self.attention_values == "embeddings" else None  # [B, T, E or N]
         if isinstance(self.encoder, BiGRUEncoder):
             x = self.encoder(x, mask)  # [B, T, D]
         elif isinstance(self.encoder, TransformerEncoder):

@@ -26,7 +26,7 @@ SMALL = {"label_names": ["a", "b"], "embed_dim": 8, "hidden": 4, "dropout": 0.0}
 def test_the_options_round_trip_through_the_checkpoint_config():
     config = ClassifierConfig(
         model="pooled", attention_distribution="entmax15", task_scaling="feat", encoder_diversity=0.25,
-        attention_values="embeddings", **SMALL,
+        attention_values="embeddings", value_layer=32, **SMALL,
     )  # fmt: skip
     values = json.loads(json.dumps(config.to_dict()))
     assert {k: values[k] for k in RECIPE_BEFORE_OPTIONS} == {
@@ -34,6 +34,7 @@ def test_the_options_round_trip_through_the_checkpoint_config():
         "task_scaling": "feat",
         "encoder_diversity": 0.25,
         "attention_values": "embeddings",
+        "value_layer": 32,
     }
     assert ClassifierConfig.from_dict(values) == config
 
@@ -47,6 +48,7 @@ def test_a_config_written_before_the_options_reads_as_todays_recipe():
         "task_scaling": "none",
         "encoder_diversity": 0.0,
         "attention_values": "states",
+        "value_layer": 0,
     }
 
 

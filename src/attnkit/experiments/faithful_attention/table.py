@@ -10,7 +10,7 @@ and the options of `attnkit train classify` — `--attention-distribution sparse
 lin|feat|conv` (TaSc, Chrysostomou & Aletras 2021), `--encoder-diversity 0.5` (Diversity LSTM's penalty,
 Mohankumar et al. 2020), `--attention-values embeddings` (the states score, the words' own embeddings are
 averaged; also with `--bigram-buckets 20000`, so the averaged vectors carry hashed word bigrams as TF-IDF + LR's
-features do), `--attend all` instead of `content` — are **probed on validation with one seed**: the
+features do, and with `--value-layer 256`, a per-word GELU layer over each embedding), `--attend all` instead of `content` — are **probed on validation with one seed**: the
 validation accuracy and, on {documents} sampled validation documents, attention's AOPC comprehensiveness as a share
 of integrated gradients' (IG from 16 steps, doubled until the completeness delta is within 5 % of the prediction's
 change; for TaSc models also that of |α·s|, the weights their pooling multiplies: `scaled_attention`; for models

@@ -56,6 +56,7 @@ RECIPE_BEFORE_OPTIONS: dict[str, Any] = {
     "task_scaling": "none",
     "encoder_diversity": 0.0,
     "attention_values": "states",
+    "value_layer": 0,
 }
 
 
@@ -104,6 +105,7 @@ class ClassifierConfig(JsonConfig):
     encoder_diversity: float = 0.0
     # what the attention averages: the encoder's states, or the words' own embeddings (the states still score them)
     attention_values: str = "states"
+    value_layer: int = 0  # with attention_values "embeddings": a per-word GELU layer of this width (0: the embeddings)
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again
     text_column: str = "text"
     label_column: str = "label"
@@ -150,6 +152,10 @@ class ClassifierConfig(JsonConfig):
             raise ValueError(f"attention_values must be one of {ATTENTION_VALUES}, got {self.attention_values!r}")
         if self.attention_values != "states" and not attention:
             raise ValueError(f"attention_values acts on attention pooling, not {self.pooling} pooling")
+        if self.value_layer < 0 or (self.value_layer and self.attention_values != "embeddings"):
+            raise ValueError(
+                f"value_layer must be >= 0 and needs attention_values 'embeddings', got {self.value_layer}"
+            )
         if self.encoder_diversity and self.model == "pooled" and self.encoder == "none":
             raise ValueError("encoder_diversity keeps an encoder's states apart: give the pooled model an encoder")
 
@@ -170,6 +176,7 @@ class ClassifierConfig(JsonConfig):
             "task_scaling": self.task_scaling,
             "encoder_diversity": self.encoder_diversity,
             "attention_values": self.attention_values,
+            "value_layer": self.value_layer,
             "attend": self.attend,
             "attention_padding": self.attention_padding,
         }
@@ -200,6 +207,7 @@ def _han(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         task_scaling=_task_scaling(config, vocab_size),
         attention_values=config.attention_values,
         bigram_buckets=config.bigram_buckets,
+        value_layer=config.value_layer,
     )
 
 
@@ -223,6 +231,7 @@ def _pooled(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         attend_content_only=config.attend == "content",
         task_scaling=_task_scaling(config, vocab_size),
         attention_values=config.attention_values,
+        value_layer=config.value_layer,
     )
 
 
@@ -264,7 +273,7 @@ def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
 _OPTIONS_AS_FIELDS = (
     "model tokenizer vocab_size max_sentences max_words max_tokens hidden encoder pooling attention_padding attend "
     "heads dropout bigram_buckets text_column label_column embeddings freeze_embeddings label_smoothing "
-    "uniform_attention attention_distribution task_scaling encoder_diversity attention_values"
+    "uniform_attention attention_distribution task_scaling encoder_diversity attention_values value_layer"
 )
 
 

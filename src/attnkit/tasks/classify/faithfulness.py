@@ -29,7 +29,7 @@ from attnkit.explain.faithfulness.methods import DEFAULT_METHODS
 from attnkit.explain.faithfulness.results import DocumentFaithfulness
 from attnkit.explain.faithfulness.subject import BatchedGradientInputs, Embedded, GradientInputs
 from attnkit.models.encoders import TransformerEncoder
-from attnkit.models.pooled import embed_tokens, logit_parts
+from attnkit.models.pooled import embed_tokens, logit_parts, word_values
 from attnkit.tasks.classify.han_sentence_reuse import delete_reusing_sentences
 
 __all__ = [
@@ -118,13 +118,15 @@ def value_contributions(
     model: nn.Module, ids: torch.Tensor, values: Callable[[], torch.Tensor], weights: torch.Tensor, label: int
 ) -> dict[str, torch.Tensor]:
     """``{"attention_contribution": [T]}`` (:func:`~attnkit.models.pooled.logit_parts` of the words ``ids [T]``,
-    ``values() [T, E]``, attention ``weights [H, T]``; HAN: one row, word × sentence weight) for a model whose
-    attention averages the words' own embeddings; ``{}`` otherwise."""
+    their vectors ``values() [T, E]`` (through the model's value layer, if any), attention ``weights [H, T]``; HAN:
+    one row, word × sentence weight) for a model whose attention averages the words' own embeddings; ``{}``
+    otherwise."""
     if getattr(model, "attention_values", "states") != "embeddings":
         return {}
     signed = None if getattr(model, "task_scaling", None) is None else _task_scores(model, ids)
     with torch.no_grad():
-        return {"attention_contribution": logit_parts(model.classifier, weights, values(), label, signed)}
+        averaged = word_values(model, values().to(next(model.parameters()).device))  # [T, E or N]
+        return {"attention_contribution": logit_parts(model.classifier, weights, averaged, label, signed)}
 
 
 def _task_scores(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from attnkit.tasks.options import non_negative_float
+from attnkit.tasks.options import non_negative_float, non_negative_int
 
 __all__ = ["add_recipe_arguments", "recipe_lines", "recipe_section"]
 
@@ -62,6 +62,15 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "nothing of its neighbours, as Tutek & Snajder 2020 ask of attention that explains; HAN: the sentence "
         "attention averages the sentence vectors so made)",
     )
+    faithful.add_argument(
+        "--value-layer",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --attention-values embeddings: average a per-word layer GELU(W e + b) of N units instead of the "
+        "embedding e itself, so that the classifier reads richer word features while the logit stays one part per "
+        "word (default 0: the embeddings)",
+    )
 
 
 def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
@@ -73,9 +82,14 @@ def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
         f"attention distribution: {recipe['attention_distribution']}",
         f"task scaling (TaSc): {scaling}" + ("" if scaling == "none" else _TASC_SHADING),
         f"encoder diversity (conicity penalty): {'off' if not diversity else f'λ = {diversity:g}'}",
-        f"attention averages: {_VALUES[recipe.get('attention_values', 'states')]}",
+        f"attention averages: {_VALUES[recipe.get('attention_values', 'states')]}" + _value_layer(recipe),
         f"attends to: {'content words only' if recipe['attend'] == 'content' else 'every token'}",
     ]
+
+
+def _value_layer(recipe: Mapping[str, Any]) -> str:
+    width = recipe.get("value_layer", 0)
+    return f", each through a per-word layer of {width} units" if width else ""
 
 
 def recipe_section(recipe: Mapping[str, Any]) -> tuple[str, str]:

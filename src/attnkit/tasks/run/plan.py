@@ -61,6 +61,7 @@ ADDED_LATER = {
     "task_scaling": "none",
     "encoder_diversity": 0.0,
     "attention_values": "states",
+    "value_layer": 0,
     "distill_from": None,
     "distill_beam": None,
     "distill_gold": False,
