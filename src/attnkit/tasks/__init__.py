@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from attnkit.tasks.loaded import LoadedModel
 from attnkit.tasks.spec import TaskSpec
 
 __all__ = [
@@ -119,13 +120,13 @@ class _RaisingParser(argparse.ArgumentParser):
         raise ValueError(f"{self.prog}: {message}")
 
 
-def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> Any:
+def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> LoadedModel:
     """A trained model ready to use, for a checkpoint of any kind (``RUN`` means ``RUN/best``; a shipped model's
     name means that model), on ``device`` (``"auto"``: CUDA when available, else the CPU) running in ``precision``
     (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
     Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and ``evaluate``
-    for each). An export (``attnkit export``) comes back from the task its manifest names, decoded by CTranslate2
+    for each): a :class:`~attnkit.tasks.loaded.LoadedModel`, a ``Labeller`` or a ``Translator``. An export (``attnkit export``) comes back from the task its manifest names, decoded by CTranslate2
     (``precision`` does not apply).
     """
     task, checkpoint = task_for_checkpoint(path, exports=True)
