@@ -44,16 +44,7 @@ class Labeller(LoadedModel, Protocol):
 class Translator(LoadedModel, Protocol):
     """A loaded seq2seq model: one ``Translation`` per source, in input order (a ``str`` is one source)."""
 
-    def translate(
-        self,
-        texts: str | Sequence[str],
-        *,
-        beam_size: int = 1,
-        batch_size: int = 64,
-        length_penalty: float = 1.0,
-        max_len: int | None = None,
-        need_weights: bool = False,
-        num_hypotheses: int = 1,
-    ) -> list[Any]:
-        """Greedy (``beam_size`` 1) or beam decoding of ``texts``; ``need_weights``: the attention too."""
+    def translate(self, texts: str | Sequence[str], **options: Any) -> list[Any]:
+        """Greedy or beam decoding of ``texts``; both loaders take the same options (``beam_size``, ``batch_size``,
+        ``length_penalty``, ``max_len``, ``need_weights``, ``num_hypotheses``: one signature, tested)."""
         ...
