@@ -126,7 +126,8 @@ def load(path: str | Path, *, device: Any = "auto", precision: str = "fp32") -> 
     (``"fp32"``, or autocast to ``"bf16"`` / ``"fp16"``).
 
     Classifiers and vision models come back with ``predict``, seq2seq models with ``translate`` (and ``evaluate``
-    for each): a :class:`~attnkit.tasks.loaded.LoadedModel`, a ``Labeller`` or a ``Translator``. An export (``attnkit export``) comes back from the task its manifest names, decoded by CTranslate2
+    for each): a :class:`~attnkit.tasks.loaded.LoadedModel`, a ``Labeller`` or a ``Translator``. An export
+    (``attnkit export``) comes back from the task its manifest names, decoded by CTranslate2
     (``precision`` does not apply).
     """
     task, checkpoint = task_for_checkpoint(path, exports=True)
