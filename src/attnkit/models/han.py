@@ -70,7 +70,7 @@ class HierarchicalAttentionClassifier(nn.Module):
             ``"embeddings"``: the word attention averages the words' own embeddings and the sentence attention the
             sentence vectors so made, while the BiGRUs' states still choose the weights. The document vector is
             then ``Σ_s β_s Σ_w α_sw e_sw``: each word's weight ``β_s·α_sw`` multiplies that word's embedding and
-            nothing of its neighbours (sentence and document vectors of size ``E``).
+            nothing of its neighbours (sentence and document vectors of size ``E``, ``N`` with a value layer).
         bigram_buckets: if > 0, each word's vector also adds the embedding of its hashed bigram with the next word
             of its sentence (:func:`~attnkit.models.pooled.bigram_ids`, as the pooled classifier's); 0 = words only.
         value_layer: with ``attention_values="embeddings"``, the width ``N`` of a per-word ``GELU(W e + b)`` that

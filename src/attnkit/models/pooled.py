@@ -202,7 +202,7 @@ class PooledClassifier(nn.Module):
         attention_values: what the attention averages: ``"states"`` (the encoder's, the default) or
             ``"embeddings"`` (each position's own input vector, while the encoder's states still choose the
             weights: a weight then multiplies one word and nothing of its neighbours; needs an attention pooling
-            whose ``dim`` is the encoder's and a classifier over ``E``).
+            whose ``dim`` is the encoder's and a classifier over ``E``, ``N`` with a value layer).
         value_layer: with ``attention_values="embeddings"``, the width ``N`` of a per-word ``GELU(W e + b)`` that
             the attention averages instead of ``e`` itself (:func:`word_values`; 0, the default: ``e``).
     """
