@@ -79,12 +79,13 @@ def test_resume_keeps_the_options_and_refuses_others(trained, tmp_path, capsys):
     assert config_of(run)["task_scaling"] == "lin" and config_of(run)["attention_distribution"] == "sparsemax"
 
 
-def test_a_run_from_before_the_options_resumes_and_loads_as_trained(tmp_path):
+def test_a_run_from_before_the_options_resumes_and_loads_as_trained(tmp_path, capsys):
     from attnkit.tasks.classify.inference import load_classifier
 
     data = write_reviews(tmp_path / "train.csv")
     run = tmp_path / "old"
-    assert main(["train", "classify", "--data", str(data), *TINY, "--out", str(run)]) == 0
+    states = ["--attention-values", "states"]  # how every run was trained before the faithful recipe's default
+    assert main(["train", "classify", "--data", str(data), *TINY, *states, "--out", str(run)]) == 0
     for path in [run / "best" / "config.json", run / "last" / "config.json", run / "attnkit_run.json"]:
         values = json.loads(path.read_text())
         holder = values.get("settings", values)
@@ -92,13 +93,42 @@ def test_a_run_from_before_the_options_resumes_and_loads_as_trained(tmp_path):
             holder.pop(key)
         path.write_text(json.dumps(values))
     before = load_classifier(run / "last").predict(["great coffee"])[0].probabilities
-    assert main(["train", "classify", "--data", str(data), *TINY[:-5], "--epochs", "2", "--batch-size", "8",
-                 "--no-progress", "--out", str(run), "--resume"]) == 0  # fmt: skip
+    resume = ["train", "classify", "--data", str(data), *TINY[:-5], "--epochs", "2", "--batch-size", "8",
+              "--no-progress", "--out", str(run), "--resume"]  # fmt: skip
+    # its command as it was typed then now means the faithful recipe: refused, naming the difference
+    assert main(resume) != 0
+    assert "attention_values: states then, embeddings now" in capsys.readouterr().err
+    assert main([*resume, *states]) == 0
     last = json.loads((run / "last" / "config.json").read_text())
     assert not set(RECIPE_BEFORE_OPTIONS) & set(last)  # written as it started
     classifier = load_classifier(run / "last")
     assert classifier.config.task_scaling == "none" and classifier.config.attention_distribution == "softmax"
+    assert classifier.config.attention_values == "states" and classifier.config.value_layer == 0
     assert classifier.predict(["great coffee"])[0].probabilities != before  # trained one more epoch
+
+
+def test_the_defaults_are_the_faithful_recipe_where_the_model_attends(tmp_path):
+    """Without --attention-values / --value-layer: the words' own values through a per-word layer, wherever the
+    model pools by attention; mean pooling keeps the states (there is no attention to explain)."""
+    from attnkit.tasks.classify.recipe import FAITHFUL_VALUE_LAYER
+
+    data = write_reviews(tmp_path / "train.csv")
+    han = ["--model", "han", "--embed-dim", "8", "--hidden", "4", "--vocab-size", "100", *TINY[-5:]]
+    runs = {"pooled": TINY, "han": han, "mean": [*TINY, "--pooling", "mean"]}
+    for name, options in runs.items():
+        assert main(["train", "classify", "--data", str(data), *options, "--out", str(tmp_path / name)]) == 0
+    assert (config_of(tmp_path / "pooled")["attention_values"], config_of(tmp_path / "pooled")["value_layer"]) == (
+        "embeddings",
+        FAITHFUL_VALUE_LAYER,
+    )
+    assert (config_of(tmp_path / "han")["attention_values"], config_of(tmp_path / "han")["value_layer"]) == (
+        "embeddings",
+        FAITHFUL_VALUE_LAYER,
+    )
+    assert (config_of(tmp_path / "mean")["attention_values"], config_of(tmp_path / "mean")["value_layer"]) == (
+        "states",
+        0,
+    )
 
 
 def test_help_describes_the_options(capsys):

@@ -29,6 +29,32 @@ def test_every_recipe_of_every_row_is_a_valid_training_command(argv):
     assert args.resume and args.seed == 0
 
 
+def test_a_recipe_s_option_takes_the_place_of_today_s_and_every_option_is_given_once():
+    for row in ROWS.values():
+        for recipe in (r for r in RECIPES.values() if row.applies(r)):
+            options = [word for word in row.argv(recipe) if word.startswith("--")]
+            assert len(options) == len(set(options)), (row.data, recipe.name)
+    r8 = ROWS[("r8", "pooled_bigru")]
+    args = build_parser().parse_args(train_argv(r8, RECIPES["embedding-values"], 0, Path("o")))
+    assert (args.attention_values, args.value_layer) == ("embeddings", 0)
+    args = build_parser().parse_args(train_argv(r8, RECIPES["today"], 0, Path("o")))
+    assert args.attention_values == "states"  # today's recipe, not train classify's newer default
+
+
+def test_the_default_recipe_is_what_train_classify_gives_where_the_model_attends():
+    from attnkit.experiments.faithful_attention.recipes import DEFAULT_RECIPE
+    from attnkit.tasks.classify.recipe import apply_recipe_defaults
+
+    for row in ROWS.values():
+        recipe = RECIPES[DEFAULT_RECIPE]
+        given = build_parser().parse_args(train_argv(row, recipe, 0, Path("o")))
+        words = train_argv(row, recipe, 0, Path("o"))
+        at = words.index("--attention-values")
+        default = build_parser().parse_args(words[:at] + words[at + 4 :])  # without --attention-values, --value-layer
+        apply_recipe_defaults(default)
+        assert (default.attention_values, default.value_layer) == (given.attention_values, given.value_layer)
+
+
 def test_attend_all_removes_content_only_where_today_has_it():
     han, bigru = ROWS[("fine-foods", "han")], ROWS[("r8", "pooled_bigru")]
     recipe = RECIPES["attend-all"]

@@ -34,7 +34,7 @@ def train_tiny(root, *options: str):
 
 @pytest.fixture(scope="module")
 def tiny_classifier(tmp_path_factory):
-    return train_tiny(tmp_path_factory.mktemp("card-faithfulness"))
+    return train_tiny(tmp_path_factory.mktemp("card-faithfulness"), "--attention-values", "states")
 
 
 def test_the_sample_is_seeded_sorted_and_skips_documents_over_the_word_cap():
@@ -114,6 +114,7 @@ def test_shipping_a_classifier_writes_its_faithfulness_block(tmp_path, monkeypat
     import attnkit.pretrained as pretrained
 
     command = "attnkit train classify --data fine-foods --model pooled --embed-dim 8 --epochs 1 --vocab-size 500"
+    command += " --attention-values states"  # attention over the states: no attention_contribution method
     run = tmp_path / "run"
     argv = [*command.split()[1:], "--max-tokens", "64", "--threads", "1", "--no-progress", "--out", str(run)]
     assert main(argv) == 0

@@ -143,8 +143,8 @@ def _faithful_attention_arguments(parser: argparse.ArgumentParser) -> None:
         "--stage",
         choices=("probe", "all"),
         default="all",
-        help="probe: only stage 1 (one seed, validation); all: then confirm today's and the chosen recipe on test "
-        "with --seeds seeds (default)",
+        help="probe: only stage 1 (one seed, validation); all: then confirm today's recipe, the chosen one and "
+        "train classify's default (embedding-values-layer) on test with --seeds seeds (default)",
     )
     parser.add_argument(
         "--documents", type=positive_int, default=40, help="documents sampled for the faithfulness figures (40)"

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from attnkit.experiments.common import ExperimentPaths, command_line, ensure_run, mean_std, read_json, write_json
-from attnkit.experiments.faithful_attention.recipes import RECIPES, ROWS, Recipe, Row, combine
+from attnkit.experiments.faithful_attention.recipes import DEFAULT_RECIPE, RECIPES, ROWS, Recipe, Row, combine
 from attnkit.training.run_report import in_percent
 
 __all__ = [
@@ -303,7 +303,8 @@ def run_faithful_attention(
         entry = _save(path, row, {})
         entry = _save(path, row, dict(zip(("chosen", "reason"), choose(entry["probe"]), strict=True)))
         if stage == "all":
-            picks = {name: known.get(name) or recipe_named(name) for name in ("today", entry["chosen"])}
+            names = ("today", entry["chosen"], *([DEFAULT_RECIPE] if row.applies(RECIPES[DEFAULT_RECIPE]) else []))
+            picks = {name: known.get(name) or recipe_named(name) for name in names}
             confirmed = {n: confirm(row, r, paths, seeds, documents, threads, device) for n, r in picks.items()}
             _save(path, row, {"confirm": confirmed, "baseline": _baseline(row.data, paths)})
     from attnkit.experiments.report import render_results

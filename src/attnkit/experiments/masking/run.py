@@ -29,7 +29,7 @@ __all__ = ["BATCH_SIZE", "DATA", "MODELS", "padding_statistics", "run_masking", 
 DATA = "fine-foods"
 BATCH_SIZE = 32
 _FIT = ["--random-batches", "--batch-size", str(BATCH_SIZE), "--dropout", "0.5", "--lr-decay", "0.5"]
-_FIT += ["--epochs", "40", "--patience", "3", "--max-minutes", "20"]
+_FIT += ["--epochs", "40", "--patience", "3", "--max-minutes", "20", "--attention-values", "states"]
 # The models of the experiment and their options (fit options: the demo's HAN recipe; the pooled model's lr 2e-3).
 _HAN = ["--model", "han", "--embed-dim", "100", "--hidden", "50", "--unpacked-rnn", "--weight-decay", "0.01"]
 _POOLED = ["--model", "pooled", "--encoder", "none", "--pooling", "attention", "--embed-dim", "128"]

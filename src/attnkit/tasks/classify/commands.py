@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnkit.tasks.classify.data import data_summary
-from attnkit.tasks.classify.recipe import add_recipe_arguments
+from attnkit.tasks.classify.recipe import add_recipe_arguments, apply_recipe_defaults
 from attnkit.tasks.classify.train_options import (
     add_attention_arguments,
     add_data_arguments,
@@ -31,6 +31,7 @@ EXAMPLES = """examples:
   attnkit train classify --data my.csv --test my_test.csv --text-column body --label-column topic --out runs/mine
   attnkit train classify --data fine-foods --out runs/ff --resume        continue after an interruption
   attnkit train classify --data r8 --attention-distribution sparsemax --task-scaling lin --out runs/r8-tasc
+  attnkit train classify --data r8 --attention-values states --out runs/r8-states   attention over the states
   attnkit train classify --data big.jsonl --model pooled --max-minutes 60 --out runs/big   streamed (over 64 MB)
   torchrun --nproc-per-node 2 -m attnkit.cli train classify --data r8 --out runs/r8   two processes (DDP)
 """
@@ -57,6 +58,7 @@ def train(args: argparse.Namespace) -> int:
     from attnkit.tasks.run.plan import train_writes
     from attnkit.tasks.train_setup import start_training
 
+    apply_recipe_defaults(args)
     if args.valid_fraction == 0:  # refused before anything is read or written, as fit itself would refuse it
         from attnkit.training.fit_config import check_schedule_without_validation
 

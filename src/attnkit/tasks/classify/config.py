@@ -103,7 +103,9 @@ class ClassifierConfig(JsonConfig):
     attention_distribution: str = "softmax"
     task_scaling: str = "none"
     encoder_diversity: float = 0.0
-    # what the attention averages: the encoder's states, or the words' own embeddings (the states still score them)
+    # what the attention averages: the encoder's states, or the words' own embeddings (the states still score them).
+    # The states here, as every config written before the field; `train classify`'s default where the model attends
+    # is the faithful recipe instead (tasks/classify/recipe.py: apply_recipe_defaults)
     attention_values: str = "states"
     value_layer: int = 0  # with attention_values "embeddings": a per-word GELU layer of this width (0: the embeddings)
     # the training file's columns/keys: evaluating a file of the same format needs no --text-column again

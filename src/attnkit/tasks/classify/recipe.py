@@ -13,7 +13,13 @@ from typing import Any
 
 from attnkit.tasks.options import non_negative_float, non_negative_int
 
-__all__ = ["add_recipe_arguments", "recipe_lines", "recipe_section"]
+__all__ = ["FAITHFUL_VALUE_LAYER", "add_recipe_arguments", "apply_recipe_defaults", "recipe_lines", "recipe_section"]
+
+# What ``train classify`` gives wherever the model pools by attention, unless --attention-values / --value-layer say
+# otherwise: the recipe ``attnkit experiment faithful-attention`` confirms on test as ``embedding-values-layer``
+# (docs/results.md, "Faithful attention"): the states choose the weights, each word's value is a per-word layer of
+# this many units over its embedding.
+FAITHFUL_VALUE_LAYER = 256
 
 _VALUES = {"states": "the encoder's states", "embeddings": "the words' own embeddings (scored by the encoder's states)"}
 _TASC_SHADING = "; the shading shows the attention weights before the per-word scores multiply them"
@@ -23,8 +29,9 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``faithful attention`` options of ``attnkit train classify``."""
     faithful = parser.add_argument_group(
         "faithful attention",
-        "how the attention is trained to be the explanation (issue #38; the defaults are today's recipe): stored in "
-        "the checkpoint, shown by attnkit explain, kept by --init-from and --resume",
+        "how the attention is trained to be the explanation (issue #38; the defaults are the recipe the "
+        "faithful-attention experiment chose: the words' own values through a per-word layer, docs/results.md): "
+        "stored in the checkpoint, shown by attnkit explain, kept by --init-from and --resume",
     )
     faithful.add_argument(
         "--attention-distribution",
@@ -56,21 +63,34 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     faithful.add_argument(
         "--attention-values",
         choices=["states", "embeddings"],
-        default="states",
-        help="what every attention pooling averages: states (the encoder's, default) or embeddings (each word's own "
-        "input vector, while the encoder's states still choose the weights: a weight then multiplies one word and "
-        "nothing of its neighbours, as Tutek & Snajder 2020 ask of attention that explains; HAN: the sentence "
-        "attention averages the sentence vectors so made)",
+        default=None,
+        help="what every attention pooling averages: embeddings (each word's own input vector, through "
+        "--value-layer, while the encoder's states still choose the weights: a weight then multiplies one word and "
+        "nothing of its neighbours, as Tutek & Snajder 2020 ask of attention that explains, and the logit is one "
+        "part per word; HAN: the sentence attention averages the sentence vectors so made) or states (the "
+        "encoder's, as every model before this default). Default: embeddings wherever the model pools by "
+        "attention (HAN; pooled with attention or multihead pooling), else states",
     )
     faithful.add_argument(
         "--value-layer",
         type=non_negative_int,
-        default=0,
+        default=None,
         metavar="N",
         help="with --attention-values embeddings: average a per-word layer GELU(W e + b) of N units instead of the "
         "embedding e itself, so that the classifier reads richer word features while the logit stays one part per "
-        "word (default 0: the embeddings)",
+        f"word; 0: the embeddings themselves (default: {FAITHFUL_VALUE_LAYER} with embeddings, else 0)",
     )
+
+
+def apply_recipe_defaults(args: argparse.Namespace) -> None:
+    """Fill ``--attention-values`` and ``--value-layer`` where they were not given (``None``): the faithful recipe
+    (embeddings through a layer of :data:`FAITHFUL_VALUE_LAYER` units) wherever the model pools by attention, else
+    the states. Read once, here, at the command line; the config and the run's manifest record what was filled in."""
+    attends = args.model == "han" or args.pooling in ("attention", "multihead")
+    if args.attention_values is None:
+        args.attention_values = "embeddings" if attends else "states"
+    if args.value_layer is None:
+        args.value_layer = FAITHFUL_VALUE_LAYER if args.attention_values == "embeddings" else 0
 
 
 def recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
