@@ -41,11 +41,11 @@ def pooled_model(encoder: str, *, seed: int = 0, vocab: int = 40, classes: int =
     return PooledClassifier(vocab, classes, embed_dim=16, encoder=built[encoder], dropout=0.0).eval()
 
 
-def han_model(*, seed: int = 0, vocab: int = 40, classes: int = 3) -> HierarchicalAttentionClassifier:
-    """A random HAN."""
+def han_model(*, seed: int = 0, vocab: int = 40, classes: int = 3, **options) -> HierarchicalAttentionClassifier:
+    """A random HAN (``options``: more of its keyword arguments, e.g. ``attention_values``)."""
     torch.manual_seed(seed)
     return HierarchicalAttentionClassifier(
-        vocab, classes, embed_dim=16, word_hidden=8, sentence_hidden=8, dropout=0.0
+        vocab, classes, embed_dim=16, word_hidden=8, sentence_hidden=8, dropout=0.0, **options
     ).eval()
 
 

@@ -3,6 +3,7 @@ readable reference (every variant through the whole model), and the model's two 
 
 from __future__ import annotations
 
+import pytest
 import torch
 from _faithfulness_models import han_model, han_subject
 from hypothesis import given, settings
@@ -54,6 +55,23 @@ def test_a_shortened_sentence_shared_by_variants_and_an_emptied_one_give_the_ref
     with torch.no_grad():
         alone = torch.softmax(subject.model(batch.token_ids, batch.word_mask, batch.sentence_mask).logits, -1)[0]
     torch.testing.assert_close(subject.probabilities_when(keep, "delete")[1], alone, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("value_layer", [0, 12])
+def test_with_embedding_values_every_erasure_equals_the_reference(value_layer):
+    """The sentence vectors are then the values' width (16, or the value layer's 12), not the states' (16 = 2 x 8):
+    variants that shorten no sentence (whole sentences kept or deleted) reuse them as they are."""
+    model = han_model(seed=5, attention_values="embeddings", value_layer=value_layer)
+    subject = han_subject(model, [[4, 5, 6], [7], [8, 9]])
+    keep = torch.tensor(
+        [
+            [True, True, True, False, True, True],  # sentence 1 gone, no sentence shortened
+            [False, False, False, True, True, True],  # sentence 0 gone
+            [True, False, True, True, True, False],  # two shortened sentences
+        ]
+    )
+    _assert_fast_equals_reference(subject, keep)
+    _assert_fast_equals_reference(subject, keep[:2])  # only whole sentences erased
 
 
 @settings(max_examples=25, deadline=None)

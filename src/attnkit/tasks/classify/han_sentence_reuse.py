@@ -50,7 +50,7 @@ def delete_reusing_sentences(
     keys = torch.cat([columns[:, None], grid[rows, columns].long()], dim=1)  # [P, 1 + W]
     unique, inverse = torch.unique(keys, dim=0, return_inverse=True)  # [U, 1 + W], [P]
     new_vectors = _encode_shortened(model, token_grid, unique[:, 0], unique[:, 1:].bool(), pad_id, device)  # [U, D]
-    vectors = torch.cat([sentence_vectors, new_vectors])  # [S + U, D]
+    vectors = torch.cat([sentence_vectors, new_vectors.reshape(-1, sentence_vectors.shape[1])])  # [S + U, D]
     which = torch.arange(sentences).expand(n, sentences).clone()  # [N, S] row of `vectors` for each sentence
     which[rows, columns] = sentences + inverse
     parts = []
@@ -67,8 +67,8 @@ def _encode_shortened(
     model: nn.Module, token_grid: torch.Tensor, sentence: torch.Tensor, kept: torch.Tensor, pad_id: int, device
 ) -> torch.Tensor:
     """The vectors of sentences ``sentence [U]`` keeping only the words ``kept [U, W]``: ``[U, D]``."""
-    if kept.shape[0] == 0:
-        return torch.empty(0, model.word_encoder.output_dim, device=device)
+    if kept.shape[0] == 0:  # no sentence was shortened (D is the caller's: the states' or the values' width)
+        return torch.empty(0, device=device)
     lengths = kept.sum(1)  # [U]
     width = max(int(lengths.max()), 1)
     word_mask = torch.arange(width) < lengths[:, None]  # [U, W']
