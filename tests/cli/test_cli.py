@@ -175,8 +175,17 @@ def test_demo_smoke_run(tmp_path, capsys):
     attention, gradients, _ = (float(figure.rsplit(" ", 1)[1]) for figure in figures)
     share = float(line.split(" of what integrated gradients find")[0])
     assert gradients <= 0 or share == pytest.approx(attention / gradients, abs=0.0006 / gradients + 0.006)
+    line = printed.split("attention contribution finds ")[1].splitlines()[0]  # the model's own explanation, first
+    figures = line.split("documents: ")[1].rstrip(")").split(", ")
+    assert [figure.rsplit(" ", 1)[0] for figure in figures] == [
+        "attention contribution",
+        "integrated gradients",
+        "random",
+    ]
+    assert printed.index("attention contribution finds") < printed.index("attention finds")
     config = json.loads((out / "best" / "config.json").read_text())
     assert config["embeddings"] == "glove" and config["attend"] == "content"
+    assert (config["attention_values"], config["value_layer"]) == ("embeddings", 256)  # train classify's default
     report = (out / "report.html").read_text()
     assert report.count('class="attn-sentence"') >= 2
 

@@ -3,7 +3,8 @@
 Trains a hierarchical attention network on the fine-food reviews, prints its test accuracy beside a TF-IDF +
 logistic-regression baseline trained in the same run, shows a few predictions with their most-attended
 sentence and words, writes an HTML report of what the model attended to, and checks it: erasing each report
-document's 3 most-attended words against 3 random ones.
+document's 3 most-attended words against 3 random ones, and how much of what integrated gradients find the
+attention finds (with train classify's faithful recipe, attention x each word's part of the logit).
 
 A command of the classify task (``TaskSpec.commands``; layer 5, torch is imported only when it runs).
 """
@@ -24,7 +25,8 @@ EXAMPLES = """examples:
   attnkit demo
   attnkit demo --epochs 3 --out /tmp/demo
   attnkit demo --ensemble 3     three HANs, one ensemble (three times the training)
-  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token"""
+  attnkit demo --embeddings random --attend all     no pre-trained vectors, attention over every token
+  attnkit demo --attention-values states     attention over the BiGRUs' states (before the faithful default)"""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "demo",
         help="train and explain a HAN on fine-food reviews (a few minutes)",
-        description=" ".join(line.strip() for line in __doc__.splitlines()[2:6]),
+        description=" ".join(line.strip() for line in __doc__.splitlines()[2:7]),
         epilog=EXAMPLES,
     )
     parser.add_argument("--data", default="fine-foods", help="a built-in data set name (default: fine-foods)")
@@ -64,6 +66,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="content",
         help="what the word attention may attend to: content words only (default: not stop words or "
         "punctuation; the GRU still reads every word), or all tokens",
+    )
+    parser.add_argument(
+        "--attention-values",
+        choices=["embeddings", "states"],
+        default="embeddings",
+        help="what the attention averages: embeddings (default: train classify's faithful recipe, each word's own "
+        "values through a per-word layer, so that attention x each word's part of the logit is the explanation) or "
+        "states (the BiGRUs', as the demo was before)",
     )
     parser.add_argument(
         "--ensemble",
@@ -160,6 +170,7 @@ def _recipe(args: argparse.Namespace):
     """The HAN's config and its ``FitConfig``: the recipe chosen on fine-foods' validation splits
     (docs/results/classification_notes.md)."""
     from attnkit.tasks.classify.config import ClassifierConfig, default_embed_dim
+    from attnkit.tasks.classify.recipe import FAITHFUL_VALUE_LAYER
     from attnkit.training.loop import FitConfig
 
     config = ClassifierConfig(
@@ -169,6 +180,8 @@ def _recipe(args: argparse.Namespace):
         dropout=0.5,
         embeddings=args.embeddings,
         attend=args.attend,
+        attention_values=args.attention_values,
+        value_layer=FAITHFUL_VALUE_LAYER if args.attention_values == "embeddings" else 0,
     )
     fit_config = FitConfig(
         epochs=args.epochs,
@@ -243,7 +256,9 @@ def _explain(args: argparse.Namespace, data, report) -> None:
     options = {"title": REPORT_TITLE, "true_labels": gold, "recipe": classifier.config.recipe()}
     report_path = classifier_report(shown, classifier.label_names, Path(args.out) / "report.html", **options)
     print(f"\nreport of what the model attended to: {report_path}")
-    methods = ["attention", "integrated_gradients", "random"]
+    own = ["attention_contribution"] if classifier.config.attention_values == "embeddings" else []
+    methods = ["attention", *own, "integrated_gradients", "random"]
     tests = classifier.faithfulness([p.text for p in shown], methods=methods, seed=args.seed)
     print(summary_line(tests))
-    print(comprehensiveness_line(tests))
+    for method in [*own, "attention"]:  # the model's own explanation first, then the weights alone
+        print(comprehensiveness_line(tests, method))
