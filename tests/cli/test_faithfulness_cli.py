@@ -34,9 +34,10 @@ def _train(root: Path, *options: str) -> Path:
 
 @pytest.fixture(scope="module")
 def transformer_run(tmp_path_factory):
-    """A pooled classifier over a one-layer Transformer encoder (so rollout and flow apply)."""
+    """A pooled classifier over a one-layer Transformer encoder (so rollout and flow apply), attending over its
+    states (with the default embedding values it would also have attention_contribution)."""
     root = tmp_path_factory.mktemp("faithfulness-transformer")
-    return _train(root, "--model", "pooled", "--encoder", "transformer", "--heads", "2")
+    return _train(root, "--model", "pooled", "--encoder", "transformer", "--heads", "2", "--attention-values", "states")
 
 
 def _attnkit(*argv: str) -> subprocess.CompletedProcess:
