@@ -76,7 +76,7 @@ def test_accuracy_is_a_percentage_everywhere_and_python_evaluate_returns_the_cli
     texts = POSITIVE + NEGATIVE
     labels = ["pos"] * 3 + ["neg"] * 3
     report = attnkit.load(out, device="cpu").evaluate(texts, labels)
-    assert report["accuracy"] == 100.0 and report["count"] == 6 and report["loss"] > 0
+    assert report["accuracy"] == 100.0 and report["count"] == 6 and report["loss"] >= 0  # may round to 0.0
     assert report["per_class"]["pos"] == {"precision": 100.0, "recall": 100.0, "f1": 100.0, "support": 3}
     assert report["labels"] == ["neg", "pos"] and report["confusion"] == [[3, 0], [0, 3]]
     cli = run_cli("evaluate", "--checkpoint", str(out), "--data", str(root / "train.csv"), "--json")

@@ -139,25 +139,13 @@ def test_a_resumed_run_started_before_the_options_keeps_its_config_as_it_started
     assert checkpoint_config(changed, tmp_path, resume=True)["task_scaling"] == "lin"
 
 
-@pytest.mark.parametrize("name", ["r52"])
-def test_the_shipped_classifiers_written_before_the_options_load_as_trained(name):
-    from pathlib import Path
-
-    import attnkit.pretrained
-
-    saved = json.loads((Path(attnkit.pretrained.__file__).parent / name / "config.json").read_text())
-    assert not set(RECIPE_BEFORE_OPTIONS) & set(saved)
-    model = attnkit.load(name)
-    assert {k: model.config.recipe()[k] for k in RECIPE_BEFORE_OPTIONS} == RECIPE_BEFORE_OPTIONS
-    assert getattr(model.model, "task_scaling", None) is None
-    assert all(type(m.distribution) is Softmax for m in model.model.modules() if isinstance(m, AttentionPooling))
-
-
-@pytest.mark.parametrize(("name", "features"), [("r8", 4 * 50), ("fine-foods-han", 50)])
-def test_the_re_shipped_classifiers_attend_over_the_word_embeddings(name, features):
-    """Re-shipped under issue #38 (r8, then fine-foods-han): the config says so, and loading builds the model so."""
+@pytest.mark.parametrize(("name", "width"), [("r8", 256), ("r52", 256), ("fine-foods-han", 64)])
+def test_the_re_shipped_classifiers_attend_over_the_word_embeddings(name, width):
+    """Re-shipped under issue #38 with a per-word value layer (r8 and r52: 4 heads of 256 units; the HAN: 64): the
+    config says so, and loading builds the model so."""
     import attnkit
 
     model = attnkit.load(name)
-    assert model.config.recipe()["attention_values"] == "embeddings"
-    assert model.model.attention_values == "embeddings" and model.model.classifier.in_features == features
+    heads = model.config.heads if model.config.model == "pooled" else 1
+    assert (model.config.recipe()["attention_values"], model.config.recipe()["value_layer"]) == ("embeddings", width)
+    assert model.model.attention_values == "embeddings" and model.model.classifier.in_features == heads * width
