@@ -54,6 +54,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         "review, as the baseline does, and keeps the average of its last 3 epochs, the recipe chosen on "
         "validation splits in docs/results/classification_notes.md); e.g. 0.1 keeps the best validated epoch",
     )
+    _add_recipe_options(parser)
+    parser.add_argument(
+        "--ensemble",
+        type=positive_int,
+        default=1,
+        help="train N HANs (seeds SEED..SEED+N-1; with --valid-fraction, one validation split: SEED's) and score "
+        "them as one, their probabilities averaged, beside the first alone; costs N trainings (default 1)",
+    )
+    parser.add_argument("--out", default="runs/demo", help="checkpoint and report directory (default runs/demo)")
+    parser.add_argument("--examples", type=int, default=4, help="predictions to show (default 4)")
+    parser.add_argument(
+        "--report-documents",
+        type=int,
+        default=50,
+        help="test documents in the HTML report, whose top-attended words are counted (default 50)",
+    )
+    parser.add_argument(
+        "--limit", type=int, default=None, help="use only the first N train and N/4 test documents (a smoke run)"
+    )
+    add_runtime_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _add_recipe_options(parser: argparse.ArgumentParser) -> None:
+    """The demo HAN's options that change what it is: its embeddings and what its attention reads."""
     parser.add_argument(
         "--embeddings",
         default="glove",
@@ -75,26 +100,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "values through a per-word layer, so that attention x each word's part of the logit is the explanation) or "
         "states (the BiGRUs', as the demo was before)",
     )
-    parser.add_argument(
-        "--ensemble",
-        type=positive_int,
-        default=1,
-        help="train N HANs (seeds SEED..SEED+N-1; with --valid-fraction, one validation split: SEED's) and score "
-        "them as one, their probabilities averaged, beside the first alone; costs N trainings (default 1)",
-    )
-    parser.add_argument("--out", default="runs/demo", help="checkpoint and report directory (default runs/demo)")
-    parser.add_argument("--examples", type=int, default=4, help="predictions to show (default 4)")
-    parser.add_argument(
-        "--report-documents",
-        type=int,
-        default=50,
-        help="test documents in the HTML report, whose top-attended words are counted (default 50)",
-    )
-    parser.add_argument(
-        "--limit", type=int, default=None, help="use only the first N train and N/4 test documents (a smoke run)"
-    )
-    add_runtime_options(parser)
-    parser.set_defaults(handler=run)
 
 
 def _top_words(words: list[str], weights: list[float], k: int = 3) -> str:
