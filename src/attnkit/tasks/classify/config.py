@@ -20,6 +20,7 @@ from attnkit.models import BiGRUEncoder, HierarchicalAttentionClassifier, Pooled
 from attnkit.models.padding import PADDING_MODES
 from attnkit.models.pooled import ATTENTION_VALUES, build_pooling
 from attnkit.pooling import AttentionPooling, ConvTaskScaling, FeatTaskScaling, LinTaskScaling, TaskScaling
+from attnkit.tasks.classify.recipe import pools_by_attention
 
 __all__ = [
     "ATTEND",
@@ -143,7 +144,7 @@ class ClassifierConfig(JsonConfig):
             raise ValueError(f"task_scaling must be one of {tuple(TASK_SCALINGS)}, got {self.task_scaling!r}")
         if not self.encoder_diversity >= 0.0:
             raise ValueError(f"encoder_diversity must be >= 0, got {self.encoder_diversity}")
-        attention = self.model == "han" or self.pooling in ("attention", "multihead")
+        attention = pools_by_attention(self.model, self.pooling)
         if not attention and (self.attention_distribution != "softmax" or self.task_scaling != "none"):
             raise ValueError(f"attention_distribution and task_scaling act on attention pooling, not {self.pooling} "
                              "pooling")  # fmt: skip

@@ -13,7 +13,14 @@ from typing import Any
 
 from attnkit.tasks.options import non_negative_float, non_negative_int
 
-__all__ = ["FAITHFUL_VALUE_LAYER", "add_recipe_arguments", "apply_recipe_defaults", "recipe_lines", "recipe_section"]
+__all__ = [
+    "FAITHFUL_VALUE_LAYER",
+    "add_recipe_arguments",
+    "apply_recipe_defaults",
+    "pools_by_attention",
+    "recipe_lines",
+    "recipe_section",
+]
 
 # What ``train classify`` gives wherever the model pools by attention, unless --attention-values / --value-layer say
 # otherwise: the recipe ``attnkit experiment faithful-attention`` confirms on test as ``embedding-values-layer``
@@ -82,13 +89,18 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def pools_by_attention(model: str, pooling: str) -> bool:
+    """Whether a classifier pools by attention (the HAN always; pooled models with attention or multihead pooling):
+    where the faithful-attention options act."""
+    return model == "han" or pooling in ("attention", "multihead")
+
+
 def apply_recipe_defaults(args: argparse.Namespace) -> None:
     """Fill ``--attention-values`` and ``--value-layer`` where they were not given (``None``): the faithful recipe
     (embeddings through a layer of :data:`FAITHFUL_VALUE_LAYER` units) wherever the model pools by attention, else
     the states. Read once, here, at the command line; the config and the run's manifest record what was filled in."""
-    attends = args.model == "han" or args.pooling in ("attention", "multihead")
     if args.attention_values is None:
-        args.attention_values = "embeddings" if attends else "states"
+        args.attention_values = "embeddings" if pools_by_attention(args.model, args.pooling) else "states"
     if args.value_layer is None:
         args.value_layer = FAITHFUL_VALUE_LAYER if args.attention_values == "embeddings" else 0
 
